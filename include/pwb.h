@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pwb.h - libpwb, parallel writeback for user-space storage software
+ *
+ * libpwb gives a program that writes its own data with O_DIRECT (a database,
+ * an object store, a storage daemon) the Linux kernel's writeback machinery:
+ * dirty-page tracking, periodic ("kupdate") flushing of expired data,
+ * background flushing above a threshold, and livelock-free integrity sync.
+ * Like the 2025 "parallelizing filesystem writeback" kernel series, each
+ * backing device has several writeback contexts, each with its own dirty
+ * lists and flusher thread, and every inode is affined to one context.
+ *
+ * The object model:
+ *
+ *	struct pwb_bdi			one backing device (block device or file),
+ *	  |				opened with O_DIRECT
+ *	  +-- writeback context 0	b_dirty, b_io, b_more_io, b_dirty_time,
+ *	  +-- writeback context 1	a flusher thread, a work queue, statistics
+ *	  +-- ...
+ *	struct pwb_inode		an application object (64-bit number) whose
+ *					pages the application owns and libpwb writes
+ *
+ * The application owns the page data: it hands libpwb two callbacks, one
+ * that returns a page's memory and one that maps a page to a device offset.
+ * libpwb owns the dirty state and decides when and by whom pages are written.
+ *
+ * Conventions, for every function below unless its comment says otherwise:
+ *  - It returns 0 on success or a negative errno value; pwb_strerror() turns
+ *    one into text and pwb_errmsg() gives the calling thread's detailed
+ *    message for the last failure of a libpwb call.
+ *  - It is thread-safe: any thread may call it at any time, on any object,
+ *    concurrently with other calls, except that no call on an object may
+ *    begin after a call that closes that object has begun.
+ *  - A function that waits for writeback (pwb_fsync, pwb_sync, the close
+ *    functions) must not be called from an inode ops callback, which runs on
+ *    a flusher thread; it fails with -EDEADLK there instead of hanging.
+ *  - Threads need no registration with liburcu: libpwb uses the "bulletproof"
+ *    flavour (urcu-bp), meant for libraries that do not control their
+ *    callers' threads.
+ *
+ * More: README.md, doc/design.md (the algorithm, lists, locking, RCU use),
+ * doc/api.md (every function, with examples).
+ */
+#ifndef PWB_H
+#define PWB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(PWB_BUILDING_LIB) && defined(__GNUC__)
+#define PWB_API __attribute__((visibility("default")))
+#else
+#define PWB_API
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Version                                                                */
+
+#define PWB_VERSION_MAJOR 0
+#define PWB_VERSION_MINOR 1
+#define PWB_VERSION_PATCH 0
+#define PWB_VERSION_NUMBER                                                     \
+	((PWB_VERSION_MAJOR << 16) | (PWB_VERSION_MINOR << 8) |                \
+	 PWB_VERSION_PATCH)
+
+/**
+ * pwb_version() - the version of the library the program runs against
+ *
+ * Context: any thread.
+ * Return: PWB_VERSION_NUMBER of the library that was loaded, which may
+ *         differ from the one the program was compiled with.
+ */
+PWB_API unsigned int pwb_version(void);
+
+/* ---------------------------------------------------------------------- */
+/* Errors                                                                 */
+
+/**
+ * pwb_strerror() - describe an error code
+ * @err: a value returned by a libpwb function (negative errno), or 0
+ *
+ * Context: any thread.
+ * Return: a static string, never NULL. Unknown values give a generic text.
+ */
+PWB_API const char *pwb_strerror(int err);
+
+/**
+ * pwb_errmsg() - the calling thread's message for its last libpwb failure
+ *
+ * Every function that fails with a negative errno also records one line
+ * saying what exactly was wrong ("page_size 3000 is not a power of two").
+ * The text belongs to the calling thread and stays valid until its next
+ * libpwb call.
+ *
+ * Context: any thread.
+ * Return: the message, or "" if the thread's last call did not fail.
+ */
+PWB_API const char *pwb_errmsg(void);
+
+/* ---------------------------------------------------------------------- */
+/* Handles                                                                */
+
+struct pwb_bdi;
+struct pwb_inode;
+
+/* ---------------------------------------------------------------------- */
+/* Configuration                                                          */
+
+/** Largest number of writeback contexts one bdi accepts. */
+#define PWB_MAX_WB_CTX 64
+/** Contexts chosen by nr_wb_ctx = 0 on a non-rotational device, at most. */
+#define PWB_AUTO_MAX_WB_CTX 8
+
+/**
+ * struct pwb_bdi_config - how a bdi behaves
+ *
+ * Fill it with pwb_bdi_config_init(), then change what you need. Fields may
+ * be appended in later releases (never reordered or removed); a program
+ * built against an older pwb.h keeps working because symbol versioning gives
+ * it the functions that know its struct size.
+ */
+struct pwb_bdi_config {
+	/** Writeback contexts (lists + flusher thread each). 1 is the legacy
+	 *  single-threaded behaviour; 0 picks automatically: 1 on a rotational
+	 *  device, else the online CPUs capped at PWB_AUTO_MAX_WB_CTX.
+	 *  At most PWB_MAX_WB_CTX. Default 0. */
+	unsigned int nr_wb_ctx;
+	/** Shard policy spec, "name[:key=value,...]"; NULL means the default
+	 *  "inode-hash" (inode number modulo contexts). The string is copied. */
+	const char *policy;
+	/** Page size in bytes: a power of two, at least the device's logical
+	 *  block size, at most 1 MiB and at most max_io_bytes. Default 4096. */
+	unsigned int page_size;
+	/** Background writeback starts when the bdi's dirty bytes exceed this;
+	 *  0 disables background writeback. Default 64 MiB. */
+	uint64_t dirty_background_bytes;
+	/** Hard limit on dirty bytes, used by dirty throttling; 0 means no
+	 *  limit. Must be 0 or >= dirty_background_bytes. Default 256 MiB. */
+	uint64_t dirty_bytes;
+	/** Dirty data older than this is written by periodic writeback.
+	 *  Default 30000 (30 s). */
+	unsigned int dirty_expire_ms;
+	/** Interval of periodic writeback; 0 disables it. Default 5000. */
+	unsigned int dirty_writeback_ms;
+
+	/* ---- fields beyond the core contract ---- */
+
+	/** Largest single write in bytes; contiguous dirty pages with
+	 *  contiguous device offsets are merged up to this. A multiple of
+	 *  page_size, at most 64 MiB. Default 1 MiB. */
+	unsigned int max_io_bytes;
+	/** An inode whose only dirty state is its timestamps is written after
+	 *  this long (or by sync). Default 43200000 (12 h, the kernel's). */
+	unsigned int dirtytime_expire_ms;
+	/** I/O backend name; NULL or "psync" for pwritev(). */
+	const char *backend;
+	/** Clock used for every time decision (expiry, periodic interval,
+	 *  bandwidth), in nanoseconds, monotonic. NULL means CLOCK_MONOTONIC.
+	 *  Tests inject a fake clock here; it is called from any thread. */
+	uint64_t (*clock)(void *clock_arg);
+	void *clock_arg;
+	/** Open flags, PWB_BDI_* below. Default 0. */
+	unsigned int flags;
+};
+
+/** Every flag this release knows; other bits give -EINVAL. None yet. */
+#define PWB_BDI_FLAGS_ALL 0u
+
+/**
+ * pwb_bdi_config_init() - set every field of @cfg to its default
+ * @cfg: the struct to fill; NULL is ignored
+ *
+ * Context: any thread.
+ */
+PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
+
+/* ---------------------------------------------------------------------- */
+/* Backing device                                                         */
+
+/**
+ * pwb_bdi_open() - open a backing device and start its flusher threads
+ * @path: a block device or a regular file; opened O_RDWR | O_DIRECT
+ * @cfg: configuration, copied; NULL means all defaults
+ * @bdip: on success, the new bdi
+ *
+ * The logical block size comes from BLKSSZGET (block device) or statx's
+ * direct-I/O alignment (file), the capacity from BLKGETSIZE64 or the file
+ * size. One block is read with O_DIRECT to prove the filesystem supports it:
+ * libpwb never falls back to buffered I/O.
+ *
+ * Context: any thread; sleeps. The caller owns the bdi and must close it
+ * with pwb_bdi_close().
+ * Return: 0;
+ *  -EINVAL: NULL @path or @bdip; page_size zero, not a power of two, below
+ *           the logical block size or above 1 MiB or max_io_bytes;
+ *           max_io_bytes not a page multiple or above 64 MiB; nr_wb_ctx
+ *           above PWB_MAX_WB_CTX; dirty_bytes below dirty_background_bytes;
+ *           unknown flags; a file system that refuses O_DIRECT; a device
+ *           smaller than one page;
+ *  -ENOENT: unknown policy or backend name, or @path does not exist;
+ *  -ENOTBLK: @path is neither a block device nor a regular file;
+ *  -ENOMEM; or the errno of open(), a device ioctl or pthread_create().
+ */
+PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
+			 struct pwb_bdi **bdip);
+
+/**
+ * pwb_bdi_close() - write everything back, stop the flushers, free the bdi
+ * @bdi: the bdi; NULL is a no-op returning 0
+ *
+ * Runs an integrity sync of every inode, flushes the device cache, stops the
+ * flusher threads and frees the bdi. Inodes still open are written and freed
+ * too: their handles become invalid. Nothing is left allocated even when a
+ * write fails; the pages that could not be written are then dropped and the
+ * error returned.
+ *
+ * Context: any thread but a flusher (ops callback); sleeps. No other call on
+ * @bdi or its inodes may begin once this has begun.
+ * Return: 0; -EDEADLK from an ops callback; otherwise the first write or
+ *         flush error not yet reported by pwb_sync() (-EIO, -ENOSPC, ...).
+ */
+PWB_API int pwb_bdi_close(struct pwb_bdi *bdi);
+
+/**
+ * pwb_bdi_nr_wb_ctx() - number of writeback contexts of @bdi
+ *
+ * Context: any thread; lock-free (RCU).
+ * Return: the count (at least 1), or 0 if @bdi is NULL.
+ */
+PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi);
+
+/**
+ * struct pwb_bdi_info - facts a bdi found about its device
+ */
+struct pwb_bdi_info {
+	uint64_t capacity;		/* bytes usable (page multiple) */
+	unsigned int logical_block_size;	/* direct-I/O alignment */
+	unsigned int page_size;
+	unsigned int nr_wb_ctx;
+	int rotational;			/* 1, 0, or -1 if unknown */
+	int is_blockdev;
+	char policy[64];		/* policy name in use */
+	char backend[16];		/* I/O backend in use */
+};
+
+/**
+ * pwb_bdi_info() - report device geometry and settings
+ * @bdi: the bdi
+ * @info: filled on success
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL if an argument is NULL.
+ */
+PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info);
+
+/** Reasons for pwb_bdi_writeback(), named after the kernel's. */
+enum pwb_wb_reason {
+	/** Write inodes dirty for longer than dirty_expire_ms ("kupdate"). */
+	PWB_WB_PERIODIC = 1,
+	/** Write anything while dirty bytes exceed dirty_background_bytes. */
+	PWB_WB_BACKGROUND = 2,
+	/** Write everything dirty now, without waiting for the device cache
+	 *  (WB_SYNC_NONE; "start writeback on everything"). */
+	PWB_WB_ALL = 3,
+};
+
+/** pwb_bdi_writeback() flag: wait until every context finished the pass. */
+#define PWB_WB_WAIT 0x1u
+
+/**
+ * pwb_bdi_writeback() - start a writeback pass on every context
+ * @bdi: the bdi
+ * @reason: one of enum pwb_wb_reason
+ * @flags: 0 or PWB_WB_WAIT
+ *
+ * Queues one work item per context, all at once. Flushers also do periodic
+ * and background passes on their own; this lets a caller kick them (for
+ * example right after advancing an injected clock). Write errors are not
+ * returned here: they are kept for pwb_fsync()/pwb_sync().
+ *
+ * Context: any thread; with PWB_WB_WAIT not from an ops callback; sleeps.
+ * Return: 0; -EINVAL for a NULL @bdi, unknown @reason or flags; -EDEADLK
+ *         when waiting from an ops callback; -ENOMEM.
+ */
+PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+			      unsigned int flags);
+
+/* ---------------------------------------------------------------------- */
+/* Inodes                                                                 */
+
+/**
+ * struct pwb_inode_ops - how libpwb reaches an inode's data
+ *
+ * The callbacks run on flusher threads with no libpwb lock held. They may
+ * call pwb_mark_dirty() and the query functions, never pwb_fsync(),
+ * pwb_sync() or a close function. Append-only: later releases add fields at
+ * the end, and a zeroed field is always "absent".
+ */
+struct pwb_inode_ops {
+	/** Required. Store in *data the address of page @index: page_size
+	 *  bytes, aligned to the logical block size (for O_DIRECT), which must
+	 *  stay valid and unchanged in size until end_write for that page (or
+	 *  the writepage call's return, if end_write is absent). Return 0 or a
+	 *  negative errno, which is recorded as a write error of the page. */
+	int (*get_page)(struct pwb_inode *inode, uint64_t index,
+			const void **data);
+	/** Required. Store in *dev_off the device byte offset of page @index:
+	 *  a multiple of the logical block size, with the whole page inside
+	 *  the device. Return 0 or a negative errno (recorded as above). */
+	int (*map_page)(struct pwb_inode *inode, uint64_t index,
+			uint64_t *dev_off);
+	/** Optional. Called once per finished write of pages
+	 *  [@index, @index + @nr) with 0 or the negative errno of the write. */
+	void (*end_write)(struct pwb_inode *inode, uint64_t index, uint64_t nr,
+			  int err);
+	/** Optional. Write the inode's own metadata (its "inode block");
+	 *  @sync is 1 during integrity sync. Called by writeback when
+	 *  pwb_mark_inode_dirty() set PWB_I_DIRTY_META or PWB_I_DIRTY_TIME. */
+	int (*write_inode)(struct pwb_inode *inode, int sync);
+};
+
+/**
+ * pwb_inode_open() - register an inode on a bdi
+ * @bdi: the bdi
+ * @ino: the application's number for it, unique on @bdi
+ * @ops: callbacks; the struct is copied
+ * @priv: the application's pointer, returned by pwb_inode_priv()
+ * @inodep: on success, the new inode
+ *
+ * The inode is affined to a writeback context when it is first dirtied.
+ *
+ * Context: any thread. The caller owns the inode and closes it with
+ * pwb_inode_close() (or pwb_bdi_close()).
+ * Return: 0; -EINVAL for a NULL argument or an ops table without get_page or
+ *         map_page; -EEXIST if @ino is already open on @bdi; -ESHUTDOWN if
+ *         @bdi is closing; -ENOMEM.
+ */
+PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
+			   const struct pwb_inode_ops *ops, void *priv,
+			   struct pwb_inode **inodep);
+
+/**
+ * pwb_inode_close() - write an inode back, wait, and free it
+ * @inode: the inode; NULL is a no-op returning 0
+ *
+ * Like pwb_fsync(), then unregisters and frees the inode (after an RCU grace
+ * period, so concurrent lock-free lookups stay safe). Calls on @inode already
+ * running finish first or fail with -EBADF. Pages that could not be written
+ * are dropped after the error is returned.
+ *
+ * Context: any thread but a flusher; sleeps. No call on @inode may begin once
+ * this has begun.
+ * Return: 0; -EDEADLK from an ops callback; otherwise the first write error
+ *         of this inode not yet reported by pwb_fsync().
+ */
+PWB_API int pwb_inode_close(struct pwb_inode *inode);
+
+/**
+ * pwb_inode_priv() - the application pointer given to pwb_inode_open()
+ *
+ * Context: any thread.
+ * Return: the pointer, or NULL if @inode is NULL.
+ */
+PWB_API void *pwb_inode_priv(const struct pwb_inode *inode);
+
+/**
+ * pwb_inode_ino() - the inode's number
+ *
+ * Context: any thread.
+ * Return: the number (0 for a NULL @inode).
+ */
+PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode);
+
+/**
+ * pwb_inode_wb_ctx() - the writeback context the inode is affined to
+ *
+ * The shard policy picks the context when the inode is first dirtied; the
+ * inode stays with it afterwards, clean or dirty.
+ *
+ * Context: any thread.
+ * Return: the context index (0 .. pwb_bdi_nr_wb_ctx() - 1); -EINVAL for a
+ *         NULL @inode; -ENODATA if the inode was never dirtied.
+ */
+PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode);
+
+/**
+ * pwb_inode_dirty_pages() - number of dirty pages of @inode
+ * @inode: the inode
+ * @nr: filled with the count of pages dirty and not yet being written
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL argument.
+ */
+PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr);
+
+/**
+ * pwb_mark_dirty() - record that the application changed a byte range
+ * @inode: the inode
+ * @off: first byte changed
+ * @len: number of bytes; the range is rounded out to whole pages
+ *
+ * Call it after the new bytes are in the page memory. A page already dirty
+ * stays where it is; the first dirtying of a clean inode stamps its
+ * dirtied_when and queues it at the tail of its context's b_dirty list. A
+ * page being written is dirtied again, and written again later, so the last
+ * contents always reach the device. @len == 0 does nothing.
+ *
+ * Context: any thread, including ops callbacks; never sleeps on I/O.
+ * Return: 0; -EINVAL for a NULL @inode; -EOVERFLOW if @off + @len wraps past
+ *         2^64; -EBADF if @inode is being closed; -ENOMEM.
+ */
+PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len);
+
+/** pwb_mark_inode_dirty() flags. */
+#define PWB_I_DIRTY_META 0x1u	/* metadata changed: written with the pages */
+#define PWB_I_DIRTY_TIME 0x2u	/* only timestamps: lazily, b_dirty_time */
+
+/**
+ * pwb_mark_inode_dirty() - record that the inode's own metadata changed
+ * @inode: the inode, whose ops must have write_inode
+ * @flags: PWB_I_DIRTY_META and/or PWB_I_DIRTY_TIME
+ *
+ * Context: any thread, including ops callbacks.
+ * Return: 0; -EINVAL for NULL, bad flags or no write_inode op; -EBADF if the
+ *         inode is being closed.
+ */
+PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
+
+/**
+ * pwb_fsync() - make an inode's dirty data durable
+ * @inode: an open inode
+ *
+ * Queues an integrity-sync work item on the inode's context and waits for
+ * it: every page dirty when the flusher starts the item is written (pages
+ * dirtied meanwhile are not waited for, so constant re-dirtying cannot
+ * livelock it), every write in flight is waited for, then the device cache
+ * is flushed (fdatasync). Dirty metadata is written through write_inode.
+ *
+ * Context: any thread but a flusher; sleeps.
+ * Return: 0; -EINVAL for a NULL @inode; -EBADF if @inode is being closed;
+ *         -EDEADLK from an ops callback; -ENOMEM; or a write or flush error
+ *         (-EIO, -ENOSPC, ...) of this inode that no earlier pwb_fsync()
+ *         returned: each error is reported once. Pages whose write failed
+ *         stay dirty.
+ */
+PWB_API int pwb_fsync(struct pwb_inode *inode);
+
+/**
+ * pwb_sync() - make every inode's dirty data durable
+ * @bdi: the bdi
+ *
+ * Queues integrity-sync work on every context at once, waits for all of them,
+ * then flushes the device cache once.
+ *
+ * Context: any thread but a flusher; sleeps.
+ * Return: 0; -EINVAL for a NULL @bdi; -EDEADLK from an ops callback;
+ *         -ENOMEM; or a write or flush error on @bdi that no earlier
+ *         pwb_sync() returned (each reported once to pwb_sync callers).
+ */
+PWB_API int pwb_sync(struct pwb_bdi *bdi);
+
+/* ---------------------------------------------------------------------- */
+/* Statistics                                                             */
+
+/**
+ * struct pwb_stats - counters, of one context or summed over a bdi
+ *
+ * "now" fields are instantaneous; the others count since the bdi opened.
+ * Fields may be appended in later releases.
+ */
+struct pwb_stats {
+	uint64_t nr_dirty_inodes;	/* now: inodes on b_dirty/b_io/b_more_io */
+	uint64_t dirty_pages;		/* now: dirty, not yet being written */
+	uint64_t writeback_pages;	/* now: being written */
+	uint64_t dirtied_pages;		/* pages that went clean -> dirty */
+	uint64_t written_pages;		/* pages written successfully */
+	uint64_t io_submitted;		/* write requests issued */
+	uint64_t io_errors;		/* write requests that failed */
+	uint64_t bytes_written;		/* bytes written successfully */
+	/* ---- beyond the core contract ---- */
+	uint64_t nr_inodes;		/* now: inodes affined to the context */
+	uint64_t nr_dirty_time_inodes;	/* now: on b_dirty_time */
+	uint64_t wb_passes;		/* work items run by the flusher */
+	uint64_t periodic_passes;	/* of which periodic (kupdate) */
+	uint64_t background_passes;	/* of which background */
+	uint64_t sync_passes;		/* of which integrity sync */
+	uint64_t inodes_written;	/* inode visits that wrote something */
+	uint64_t device_flushes;	/* fdatasync calls */
+	uint64_t flush_ns;		/* time the flusher spent in passes */
+	uint64_t write_bandwidth;	/* bytes/s, moving average */
+};
+
+/**
+ * pwb_bdi_stats() - counters summed over every context of @bdi
+ *
+ * Context: any thread; lock-free (the counters of different contexts are
+ * read one after another, so the sum is not an atomic snapshot).
+ * Return: 0; -EINVAL for a NULL argument.
+ */
+PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st);
+
+/**
+ * pwb_wb_ctx_stats() - counters of context @idx
+ *
+ * Context: any thread; lock-free.
+ * Return: 0; -EINVAL for a NULL argument; -ERANGE if @idx is not below
+ *         pwb_bdi_nr_wb_ctx().
+ */
+PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
+			     struct pwb_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PWB_H */

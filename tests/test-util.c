@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* test-util.c - helpers shared by the Check suites (see test-util.h) */
+#define _GNU_SOURCE
+#include "test-util.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *tu_test_dir(void)
+{
+	const char *d = getenv("PWB_TEST_DIR");
+
+	return d && *d ? d : "/var/tmp";
+}
+
+char *tu_image_create(uint64_t size)
+{
+	char *path;
+	int fd;
+
+	if (asprintf(&path, "%s/pwb-test-XXXXXX.img", tu_test_dir()) < 0)
+		ck_abort_msg("asprintf failed");
+	fd = mkstemps(path, 4);
+	ck_assert_msg(fd >= 0, "cannot create image in %s: %s", tu_test_dir(),
+		      strerror(errno));
+	ck_assert_msg(ftruncate(fd, (off_t)size) == 0, "ftruncate: %s",
+		      strerror(errno));
+	close(fd);
+	return path;
+}
+
+void tu_image_remove(char *path)
+{
+	if (!path)
+		return;
+	unlink(path);
+	free(path);
+}
+
+uint64_t tu_clock_read(void *arg)
+{
+	struct tu_clock *c = arg;
+
+	return __atomic_load_n(&c->now, __ATOMIC_ACQUIRE);
+}
+
+void tu_clock_set(struct tu_clock *c, uint64_t ns)
+{
+	__atomic_store_n(&c->now, ns, __ATOMIC_RELEASE);
+}
+
+void tu_clock_advance_ms(struct tu_clock *c, uint64_t ms)
+{
+	__atomic_add_fetch(&c->now, ms * 1000000ull, __ATOMIC_ACQ_REL);
+}
+
+static int tu_get_page(struct pwb_inode *inode, uint64_t index,
+		       const void **data)
+{
+	struct tu_store *st = pwb_inode_priv(inode);
+
+	if (index >= st->nr_pages)
+		return -ERANGE;
+	*data = st->mem + index * st->page_size;
+	return 0;
+}
+
+static int tu_map_page(struct pwb_inode *inode, uint64_t index,
+		       uint64_t *dev_off)
+{
+	struct tu_store *st = pwb_inode_priv(inode);
+
+	if (index >= st->nr_pages)
+		return -ERANGE;
+	if (st->map_err && index >= st->fail_from)
+		return -st->map_err;
+	*dev_off = st->base_off + index * st->page_size;
+	return 0;
+}
+
+static void tu_end_write(struct pwb_inode *inode, uint64_t index, uint64_t nr,
+			 int err)
+{
+	struct tu_store *st = pwb_inode_priv(inode);
+	pthread_t self = pthread_self();
+	unsigned int i;
+
+	pthread_mutex_lock(&st->lock);
+	st->writes++;
+	if (err)
+		st->last_err = err;
+	else
+		st->pages_written += nr;
+	for (i = 0; i < st->nr_writers; i++)
+		if (pthread_equal(st->writers[i], self))
+			break;
+	if (i == st->nr_writers && i < TU_MAX_WRITERS)
+		st->writers[st->nr_writers++] = self;
+	pthread_mutex_unlock(&st->lock);
+}
+
+const struct pwb_inode_ops tu_ops = {
+	.get_page = tu_get_page,
+	.map_page = tu_map_page,
+	.end_write = tu_end_write,
+};
+
+void tu_store_init(struct tu_store *st, uint64_t ino, unsigned int page_size,
+		   uint64_t nr_pages, uint64_t base_off)
+{
+	memset(st, 0, sizeof(*st));
+	st->ino = ino;
+	st->page_size = page_size;
+	st->nr_pages = nr_pages;
+	st->base_off = base_off;
+	ck_assert(posix_memalign((void **)&st->mem, 4096,
+				 nr_pages * page_size) == 0);
+	memset(st->mem, 0, nr_pages * page_size);
+	pthread_mutex_init(&st->lock, NULL);
+}
+
+void tu_store_destroy(struct tu_store *st)
+{
+	free(st->mem);
+	st->mem = NULL;
+	pthread_mutex_destroy(&st->lock);
+}
+
+int tu_store_open(struct tu_store *st, struct pwb_bdi *bdi)
+{
+	return pwb_inode_open(bdi, st->ino, &tu_ops, st, &st->inode);
+}
+
+/* Page layout: every 8-byte word holds ino ^ index ^ version mixes, and the
+ * first word the version itself, so a torn or stale page never matches. */
+void tu_fill_page(struct tu_store *st, uint64_t index, uint32_t version)
+{
+	uint64_t *w = (uint64_t *)(st->mem + index * st->page_size);
+	uint64_t seed = (st->ino << 40) ^ (index << 8) ^ version;
+	unsigned int i, n = st->page_size / 8;
+
+	w[0] = version;
+	for (i = 1; i < n; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		w[i] = seed;
+	}
+}
+
+uint32_t tu_page_version(const struct tu_store *st, uint64_t index)
+{
+	const uint64_t *w =
+		(const uint64_t *)(st->mem + index * st->page_size);
+
+	return (uint32_t)w[0];
+}
+
+int tu_read_device(const char *path, uint64_t off, void *buf, unsigned len)
+{
+	int fd = open(path, O_RDONLY | O_DIRECT);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, len, (off_t)off);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+long tu_verify_device(const char *path, struct tu_store *stores, unsigned n)
+{
+	long bad = 0;
+	unsigned int s;
+	void *buf;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return -errno;
+	if (posix_memalign(&buf, 4096, 1 << 20)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (s = 0; s < n; s++) {
+		struct tu_store *st = &stores[s];
+		uint64_t per = (1 << 20) / st->page_size, i, j;
+
+		for (i = 0; i < st->nr_pages; i += per) {
+			uint64_t cnt = TU_MIN(per, st->nr_pages - i);
+			ssize_t r = pread(fd, buf, cnt * st->page_size,
+					  (off_t)(st->base_off +
+						  i * st->page_size));
+
+			if (r != (ssize_t)(cnt * st->page_size)) {
+				bad = r < 0 ? -errno : -EIO;
+				goto out;
+			}
+			for (j = 0; j < cnt; j++)
+				if (memcmp((char *)buf + j * st->page_size,
+					   st->mem + (i + j) * st->page_size,
+					   st->page_size))
+					bad++;
+		}
+	}
+out:
+	free(buf);
+	close(fd);
+	return bad;
+}

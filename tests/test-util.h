@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-util.h - helpers shared by the Check suites
+ *
+ * A test device is a regular file in $PWB_TEST_DIR (the build tree's tests/
+ * directory under make check; /var/tmp otherwise), because O_DIRECT needs a
+ * real file system (tmpfs refuses it).
+ *
+ * A tu_store plays the application: it owns page memory for one inode,
+ * placed at a fixed device region, and records which threads wrote it.
+ */
+#ifndef PWB_TEST_UTIL_H
+#define PWB_TEST_UTIL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pwb.h"
+
+/* Directory for test images; never NULL. */
+const char *tu_test_dir(void);
+
+/* Create a zero-filled image of @size bytes; return a malloc'd path. The
+ * file is removed by tu_image_remove(). Aborts the test on failure. */
+char *tu_image_create(uint64_t size);
+void tu_image_remove(char *path);
+
+/* A settable clock for pwb_bdi_config.clock (nanoseconds). */
+struct tu_clock {
+	uint64_t now;
+};
+uint64_t tu_clock_read(void *arg);
+void tu_clock_set(struct tu_clock *c, uint64_t ns);
+void tu_clock_advance_ms(struct tu_clock *c, uint64_t ms);
+
+#define TU_MAX_WRITERS 8
+
+/* One inode's application side. */
+struct tu_store {
+	unsigned int page_size;
+	uint64_t nr_pages;	/* pages of the inode */
+	uint64_t base_off;	/* device offset of page 0 */
+	uint8_t *mem;		/* nr_pages * page_size, page aligned */
+	struct pwb_inode *inode;
+	uint64_t ino;
+
+	pthread_mutex_t lock;	/* the fields below */
+	uint64_t pages_written;	/* summed over end_write calls */
+	uint64_t writes;	/* end_write calls */
+	int last_err;		/* last non-zero err passed to end_write */
+	pthread_t writers[TU_MAX_WRITERS];	/* distinct writer threads */
+	unsigned int nr_writers;
+	/* Optional: fail map_page with this errno for pages >= fail_from. */
+	int map_err;
+	uint64_t fail_from;
+};
+
+extern const struct pwb_inode_ops tu_ops;
+
+/* Allocate the page memory of @st (zeroed); aborts on failure. */
+void tu_store_init(struct tu_store *st, uint64_t ino, unsigned int page_size,
+		   uint64_t nr_pages, uint64_t base_off);
+void tu_store_destroy(struct tu_store *st);
+/* Open @st's inode on @bdi with tu_ops; return pwb_inode_open's result. */
+int tu_store_open(struct tu_store *st, struct pwb_bdi *bdi);
+
+/* Fill page @index of @st with a pattern naming (ino, index, version). */
+void tu_fill_page(struct tu_store *st, uint64_t index, uint32_t version);
+/* The version stored in page @index's memory. */
+uint32_t tu_page_version(const struct tu_store *st, uint64_t index);
+
+/* Compare the device image with the memory of @n stores, byte for byte.
+ * Return the number of mismatching pages (0 = all equal), or -errno. */
+long tu_verify_device(const char *path, struct tu_store *stores, unsigned n);
+
+/* Read one page of the device (O_DIRECT) into @buf (page aligned). */
+int tu_read_device(const char *path, uint64_t off, void *buf, unsigned len);
+
+/* Deterministic PRNG for tests (xorshift64*). */
+static inline uint64_t tu_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 2685821657736338717ull;
+}
+
+#define TU_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+#endif
