@@ -34,6 +34,13 @@
 #ifndef PWB_INTERNAL_H
 #define PWB_INTERNAL_H
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -207,6 +214,9 @@ const struct pwb__io_backend *pwb__io_backend_find(const char *name)
  * the writeback tag, re-dirties the pages on error, records the error,
  * updates statistics, calls end_write and frees @io. */
 void pwb__io_end(struct pwb__io *io, int err) PWB__INTERNAL;
+/* The same without freeing @io (for requests that never reached a
+ * backend, kept on the stack). */
+void pwb__io_complete(struct pwb__io *io, int err) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* policy.c: the shard policy interface                                   */
@@ -349,6 +359,10 @@ struct pwb_bdi {
 	uint64_t write_seq;		/* uatomic: bumped per finished write */
 	uint64_t flushed_seq;		/* flush_lock: write_seq covered */
 
+	unsigned long bg_active;	/* uatomic: background kick sent */
+
+	uint64_t nr_device_flushes;	/* flush_lock */
+
 	pwb__errseq_t wb_err;		/* uatomic: errors on any inode */
 	pwb__errseq_t sync_cursor;	/* flush_lock: pwb_sync's cursor */
 };
@@ -377,6 +391,15 @@ void pwb__set_flusher_ctx(int idx) PWB__INTERNAL;
 /* ---------------------------------------------------------------------- */
 /* inode.c                                                                */
 
+/* The list an inode is on. */
+enum pwb__list {
+	PWB__LIST_NONE = 0,
+	PWB__LIST_DIRTY,
+	PWB__LIST_IO,
+	PWB__LIST_MORE_IO,
+	PWB__LIST_DIRTY_TIME,
+};
+
 /* inode->state bits. */
 #define PWB__I_DIRTY_PAGES 0x01u	/* the page map holds dirty pages */
 #define PWB__I_DIRTY_META 0x02u		/* write_inode needed */
@@ -392,8 +415,9 @@ struct pwb_inode {
 	struct pwb_inode_ops ops;
 	void *priv;
 
-	/* Set once at first dirtying under wb->list_lock and inode->lock;
-	 * read without locks afterwards (CMM_LOAD_SHARED). */
+	/* Chosen by the shard policy at first dirtying, under inode->lock;
+	 * a later move between contexts holds both list_locks and
+	 * inode->lock. Readers hold inode->lock or use CMM_LOAD_SHARED. */
 	struct pwb__wb_ctx *wb;
 
 	pthread_mutex_t lock;		/* the fields below, to the marker */
@@ -406,9 +430,11 @@ struct pwb_inode {
 	pwb__errseq_t wb_err;		/* write errors of this inode */
 	pwb__errseq_t fsync_cursor;	/* pwb_fsync's cursor */
 	unsigned int users;		/* fsyncs in progress */
+	pthread_cond_t users_cond;	/* users dropped to 0 */
 	/* ---- end of inode->lock ---- */
 
 	struct cds_list_head io_list;	/* wb->list_lock: on a b_* list */
+	enum pwb__list on_list;		/* wb->list_lock: which one */
 	struct cds_lfht_node hnode;	/* bdi->inodes */
 	struct rcu_head rcu;
 };
@@ -421,18 +447,13 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi,
  * list_lock and inode->lock. */
 void pwb__inode_attach_dirty(struct pwb_inode *inode) PWB__INTERNAL;
 /* Which list of its context @inode is on (takes list_lock; for tests). */
-enum pwb__list {
-	PWB__LIST_NONE = 0,
-	PWB__LIST_DIRTY,
-	PWB__LIST_IO,
-	PWB__LIST_MORE_IO,
-	PWB__LIST_DIRTY_TIME,
-};
 enum pwb__list pwb__inode_list(struct pwb_inode *inode) PWB__INTERNAL;
-/* Free an inode that is off every list and out of the registry. */
-void pwb__inode_free(struct pwb_inode *inode) PWB__INTERNAL;
-/* Write back and free; used by pwb_inode_close and pwb_bdi_close. */
-int pwb__inode_close(struct pwb_inode *inode, bool unregister) PWB__INTERNAL;
+/* Move @inode to the tail of list @to of @wb (or off every list) and keep
+ * the list counters right. Caller holds wb->list_lock. */
+void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+			    enum pwb__list to) PWB__INTERNAL;
+/* Write back, unregister and free; pwb_inode_close and pwb_bdi_close. */
+int pwb__inode_close(struct pwb_inode *inode) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* writeback.c                                                            */

@@ -1,0 +1,608 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * bdi.c - the backing device: open, geometry, contexts, sync, close
+ */
+#include "pwb-internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#ifdef HAVE_LINUX_FS_H
+#include <linux/fs.h>
+#endif
+
+#ifndef STATX_DIOALIGN
+#define STATX_DIOALIGN 0x00002000U
+#endif
+
+#define MAX_PAGE_SIZE (1u << 20)
+#define MAX_IO_BYTES (64u << 20)
+
+PWB_API unsigned int pwb_version(void)
+{
+	return PWB_VERSION_NUMBER;
+}
+
+PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->nr_wb_ctx = 0;
+	cfg->policy = NULL;
+	cfg->page_size = 4096;
+	cfg->dirty_background_bytes = 64ull << 20;
+	cfg->dirty_bytes = 256ull << 20;
+	cfg->dirty_expire_ms = 30000;
+	cfg->dirty_writeback_ms = 5000;
+	cfg->max_io_bytes = 1u << 20;
+	cfg->dirtytime_expire_ms = 12u * 3600u * 1000u;
+	cfg->backend = NULL;
+	cfg->clock = NULL;
+	cfg->clock_arg = NULL;
+	cfg->flags = 0;
+}
+
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* Checks that need no device. */
+static int check_config(const struct pwb_bdi_config *cfg)
+{
+	if (!is_pow2(cfg->page_size))
+		return pwb__err(-EINVAL, "page_size %u is %s", cfg->page_size,
+				cfg->page_size ? "not a power of two" : "zero");
+	if (cfg->page_size > MAX_PAGE_SIZE)
+		return pwb__err(-EINVAL, "page_size %u is above 1 MiB",
+				cfg->page_size);
+	if (cfg->max_io_bytes < cfg->page_size ||
+	    cfg->max_io_bytes % cfg->page_size)
+		return pwb__err(-EINVAL, "max_io_bytes %u is not a positive "
+					 "multiple of page_size %u",
+				cfg->max_io_bytes, cfg->page_size);
+	if (cfg->max_io_bytes > MAX_IO_BYTES)
+		return pwb__err(-EINVAL, "max_io_bytes %u is above 64 MiB",
+				cfg->max_io_bytes);
+	if (cfg->nr_wb_ctx > PWB_MAX_WB_CTX)
+		return pwb__err(-EINVAL, "nr_wb_ctx %u is above the limit %u",
+				cfg->nr_wb_ctx, PWB_MAX_WB_CTX);
+	if (cfg->dirty_bytes &&
+	    cfg->dirty_bytes < cfg->dirty_background_bytes)
+		return pwb__err(-EINVAL, "dirty_bytes %llu is below "
+					 "dirty_background_bytes %llu",
+				(unsigned long long)cfg->dirty_bytes,
+				(unsigned long long)cfg->dirty_background_bytes);
+	if (cfg->flags & ~PWB_BDI_FLAGS_ALL)
+		return pwb__err(-EINVAL, "unknown flags 0x%x",
+				cfg->flags & ~PWB_BDI_FLAGS_ALL);
+	return 0;
+}
+
+/* 1 if device maj:min (or, for a partition, its disk) is rotational, 0 if
+ * not, -1 if unknown. */
+static int read_rotational(unsigned int maj, unsigned int min)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		char path[128];
+		FILE *f;
+		int v;
+
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%squeue/"
+			 "rotational", maj, min, i ? "../" : "");
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+		return v;
+	}
+	return -1;
+}
+
+/* Fill in lbs, capacity, rotational, is_blockdev of @bdi from its fd. */
+static int probe_geometry(struct pwb_bdi *bdi, const char *path)
+{
+	struct stat st;
+
+	if (fstat(bdi->fd, &st))
+		return pwb__err(-errno, "fstat %s: %s", path, strerror(errno));
+	if (S_ISBLK(st.st_mode)) {
+#if defined(BLKSSZGET) && defined(BLKGETSIZE64)
+		int lbs;
+		uint64_t size;
+
+		if (ioctl(bdi->fd, BLKSSZGET, &lbs))
+			return pwb__err(-errno, "BLKSSZGET on %s: %s", path,
+					strerror(errno));
+		if (ioctl(bdi->fd, BLKGETSIZE64, &size))
+			return pwb__err(-errno, "BLKGETSIZE64 on %s: %s", path,
+					strerror(errno));
+		bdi->lbs = (unsigned int)lbs;
+		bdi->capacity = size;
+		bdi->is_blockdev = 1;
+		bdi->rotational = read_rotational(major(st.st_rdev),
+						  minor(st.st_rdev));
+#else
+		return pwb__err(-ENOTSUP, "no block-device ioctls here");
+#endif
+	} else if (S_ISREG(st.st_mode)) {
+		struct statx stx;
+
+		bdi->lbs = 0;
+		if (!statx(bdi->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) &&
+		    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align)
+			bdi->lbs = stx.stx_dio_offset_align;
+		if (!bdi->lbs)	/* older kernels: the block size is safe */
+			bdi->lbs = (unsigned int)st.st_blksize;
+		bdi->capacity = (uint64_t)st.st_size;
+		bdi->is_blockdev = 0;
+		bdi->rotational = read_rotational(major(st.st_dev),
+						  minor(st.st_dev));
+	} else {
+		return pwb__err(-ENOTBLK, "%s is neither a block device nor "
+					  "a regular file",
+				path);
+	}
+	if (!is_pow2(bdi->lbs))
+		return pwb__err(-EINVAL, "%s: odd logical block size %u",
+				path, bdi->lbs);
+	return 0;
+}
+
+/* Read one block with O_DIRECT: some file systems accept the open flag
+ * but refuse the I/O. */
+static int probe_direct_io(struct pwb_bdi *bdi, const char *path)
+{
+	void *buf;
+	ssize_t n;
+
+	if (posix_memalign(&buf, PWB__MAX(bdi->lbs, 4096u), bdi->lbs))
+		return pwb__err(-ENOMEM, "out of memory");
+	n = pread(bdi->fd, buf, bdi->lbs, 0);
+	free(buf);
+	if (n < 0 && errno == EINVAL)
+		return pwb__err(-EINVAL, "%s: the file system refuses O_DIRECT "
+					 "reads; libpwb never falls back to "
+					 "buffered I/O",
+				path);
+	if (n < 0)
+		return pwb__err(-errno, "%s: O_DIRECT read failed: %s", path,
+				strerror(errno));
+	return 0;
+}
+
+static unsigned int auto_nr_wb_ctx(const struct pwb_bdi *bdi)
+{
+	long cpus;
+
+	/* Parallel writeback cost a hard disk 15% in the kernel series. */
+	if (bdi->rotational == 1)
+		return 1;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus < 1)
+		cpus = 1;
+	return (unsigned int)PWB__MIN((unsigned long)cpus,
+				      (unsigned long)PWB_AUTO_MAX_WB_CTX);
+}
+
+static void free_ctxs(struct pwb__wb_ctx_array *arr, unsigned int nr_init)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_init; i++) {
+		pwb__wb_ctx_stop(arr->ctx[i]);
+		pwb__wb_ctx_destroy(arr->ctx[i]);
+		free(arr->ctx[i]);
+	}
+	free(arr);
+}
+
+static int create_ctxs(struct pwb_bdi *bdi, unsigned int nr)
+{
+	struct pwb__wb_ctx_array *arr;
+	unsigned int i;
+	int ret;
+
+	arr = calloc(1, sizeof(*arr) + nr * sizeof(arr->ctx[0]));
+	if (!arr)
+		return pwb__err(-ENOMEM, "out of memory");
+	arr->nr = nr;
+	for (i = 0; i < nr; i++) {
+		arr->ctx[i] = malloc(sizeof(*arr->ctx[i]));
+		if (!arr->ctx[i]) {
+			ret = pwb__err(-ENOMEM, "out of memory");
+			goto fail;
+		}
+		ret = pwb__wb_ctx_init(arr->ctx[i], bdi, i);
+		if (ret) {
+			free(arr->ctx[i]);
+			goto fail;
+		}
+	}
+	rcu_assign_pointer(bdi->ctxs, arr);
+	for (i = 0; i < nr; i++) {
+		ret = pwb__wb_ctx_start(arr->ctx[i]);
+		if (ret) {
+			bdi->ctxs = NULL;
+			free_ctxs(arr, nr);
+			return ret;
+		}
+	}
+	return 0;
+fail:
+	free_ctxs(arr, i);
+	return ret;
+}
+
+PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
+			 struct pwb_bdi **bdip)
+{
+	struct pwb_bdi_config defaults;
+	struct pwb_bdi *bdi;
+	unsigned int nr;
+	int ret;
+
+	pwb__err_clear();
+	if (!path || !bdip)
+		return pwb__err(-EINVAL, "pwb_bdi_open: NULL %s",
+				!path ? "path" : "bdip");
+	if (!cfg) {
+		pwb_bdi_config_init(&defaults);
+		cfg = &defaults;
+	}
+	ret = check_config(cfg);
+	if (ret)
+		return ret;
+
+	bdi = calloc(1, sizeof(*bdi));
+	if (!bdi)
+		return pwb__err(-ENOMEM, "out of memory");
+	bdi->cfg = *cfg;
+	bdi->cfg.policy = NULL;		/* not kept: copied below */
+	bdi->cfg.backend = NULL;
+	if (!bdi->cfg.clock)
+		bdi->cfg.clock = pwb__clock_monotonic;
+	bdi->page_shift = (unsigned int)__builtin_ctz(cfg->page_size);
+	bdi->dirty_expire_ns = cfg->dirty_expire_ms * PWB__NSEC_PER_MSEC;
+	bdi->dirtytime_expire_ns =
+		cfg->dirtytime_expire_ms * PWB__NSEC_PER_MSEC;
+	bdi->writeback_interval_ns =
+		cfg->dirty_writeback_ms * PWB__NSEC_PER_MSEC;
+	bdi->bg_thresh_pages = cfg->dirty_background_bytes >> bdi->page_shift;
+	if (cfg->dirty_background_bytes && !bdi->bg_thresh_pages)
+		bdi->bg_thresh_pages = 1;
+	bdi->max_io_pages = cfg->max_io_bytes >> bdi->page_shift;
+	pthread_mutex_init(&bdi->lock, NULL);
+	pthread_mutex_init(&bdi->flush_lock, NULL);
+	bdi->fd = -1;
+
+	bdi->io = pwb__io_backend_find(cfg->backend);
+	if (!bdi->io) {
+		ret = pwb__err(-ENOENT, "unknown I/O backend \"%s\"",
+			       cfg->backend);
+		goto fail;
+	}
+	bdi->path = strdup(path);
+	if (!bdi->path) {
+		ret = pwb__err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	bdi->fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (bdi->fd < 0) {
+		int e = errno;
+
+		if (e == EISDIR)
+			ret = pwb__err(-ENOTBLK, "%s is a directory, not a "
+						 "block device or file",
+				       path);
+		else if (e == EINVAL)
+			ret = pwb__err(-EINVAL, "%s: the file system refuses "
+						"O_DIRECT; libpwb never falls "
+						"back to buffered I/O",
+				       path);
+		else
+			ret = pwb__err(-e, "cannot open %s: %s", path,
+				       strerror(e));
+		goto fail;
+	}
+	ret = probe_geometry(bdi, path);
+	if (ret)
+		goto fail;
+	if (cfg->page_size < bdi->lbs) {
+		ret = pwb__err(-EINVAL, "page_size %u is below the logical "
+					"block size %u of %s",
+			       cfg->page_size, bdi->lbs, path);
+		goto fail;
+	}
+	bdi->capacity &= ~((uint64_t)cfg->page_size - 1);
+	if (!bdi->capacity) {
+		ret = pwb__err(-EINVAL, "%s is smaller than one page (%u "
+					"bytes)",
+			       path, cfg->page_size);
+		goto fail;
+	}
+	ret = probe_direct_io(bdi, path);
+	if (ret)
+		goto fail;
+	ret = pwb__policy_create(bdi, cfg->policy, &bdi->policy);
+	if (ret)
+		goto fail;
+	bdi->inodes = cds_lfht_new(64, 64, 0,
+				   CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
+				   NULL);
+	if (!bdi->inodes) {
+		ret = pwb__err(-ENOMEM, "cannot create the inode table");
+		goto fail_policy;
+	}
+	nr = cfg->nr_wb_ctx ? cfg->nr_wb_ctx : auto_nr_wb_ctx(bdi);
+	ret = create_ctxs(bdi, nr);
+	if (ret)
+		goto fail_table;
+	*bdip = bdi;
+	return 0;
+
+fail_table:
+	cds_lfht_destroy(bdi->inodes, NULL);
+fail_policy:
+	pwb__policy_destroy(&bdi->policy);
+fail:
+	if (bdi->fd >= 0)
+		close(bdi->fd);
+	free(bdi->path);
+	pthread_mutex_destroy(&bdi->flush_lock);
+	pthread_mutex_destroy(&bdi->lock);
+	free(bdi);
+	return ret;
+}
+
+PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
+{
+	unsigned int nr;
+
+	if (!bdi)
+		return 0;
+	rcu_read_lock();
+	nr = rcu_dereference(bdi->ctxs)->nr;
+	rcu_read_unlock();
+	return nr;
+}
+
+PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
+{
+	pwb__err_clear();
+	if (!bdi || !info)
+		return pwb__err(-EINVAL, "pwb_bdi_info: NULL %s",
+				!bdi ? "bdi" : "info");
+	memset(info, 0, sizeof(*info));
+	info->capacity = bdi->capacity;
+	info->logical_block_size = bdi->lbs;
+	info->page_size = pwb__page_size(bdi);
+	info->nr_wb_ctx = pwb_bdi_nr_wb_ctx(bdi);
+	info->rotational = bdi->rotational;
+	info->is_blockdev = bdi->is_blockdev;
+	snprintf(info->policy, sizeof(info->policy), "%s",
+		 bdi->policy.ops->name);
+	snprintf(info->backend, sizeof(info->backend), "%s", bdi->io->name);
+	return 0;
+}
+
+uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
+{
+	struct pwb__wb_ctx_array *arr;
+	uint64_t sum = 0;
+	unsigned int i;
+
+	rcu_read_lock();
+	arr = rcu_dereference(bdi->ctxs);
+	for (i = 0; i < arr->nr; i++)
+		sum += uatomic_read(&arr->ctx[i]->stats.dirty_pages);
+	rcu_read_unlock();
+	return sum;
+}
+
+int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
+{
+	uint64_t target;
+	int err = 0;
+
+	if (!seq)
+		return 0;	/* nothing was ever written */
+	pthread_mutex_lock(&bdi->flush_lock);
+	/* A flush that started after our writes finished covers us. */
+	if (bdi->flushed_seq >= seq)
+		goto out;
+	target = uatomic_read(&bdi->write_seq);
+	bdi->nr_device_flushes++;
+	if (fdatasync(bdi->fd)) {
+		err = -errno;
+		pwb__errseq_set(&bdi->wb_err, err);
+		pwb__err(err, "fdatasync of %s: %s", bdi->path,
+			 strerror(-err));
+	} else {
+		bdi->flushed_seq = target;
+	}
+out:
+	pthread_mutex_unlock(&bdi->flush_lock);
+	return err;
+}
+
+PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+			      unsigned int flags)
+{
+	struct pwb__wb_ctx_array *arr;
+	struct pwb__completion done;
+	struct pwb__wb_work *works;
+	bool wait = flags & PWB_WB_WAIT;
+	unsigned int i, nr;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: NULL bdi");
+	if (reason != PWB_WB_PERIODIC && reason != PWB_WB_BACKGROUND &&
+	    reason != PWB_WB_ALL)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown reason "
+					 "%d",
+				(int)reason);
+	if (flags & ~PWB_WB_WAIT)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown flags "
+					 "0x%x",
+				flags);
+	if (wait && pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
+					  "from an ops callback");
+
+	rcu_read_lock();
+	arr = rcu_dereference(bdi->ctxs);
+	nr = arr->nr;
+	works = calloc(nr, sizeof(*works));
+	if (!works) {
+		rcu_read_unlock();
+		return pwb__err(-ENOMEM, "out of memory");
+	}
+	if (wait)
+		pwb__completion_init(&done, nr);
+	for (i = 0; i < nr; i++) {
+		struct pwb__wb_work *w = &works[i];
+
+		if (!wait) {
+			/* Owned by the flusher, freed when it finishes. */
+			w = malloc(sizeof(*w));
+			if (!w)
+				continue;
+			memset(w, 0, sizeof(*w));
+			w->auto_free = true;
+		}
+		w->sync_mode = PWB__SYNC_NONE;
+		w->reason = reason;
+		w->done = wait ? &done : NULL;
+		if (reason == PWB_WB_BACKGROUND)
+			w->nr_pages = INT64_MAX;
+		else	/* bounded by what is dirty now, like the kernel */
+			w->nr_pages = (int64_t)uatomic_read(
+					      &arr->ctx[i]->stats.dirty_pages) +
+				      1024;
+		pwb__wb_queue_work(arr->ctx[i], w);
+	}
+	rcu_read_unlock();
+	if (wait) {
+		pwb__completion_wait(&done);
+		pwb__completion_destroy(&done);
+	}
+	free(works);
+	return 0;
+}
+
+PWB_API int pwb_sync(struct pwb_bdi *bdi)
+{
+	int err, ferr, werr;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_sync: NULL bdi");
+	if (pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_sync called from an ops "
+					  "callback (a flusher thread)");
+	werr = pwb__sync_and_wait(bdi, NULL);
+	ferr = pwb__bdi_flush_device(bdi, uatomic_read(&bdi->write_seq));
+	pthread_mutex_lock(&bdi->flush_lock);
+	err = pwb__errseq_check_and_advance(&bdi->wb_err, &bdi->sync_cursor);
+	pthread_mutex_unlock(&bdi->flush_lock);
+	if (!err)
+		err = ferr;
+	if (!err && werr == -ENOMEM)
+		err = werr;
+	if (err)
+		pwb__err(err, "pwb_sync of %s: %s", bdi->path,
+			 pwb_strerror(err));
+	return err;
+}
+
+/* Collect every open inode (the table cannot be walked while closing
+ * inodes, which sleeps). */
+static struct pwb_inode **collect_inodes(struct pwb_bdi *bdi, size_t *nr)
+{
+	struct pwb_inode **v = NULL, *inode;
+	struct cds_lfht_iter iter;
+	size_t n = 0, cap = 0;
+
+	rcu_read_lock();
+	cds_lfht_for_each_entry(bdi->inodes, &iter, inode, hnode) {
+		if (n == cap) {
+			struct pwb_inode **nv;
+
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n++] = inode;
+	}
+	rcu_read_unlock();
+	*nr = n;
+	return v;
+}
+
+PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
+{
+	struct pwb_inode **inodes;
+	int err, ferr, werr;
+	size_t i, nr;
+
+	pwb__err_clear();
+	if (!bdi)
+		return 0;
+	if (pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_bdi_close called from an ops "
+					  "callback (a flusher thread)");
+	pthread_mutex_lock(&bdi->lock);
+	if (bdi->closing) {
+		pthread_mutex_unlock(&bdi->lock);
+		return pwb__err(-EBADF, "the bdi is already being closed");
+	}
+	bdi->closing = true;
+	pthread_mutex_unlock(&bdi->lock);
+
+	werr = pwb__sync_and_wait(bdi, NULL);
+	ferr = pwb__bdi_flush_device(bdi, uatomic_read(&bdi->write_seq));
+
+	/* Inodes the application left open: written above, freed here. A
+	 * failed allocation only means more rounds. */
+	do {
+		inodes = collect_inodes(bdi, &nr);
+		for (i = 0; i < nr; i++)
+			pwb__inode_close(inodes[i]);
+		free(inodes);
+	} while (nr && inodes);
+
+	free_ctxs(bdi->ctxs, bdi->ctxs->nr);
+	bdi->ctxs = NULL;
+	pwb__policy_destroy(&bdi->policy);
+	cds_lfht_destroy(bdi->inodes, NULL);
+	/* Run the inodes' delayed frees before the caller can exit. */
+	rcu_barrier();
+
+	err = pwb__errseq_check_and_advance(&bdi->wb_err, &bdi->sync_cursor);
+	if (!err)
+		err = ferr;
+	if (!err && werr == -ENOMEM)
+		err = werr;
+	close(bdi->fd);
+	free(bdi->path);
+	pthread_mutex_destroy(&bdi->flush_lock);
+	pthread_mutex_destroy(&bdi->lock);
+	free(bdi);
+	if (err)
+		pwb__err(err, "pwb_bdi_close: %s", pwb_strerror(err));
+	return err;
+}

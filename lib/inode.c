@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * inode.c - inodes: registration, dirtying, fsync and close
+ *
+ * The dirtying path is the hot one: pwb_mark_dirty() takes only the inode's
+ * own lock, sets the DIRTY tag over the range in one operation, and touches
+ * the context's list lock only when a clean inode becomes dirty.
+ */
+#include "pwb-internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A 64-bit mix (the splitmix64 finaliser) so sequential numbers spread. */
+static unsigned long ino_hash(uint64_t ino)
+{
+	ino ^= ino >> 30;
+	ino *= 0xbf58476d1ce4e5b9ull;
+	ino ^= ino >> 27;
+	ino *= 0x94d049bb133111ebull;
+	ino ^= ino >> 31;
+	return (unsigned long)ino;
+}
+
+static int ino_match(struct cds_lfht_node *node, const void *key)
+{
+	struct pwb_inode *inode =
+		caa_container_of(node, struct pwb_inode, hnode);
+
+	return inode->ino == *(const uint64_t *)key;
+}
+
+struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
+{
+	struct cds_lfht_iter iter;
+	struct cds_lfht_node *node;
+
+	cds_lfht_lookup(bdi->inodes, ino_hash(ino), ino_match, &ino, &iter);
+	node = cds_lfht_iter_get_node(&iter);
+	return node ? caa_container_of(node, struct pwb_inode, hnode) : NULL;
+}
+
+PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
+			   const struct pwb_inode_ops *ops, void *priv,
+			   struct pwb_inode **inodep)
+{
+	struct cds_lfht_node *node;
+	struct pwb_inode *inode;
+
+	pwb__err_clear();
+	if (!bdi || !ops || !inodep)
+		return pwb__err(-EINVAL, "pwb_inode_open: NULL %s",
+				!bdi ? "bdi" : !ops ? "ops" : "inodep");
+	if (!ops->get_page || !ops->map_page)
+		return pwb__err(-EINVAL, "pwb_inode_open: ops lack %s",
+				!ops->get_page ? "get_page" : "map_page");
+	inode = calloc(1, sizeof(*inode));
+	if (!inode)
+		return pwb__err(-ENOMEM, "pwb_inode_open: out of memory");
+	inode->ino = ino;
+	inode->bdi = bdi;
+	inode->ops = *ops;
+	inode->priv = priv;
+	pthread_mutex_init(&inode->lock, NULL);
+	pthread_cond_init(&inode->users_cond, NULL);
+	pwb__map_init(&inode->map);
+	CDS_INIT_LIST_HEAD(&inode->io_list);
+	cds_lfht_node_init(&inode->hnode);
+
+	pthread_mutex_lock(&bdi->lock);
+	if (bdi->closing) {
+		pthread_mutex_unlock(&bdi->lock);
+		goto fail_shutdown;
+	}
+	rcu_read_lock();
+	node = cds_lfht_add_unique(bdi->inodes, ino_hash(ino), ino_match,
+				   &inode->ino, &inode->hnode);
+	rcu_read_unlock();
+	if (node != &inode->hnode) {
+		pthread_mutex_unlock(&bdi->lock);
+		pwb__map_destroy(&inode->map);
+		pthread_cond_destroy(&inode->users_cond);
+		pthread_mutex_destroy(&inode->lock);
+		free(inode);
+		return pwb__err(-EEXIST, "inode %llu is already open",
+				(unsigned long long)ino);
+	}
+	bdi->nr_open_inodes++;
+	pthread_mutex_unlock(&bdi->lock);
+	*inodep = inode;
+	return 0;
+
+fail_shutdown:
+	pwb__map_destroy(&inode->map);
+	pthread_cond_destroy(&inode->users_cond);
+	pthread_mutex_destroy(&inode->lock);
+	free(inode);
+	return pwb__err(-ESHUTDOWN, "pwb_inode_open: the bdi is closing");
+}
+
+static void inode_free_rcu(struct rcu_head *head)
+{
+	struct pwb_inode *inode = caa_container_of(head, struct pwb_inode, rcu);
+
+	pwb__map_destroy(&inode->map);
+	pthread_cond_destroy(&inode->users_cond);
+	pthread_mutex_destroy(&inode->lock);
+	free(inode);
+}
+
+/*
+ * Give @inode its context at first dirtying. Caller holds inode->lock.
+ * The context array is read under RCU; contexts live as long as the bdi.
+ */
+static struct pwb__wb_ctx *assign_wb_locked(struct pwb_inode *inode)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	struct pwb__wb_ctx_array *arr;
+	struct pwb__wb_ctx *wb;
+
+	rcu_read_lock();
+	arr = rcu_dereference(bdi->ctxs);
+	wb = arr->ctx[pwb__policy_select(&bdi->policy, inode, arr->nr)];
+	rcu_read_unlock();
+	uatomic_inc(&wb->stats.nr_inodes);
+	CMM_STORE_SHARED(inode->wb, wb);
+	return wb;
+}
+
+void pwb__inode_attach_dirty(struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb = CMM_LOAD_SHARED(inode->wb);
+
+	pthread_mutex_lock(&wb->list_lock);
+	pthread_mutex_lock(&inode->lock);
+	/* A flusher holding it (I_SYNC) requeues it itself. */
+	if (!(inode->state & (PWB__I_SYNC | PWB__I_FREEING))) {
+		if (inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META)) {
+			if (inode->on_list == PWB__LIST_NONE ||
+			    inode->on_list == PWB__LIST_DIRTY_TIME) {
+				struct pwb_inode *tail;
+
+				/* Keep b_dirty sorted by dirtied_when. */
+				if (!cds_list_empty(&wb->b_dirty)) {
+					tail = cds_list_entry(wb->b_dirty.prev,
+							      struct pwb_inode,
+							      io_list);
+					if (tail->dirtied_when >
+					    inode->dirtied_when)
+						inode->dirtied_when =
+							tail->dirtied_when;
+				}
+				pwb__inode_move_locked(wb, inode,
+						       PWB__LIST_DIRTY);
+			}
+		} else if ((inode->state & PWB__I_DIRTY_TIME) &&
+			   inode->on_list == PWB__LIST_NONE) {
+			pwb__inode_move_locked(wb, inode,
+					       PWB__LIST_DIRTY_TIME);
+		}
+	}
+	pthread_mutex_unlock(&inode->lock);
+	pthread_mutex_unlock(&wb->list_lock);
+}
+
+/* Wake every flusher for background writeback, once per round. */
+static void maybe_kick_background(struct pwb_bdi *bdi)
+{
+	struct pwb__wb_ctx_array *arr;
+	unsigned int i;
+
+	if (!bdi->bg_thresh_pages || uatomic_read(&bdi->bg_active) ||
+	    pwb__bdi_dirty_pages(bdi) <= bdi->bg_thresh_pages)
+		return;
+	if (uatomic_cmpxchg(&bdi->bg_active, 0, 1) != 0)
+		return;
+	rcu_read_lock();
+	arr = rcu_dereference(bdi->ctxs);
+	for (i = 0; i < arr->nr; i++)
+		pwb__wb_kick_background(arr->ctx[i]);
+	rcu_read_unlock();
+}
+
+PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
+{
+	struct pwb__wb_ctx *wb;
+	struct pwb_bdi *bdi;
+	uint64_t first, last;
+	bool attach;
+	int64_t n;
+
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_mark_dirty: NULL inode");
+	if (!len)
+		return 0;
+	if (off > UINT64_MAX - (len - 1))
+		return pwb__err(-EOVERFLOW, "pwb_mark_dirty: range %llu+%llu "
+					    "wraps past 2^64",
+				(unsigned long long)off,
+				(unsigned long long)len);
+	bdi = inode->bdi;
+	first = off >> bdi->page_shift;
+	last = (off + (len - 1)) >> bdi->page_shift;
+
+	pthread_mutex_lock(&inode->lock);
+	if (inode->state & PWB__I_FREEING) {
+		pthread_mutex_unlock(&inode->lock);
+		return pwb__err(-EBADF, "pwb_mark_dirty: inode %llu is "
+					"being closed",
+				(unsigned long long)inode->ino);
+	}
+	n = pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
+	if (n <= 0) {
+		pthread_mutex_unlock(&inode->lock);
+		return n ? pwb__err(-ENOMEM, "pwb_mark_dirty: out of memory")
+			 : 0;
+	}
+	attach = !(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META));
+	inode->state |= PWB__I_DIRTY_PAGES;
+	if (attach)
+		inode->dirtied_when = pwb__now(bdi);
+	wb = inode->wb ? inode->wb : assign_wb_locked(inode);
+	/* Counted under the lock, so the flusher's decrement comes after. */
+	uatomic_add(&wb->stats.dirty_pages, n);
+	uatomic_add(&wb->stats.dirtied_pages, n);
+	pthread_mutex_unlock(&inode->lock);
+
+	if (attach)
+		pwb__inode_attach_dirty(inode);
+	maybe_kick_background(bdi);
+	return 0;
+}
+
+PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
+{
+	bool attach = false;
+
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: NULL inode");
+	if (!flags || (flags & ~(PWB_I_DIRTY_META | PWB_I_DIRTY_TIME)))
+		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: bad flags "
+					 "0x%x",
+				flags);
+	if (!inode->ops.write_inode)
+		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: inode %llu "
+					 "has no write_inode op",
+				(unsigned long long)inode->ino);
+
+	pthread_mutex_lock(&inode->lock);
+	if (inode->state & PWB__I_FREEING) {
+		pthread_mutex_unlock(&inode->lock);
+		return pwb__err(-EBADF, "pwb_mark_inode_dirty: inode %llu is "
+					"being closed",
+				(unsigned long long)inode->ino);
+	}
+	if (flags & PWB_I_DIRTY_META) {
+		if (!(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META))) {
+			inode->dirtied_when = pwb__now(inode->bdi);
+			attach = true;
+		}
+		inode->state |= PWB__I_DIRTY_META;
+	}
+	if ((flags & PWB_I_DIRTY_TIME) &&
+	    !(inode->state & PWB__I_DIRTY_TIME)) {
+		inode->dirtied_time_when = pwb__now(inode->bdi);
+		inode->state |= PWB__I_DIRTY_TIME;
+		attach = true;
+	}
+	if (!inode->wb)
+		assign_wb_locked(inode);
+	pthread_mutex_unlock(&inode->lock);
+	if (attach)
+		pwb__inode_attach_dirty(inode);
+	return 0;
+}
+
+PWB_API void *pwb_inode_priv(const struct pwb_inode *inode)
+{
+	return inode ? inode->priv : NULL;
+}
+
+PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode)
+{
+	return inode ? inode->ino : 0;
+}
+
+PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb;
+
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_inode_wb_ctx: NULL inode");
+	wb = CMM_LOAD_SHARED(inode->wb);
+	if (!wb)
+		return pwb__err(-ENODATA, "inode %llu was never dirtied: its "
+					  "context is chosen at first "
+					  "dirtying",
+				(unsigned long long)inode->ino);
+	return (int)wb->idx;
+}
+
+PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr)
+{
+	pwb__err_clear();
+	if (!inode || !nr)
+		return pwb__err(-EINVAL, "pwb_inode_dirty_pages: NULL %s",
+				!inode ? "inode" : "nr");
+	pthread_mutex_lock(&inode->lock);
+	*nr = inode->map.count[PWB__TAG_DIRTY];
+	pthread_mutex_unlock(&inode->lock);
+	return 0;
+}
+
+enum pwb__list pwb__inode_list(struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb = CMM_LOAD_SHARED(inode->wb);
+	enum pwb__list l;
+
+	if (!wb)
+		return PWB__LIST_NONE;
+	pthread_mutex_lock(&wb->list_lock);
+	l = inode->on_list;
+	pthread_mutex_unlock(&wb->list_lock);
+	return l;
+}
+
+/* True if nothing of @inode is dirty or in flight. Caller holds lock. */
+static bool inode_idle_locked(const struct pwb_inode *inode)
+{
+	return !(inode->state & (PWB__I_DIRTY_ANY | PWB__I_SYNC)) &&
+	       !inode->map.count[PWB__TAG_WRITEBACK];
+}
+
+/* Write @inode's dirty data and make it durable; return the work's own
+ * error (write errors are reported through errseq) and the flush error. */
+static int inode_sync(struct pwb_inode *inode, int *flush_err)
+{
+	uint64_t seq;
+	bool idle;
+	int err = 0;
+
+	pthread_mutex_lock(&inode->lock);
+	idle = inode_idle_locked(inode);
+	pthread_mutex_unlock(&inode->lock);
+	if (!idle)
+		err = pwb__sync_and_wait(inode->bdi, inode);
+	pthread_mutex_lock(&inode->lock);
+	seq = inode->last_write_seq;
+	pthread_mutex_unlock(&inode->lock);
+	*flush_err = pwb__bdi_flush_device(inode->bdi, seq);
+	return err;
+}
+
+PWB_API int pwb_fsync(struct pwb_inode *inode)
+{
+	int err, ferr, werr;
+
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_fsync: NULL inode");
+	if (pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_fsync called from an ops "
+					  "callback (a flusher thread)");
+	pthread_mutex_lock(&inode->lock);
+	if (inode->state & PWB__I_FREEING) {
+		pthread_mutex_unlock(&inode->lock);
+		return pwb__err(-EBADF, "pwb_fsync: inode %llu is being closed",
+				(unsigned long long)inode->ino);
+	}
+	inode->users++;
+	pthread_mutex_unlock(&inode->lock);
+
+	werr = inode_sync(inode, &ferr);
+
+	pthread_mutex_lock(&inode->lock);
+	err = pwb__errseq_check_and_advance(&inode->wb_err,
+					    &inode->fsync_cursor);
+	if (--inode->users == 0)
+		pthread_cond_broadcast(&inode->users_cond);
+	pthread_mutex_unlock(&inode->lock);
+	if (!err)
+		err = ferr;
+	if (!err && werr == -ENOMEM)
+		err = werr;
+	if (err)
+		pwb__err(err, "pwb_fsync of inode %llu: %s",
+			 (unsigned long long)inode->ino, pwb_strerror(err));
+	return err;
+}
+
+int pwb__inode_close(struct pwb_inode *inode)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	struct pwb__wb_ctx *wb;
+	int err, ferr, werr;
+
+	pthread_mutex_lock(&inode->lock);
+	if (inode->state & PWB__I_FREEING) {
+		pthread_mutex_unlock(&inode->lock);
+		return pwb__err(-EBADF, "inode %llu is already being closed",
+				(unsigned long long)inode->ino);
+	}
+	inode->state |= PWB__I_FREEING;
+	while (inode->users)
+		pthread_cond_wait(&inode->users_cond, &inode->lock);
+	pthread_mutex_unlock(&inode->lock);
+
+	werr = inode_sync(inode, &ferr);
+
+	wb = CMM_LOAD_SHARED(inode->wb);
+	if (wb) {
+		uint64_t dropped;
+
+		/* A background pass may still hold it if a write failed. */
+		pthread_mutex_lock(&wb->list_lock);
+		for (;;) {
+			bool busy;
+
+			pthread_mutex_lock(&inode->lock);
+			busy = inode->state & PWB__I_SYNC;
+			if (!busy)
+				break;
+			pthread_mutex_unlock(&inode->lock);
+			pthread_cond_wait(&wb->sync_cond, &wb->list_lock);
+		}
+		pwb__inode_move_locked(wb, inode, PWB__LIST_NONE);
+		dropped = inode->map.count[PWB__TAG_DIRTY];
+		pthread_mutex_unlock(&inode->lock);
+		pthread_mutex_unlock(&wb->list_lock);
+		uatomic_sub(&wb->stats.dirty_pages, dropped);
+		uatomic_dec(&wb->stats.nr_inodes);
+	}
+
+	err = pwb__errseq_check_and_advance(&inode->wb_err,
+					    &inode->fsync_cursor);
+	rcu_read_lock();
+	cds_lfht_del(bdi->inodes, &inode->hnode);
+	rcu_read_unlock();
+	pthread_mutex_lock(&bdi->lock);
+	bdi->nr_open_inodes--;
+	pthread_mutex_unlock(&bdi->lock);
+	/* Lock-free lookups may still see it until a grace period passes. */
+	call_rcu(&inode->rcu, inode_free_rcu);
+
+	if (!err)
+		err = ferr;
+	if (!err && werr == -ENOMEM)
+		err = werr;
+	return err;
+}
+
+PWB_API int pwb_inode_close(struct pwb_inode *inode)
+{
+	int err;
+
+	pwb__err_clear();
+	if (!inode)
+		return 0;
+	if (pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_inode_close called from an ops "
+					  "callback (a flusher thread)");
+	err = pwb__inode_close(inode);
+	if (err && !*pwb_errmsg())
+		pwb__err(err, "closing inode: %s", pwb_strerror(err));
+	return err;
+}

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * io-psync.c - the synchronous backend: one pwritev() per request
+ *
+ * The request completes inside submit(). A short write is continued from
+ * where it stopped, EINTR and EAGAIN are retried, any other error ends the
+ * request with that error (the pages stay dirty, see pwb__io_end).
+ */
+#include "pwb-internal.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+/* Advance @iov past @done bytes; return the new first entry. */
+static struct iovec *iov_advance(struct iovec *iov, unsigned int *cnt,
+				 size_t done)
+{
+	while (*cnt && done >= iov->iov_len) {
+		done -= iov->iov_len;
+		iov++;
+		(*cnt)--;
+	}
+	if (*cnt) {
+		iov->iov_base = (char *)iov->iov_base + done;
+		iov->iov_len -= done;
+	}
+	return iov;
+}
+
+static int psync_submit(void *state, struct pwb__io *io)
+{
+	int fd = io->inode->bdi->fd;
+	struct iovec *iov = io->iov;
+	unsigned int cnt = io->iovcnt;
+	uint64_t off = io->dev_off;
+	int err = 0;
+
+	while (cnt) {
+		ssize_t n = pwritev(fd, iov, (int)PWB__MIN(cnt, (unsigned)IOV_MAX),
+				    (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (n == 0) {
+			/* No progress and no error: treat as out of space. */
+			err = -ENOSPC;
+			break;
+		}
+		off += (uint64_t)n;
+		iov = iov_advance(iov, &cnt, (size_t)n);
+	}
+	uatomic_inc(&io->wb->stats.io_submitted);
+	pwb__io_end(io, err);
+	return 0;
+}
+
+static int psync_wait(void *state)
+{
+	return 0;
+}
+
+const struct pwb__io_backend pwb__io_psync = {
+	.version = 1,
+	.name = "psync",
+	.submit = psync_submit,
+	.wait = psync_wait,
+};

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * stats.c - statistics, per context and summed over a bdi
+ *
+ * Counters are plain uatomic words in each context; readers never lock.
+ */
+#include "pwb-internal.h"
+
+#include <string.h>
+
+PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
+{
+	struct pwb__wb_ctx_array *arr;
+	unsigned int i;
+
+	pwb__err_clear();
+	if (!bdi || !st)
+		return pwb__err(-EINVAL, "pwb_bdi_stats: NULL %s",
+				!bdi ? "bdi" : "st");
+	memset(st, 0, sizeof(*st));
+	rcu_read_lock();
+	arr = rcu_dereference(bdi->ctxs);
+	for (i = 0; i < arr->nr; i++)
+		pwb__wb_stats_read(arr->ctx[i], st);
+	rcu_read_unlock();
+	/* Device flushes belong to the bdi, not to one context. */
+	pthread_mutex_lock(&bdi->flush_lock);
+	st->device_flushes += bdi->nr_device_flushes;
+	pthread_mutex_unlock(&bdi->flush_lock);
+	return 0;
+}
+
+PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
+			     struct pwb_stats *st)
+{
+	struct pwb__wb_ctx_array *arr;
+	int ret = 0;
+
+	pwb__err_clear();
+	if (!bdi || !st)
+		return pwb__err(-EINVAL, "pwb_wb_ctx_stats: NULL %s",
+				!bdi ? "bdi" : "st");
+	memset(st, 0, sizeof(*st));
+	rcu_read_lock();
+	arr = rcu_dereference(bdi->ctxs);
+	if (idx >= arr->nr)
+		ret = pwb__err(-ERANGE, "context %u does not exist (the bdi "
+					"has %u)",
+			       idx, arr->nr);
+	else
+		pwb__wb_stats_read(arr->ctx[idx], st);
+	rcu_read_unlock();
+	return ret;
+}

@@ -1,0 +1,759 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * writeback.c - the writeback algorithm, run by each context's flusher
+ *
+ * This follows the kernel's fs/fs-writeback.c in its rules, in our own code:
+ *
+ *  - queue_io() picks the inodes of a pass: everything on b_more_io, then
+ *    the inodes of b_dirty dirtied at or before a cut-off time (oldest first,
+ *    so the walk stops at the first younger one), and b_dirty_time inodes
+ *    whose timestamps expired (all of them for integrity sync).
+ *  - writeback_inodes() visits b_io inodes in order. Each visit marks the
+ *    inode I_SYNC (so nobody else writes it), writes at most one chunk of
+ *    pages (about half a second of the context's bandwidth, at least 4 MiB;
+ *    unlimited for integrity sync), then requeue_inode() decides where it
+ *    goes: b_more_io if the chunk ran out with pages left, b_dirty's tail if
+ *    it was dirtied again meanwhile (or a write failed), b_dirty_time if only
+ *    timestamps are dirty, no list if clean.
+ *  - writepages() clears a page's DIRTY tag, and sets WRITEBACK, before it
+ *    asks the application for the page's memory: a pwb_mark_dirty() racing
+ *    with the write sets DIRTY again and the page is written again later.
+ *  - Integrity sync first copies DIRTY to TOWRITE over the whole inode and
+ *    then writes only TOWRITE pages: pages dirtied after that moment wait
+ *    for a later pass, so constant re-dirtying cannot livelock a sync.
+ *  - Background and periodic passes yield to queued work between inodes;
+ *    background stops as soon as dirty bytes are at or below the threshold.
+ */
+#include "pwb-internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The kernel's MIN_WRITEBACK_PAGES: 4 MiB. */
+#define MIN_WRITEBACK_BYTES (4ull << 20)
+/* A non-integrity pass checks for other work after this long. */
+#define PASS_SLICE_NS (100 * PWB__NSEC_PER_MSEC)
+/* Bandwidth is sampled over at least this long (the kernel's 200 ms). */
+#define BW_INTERVAL_NS (200 * PWB__NSEC_PER_MSEC)
+
+/* The kernel's struct writeback_control, for one inode visit. */
+struct wb_control {
+	enum pwb__sync_mode sync_mode;
+	int64_t nr_to_write;	/* pages left in this visit's chunk */
+	uint64_t written;	/* pages handed to the backend */
+	int err;		/* first error of the visit */
+};
+
+static bool over_bg_thresh(struct pwb_bdi *bdi)
+{
+	return bdi->bg_thresh_pages &&
+	       pwb__bdi_dirty_pages(bdi) > bdi->bg_thresh_pages;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Lists                                                                  */
+
+static struct cds_list_head *list_head(struct pwb__wb_ctx *wb,
+				       enum pwb__list which)
+{
+	switch (which) {
+	case PWB__LIST_DIRTY:
+		return &wb->b_dirty;
+	case PWB__LIST_IO:
+		return &wb->b_io;
+	case PWB__LIST_MORE_IO:
+		return &wb->b_more_io;
+	case PWB__LIST_DIRTY_TIME:
+		return &wb->b_dirty_time;
+	default:
+		return NULL;
+	}
+}
+
+static bool counts_as_dirty(enum pwb__list l)
+{
+	return l == PWB__LIST_DIRTY || l == PWB__LIST_IO ||
+	       l == PWB__LIST_MORE_IO;
+}
+
+/*
+ * Move @inode to the tail of list @to (or off every list), keeping the
+ * nr_dirty_inodes and nr_dirty_time_inodes counters right.
+ * Caller holds wb->list_lock.
+ */
+void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+			    enum pwb__list to)
+{
+	enum pwb__list from = inode->on_list;
+
+	if (from != PWB__LIST_NONE)
+		cds_list_del_init(&inode->io_list);
+	if (to != PWB__LIST_NONE)
+		cds_list_add_tail(&inode->io_list, list_head(wb, to));
+	inode->on_list = to;
+	if (counts_as_dirty(from) != counts_as_dirty(to))
+		uatomic_add(&wb->stats.nr_dirty_inodes,
+			    counts_as_dirty(to) ? 1 : -1);
+	if ((from == PWB__LIST_DIRTY_TIME) != (to == PWB__LIST_DIRTY_TIME))
+		uatomic_add(&wb->stats.nr_dirty_time_inodes,
+			    to == PWB__LIST_DIRTY_TIME ? 1 : -1);
+}
+
+/*
+ * Put @inode at b_dirty's tail. b_dirty stays sorted by dirtied_when, which
+ * move_expired() relies on: an inode older than the current tail is
+ * re-stamped with the current time (the kernel's redirty_tail_locked).
+ * Caller holds list_lock and inode->lock.
+ */
+static void redirty_tail_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
+{
+	if (!cds_list_empty(&wb->b_dirty)) {
+		struct pwb_inode *tail = cds_list_entry(
+			wb->b_dirty.prev, struct pwb_inode, io_list);
+
+		if (tail != inode && inode->dirtied_when < tail->dirtied_when)
+			inode->dirtied_when = pwb__now(wb->bdi);
+	}
+	pwb__inode_move_locked(wb, inode, PWB__LIST_DIRTY);
+}
+
+/* Move b_dirty inodes dirtied at or before @older_than to b_io. */
+static uint64_t move_expired(struct pwb__wb_ctx *wb, uint64_t older_than)
+{
+	struct pwb_inode *inode, *tmp;
+	uint64_t moved = 0;
+
+	cds_list_for_each_entry_safe(inode, tmp, &wb->b_dirty, io_list) {
+		if (inode->dirtied_when > older_than)
+			break;
+		pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
+		moved++;
+	}
+	return moved;
+}
+
+/* Move b_dirty_time inodes whose timestamps expired (or all) to b_io. */
+static void move_expired_time(struct pwb__wb_ctx *wb, bool all)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	uint64_t now = pwb__now(bdi);
+	struct pwb_inode *inode, *tmp;
+
+	cds_list_for_each_entry_safe(inode, tmp, &wb->b_dirty_time, io_list) {
+		if (!all && inode->dirtied_time_when + bdi->dirtytime_expire_ns >
+				    now)
+			break;
+		pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
+	}
+}
+
+/*
+ * Fill b_io for a pass: b_more_io, then b_dirty inodes dirtied at or before
+ * *@older_than (none if @older_than is NULL). Caller holds list_lock.
+ */
+static void queue_io(struct pwb__wb_ctx *wb, const uint64_t *older_than,
+		     bool sync)
+{
+	struct pwb_inode *inode, *tmp;
+
+	cds_list_for_each_entry_safe(inode, tmp, &wb->b_more_io, io_list)
+		pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
+	if (older_than)
+		move_expired(wb, *older_than);
+	move_expired_time(wb, sync);
+}
+
+/*
+ * Decide where @inode goes after a visit. Caller holds list_lock and
+ * inode->lock.
+ */
+static void requeue_inode_locked(struct pwb__wb_ctx *wb,
+				 struct pwb_inode *inode,
+				 const struct wb_control *wbc)
+{
+	if (inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META)) {
+		if (wbc->nr_to_write <= 0 && !wbc->err &&
+		    inode->map.count[PWB__TAG_DIRTY])
+			/* Chunk used up: more next round, after others. */
+			pwb__inode_move_locked(wb, inode, PWB__LIST_MORE_IO);
+		else
+			/* Dirtied again while written, or a write failed. */
+			redirty_tail_locked(wb, inode);
+	} else if (inode->state & PWB__I_DIRTY_TIME) {
+		pwb__inode_move_locked(wb, inode, PWB__LIST_DIRTY_TIME);
+	} else {
+		pwb__inode_move_locked(wb, inode, PWB__LIST_NONE);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing one inode                                                      */
+
+/* Pages [index, index + nr) could not be submitted: end them with @err. */
+static void fail_pages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+		       uint64_t index, uint64_t nr, int err)
+{
+	struct pwb__io io = {
+		.inode = inode, .wb = wb, .index = index, .nr = nr,
+	};
+
+	pwb__io_complete(&io, err);
+}
+
+static struct pwb__io *io_alloc(struct pwb__wb_ctx *wb,
+				struct pwb_inode *inode, uint64_t max_pages)
+{
+	struct pwb__io *io = malloc(sizeof(*io) +
+				    max_pages * sizeof(struct iovec));
+
+	if (!io)
+		return NULL;
+	memset(io, 0, sizeof(*io));
+	io->inode = inode;
+	io->wb = wb;
+	io->iov = (struct iovec *)(io + 1);
+	return io;
+}
+
+static int submit_io(struct pwb__wb_ctx *wb, struct pwb__io *io)
+{
+	int ret = wb->bdi->io->submit(wb->io_state, io);
+
+	if (ret) {
+		/* Nothing started: the backend did not end it. */
+		uint64_t index = io->index, nr = io->nr;
+		struct pwb_inode *inode = io->inode;
+
+		free(io);
+		fail_pages(wb, inode, index, nr, ret);
+	}
+	return ret;
+}
+
+/*
+ * Write pages [first, first + n) that writepages() just moved from DIRTY to
+ * WRITEBACK: ask the application for each page and its device offset,
+ * merge pages with contiguous offsets into one request of at most
+ * max_io_pages, and submit. Returns the first error.
+ */
+static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+		     uint64_t first, uint64_t n)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	unsigned int ps = pwb__page_size(bdi);
+	struct pwb__io *io = NULL;
+	uint64_t i, next_off = 0;
+	int err = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t index = first + i, off;
+		const void *data = NULL;
+		int ret;
+
+		ret = inode->ops.map_page(inode, index, &off);
+		if (!ret)
+			ret = inode->ops.get_page(inode, index, &data);
+		if (!ret && (off % bdi->lbs))
+			ret = -EINVAL;
+		if (!ret && (off > bdi->capacity || bdi->capacity - off < ps))
+			ret = -ERANGE;
+		if (!ret && (!data || ((uintptr_t)data % bdi->lbs)))
+			ret = -EINVAL;
+		if (ret) {
+			if (ret > 0 || ret < -4095)
+				ret = -EIO;
+			if (io) {
+				submit_io(wb, io);
+				io = NULL;
+			}
+			fail_pages(wb, inode, index, 1, ret);
+			if (!err)
+				err = ret;
+			continue;
+		}
+		if (io && (off != next_off || io->nr == bdi->max_io_pages)) {
+			submit_io(wb, io);
+			io = NULL;
+		}
+		if (!io) {
+			io = io_alloc(wb, inode,
+				      PWB__MIN(bdi->max_io_pages, n - i));
+			if (!io) {
+				fail_pages(wb, inode, index, n - i, -ENOMEM);
+				return err ? err : -ENOMEM;
+			}
+			io->index = index;
+			io->dev_off = off;
+		}
+		io->iov[io->iovcnt].iov_base = (void *)data;
+		io->iov[io->iovcnt].iov_len = ps;
+		io->iovcnt++;
+		io->nr++;
+		next_off = off + ps;
+	}
+	if (io)
+		submit_io(wb, io);
+	return err;
+}
+
+/*
+ * Write the pages of @inode selected by @wbc: for integrity sync all pages
+ * tagged TOWRITE (set here from DIRTY), otherwise DIRTY pages starting
+ * where the last pass stopped (cyclic), at most wbc->nr_to_write.
+ */
+static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+		       struct wb_control *wbc)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	bool sync = wbc->sync_mode == PWB__SYNC_ALL;
+	enum pwb__tag tag = sync ? PWB__TAG_TOWRITE : PWB__TAG_DIRTY;
+	uint64_t start, idx;
+	bool wrapped = false;
+
+	pthread_mutex_lock(&inode->lock);
+	if (sync) {
+		int64_t r = pwb__map_copy_tag(&inode->map, PWB__TAG_DIRTY,
+					      PWB__TAG_TOWRITE, 0, UINT64_MAX);
+
+		if (r < 0) {
+			pthread_mutex_unlock(&inode->lock);
+			wbc->err = (int)r;
+			return;
+		}
+		start = 0;
+	} else {
+		start = inode->writeback_index;
+	}
+	idx = start;
+
+	while (wbc->nr_to_write > 0) {
+		uint64_t first, n, wb_first, max;
+		int ret;
+
+		if (!pwb__map_find(&inode->map, tag, idx, &first) ||
+		    (wrapped && first >= start)) {
+			if (!wrapped && start > 0) {
+				wrapped = true;
+				idx = 0;
+				continue;
+			}
+			break;
+		}
+		max = PWB__MIN((uint64_t)wbc->nr_to_write, bdi->max_io_pages);
+		n = pwb__map_run(&inode->map, tag, first, max);
+		/*
+		 * A page still being written from an earlier pass must not be
+		 * in flight twice: let the backend finish what it has.
+		 */
+		if (pwb__map_find(&inode->map, PWB__TAG_WRITEBACK, first,
+				  &wb_first) &&
+		    wb_first < first + n) {
+			pthread_mutex_unlock(&inode->lock);
+			bdi->io->wait(wb->io_state);
+			pthread_mutex_lock(&inode->lock);
+			continue;
+		}
+		/* Clear before the data is read: see the top of the file. */
+		pwb__map_clear(&inode->map, PWB__TAG_DIRTY, first,
+			       first + n - 1);
+		pwb__map_clear(&inode->map, PWB__TAG_TOWRITE, first,
+			       first + n - 1);
+		/* The leaf exists (the pages were DIRTY): cannot fail. */
+		pwb__map_set(&inode->map, PWB__TAG_WRITEBACK, first,
+			     first + n - 1);
+		if (!inode->map.count[PWB__TAG_DIRTY])
+			inode->state &= ~PWB__I_DIRTY_PAGES;
+		idx = first + n;
+		inode->writeback_index = idx;
+		pthread_mutex_unlock(&inode->lock);
+
+		uatomic_sub(&wb->stats.dirty_pages, n);
+		uatomic_add(&wb->stats.writeback_pages, n);
+		ret = write_run(wb, inode, first, n);
+		if (ret && !wbc->err)
+			wbc->err = ret;
+		wbc->nr_to_write -= (int64_t)n;
+		wbc->written += n;
+
+		pthread_mutex_lock(&inode->lock);
+		if (idx == 0)	/* wrapped past UINT64_MAX */
+			break;
+	}
+	pthread_mutex_unlock(&inode->lock);
+}
+
+/*
+ * Write one inode: its pages, then (after the data, for integrity) its
+ * metadata through write_inode. Caller set I_SYNC.
+ */
+static void writeback_single_inode(struct pwb__wb_ctx *wb,
+				   struct pwb_inode *inode,
+				   struct wb_control *wbc)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	bool sync = wbc->sync_mode == PWB__SYNC_ALL;
+	unsigned int meta;
+
+	writepages(wb, inode, wbc);
+	if (sync) {
+		/* Everything in flight must land before metadata and flush. */
+		int ret = bdi->io->wait(wb->io_state);
+
+		if (ret && !wbc->err)
+			wbc->err = ret;
+	}
+
+	pthread_mutex_lock(&inode->lock);
+	meta = inode->state & PWB__I_DIRTY_META;
+	if ((inode->state & PWB__I_DIRTY_TIME) &&
+	    (sync || inode->dirtied_time_when + bdi->dirtytime_expire_ns <=
+			     pwb__now(bdi)))
+		meta |= PWB__I_DIRTY_TIME;
+	inode->state &= ~meta;
+	pthread_mutex_unlock(&inode->lock);
+
+	if (meta && inode->ops.write_inode) {
+		int ret = inode->ops.write_inode(inode, sync);
+
+		if (ret) {
+			if (ret > 0 || ret < -4095)
+				ret = -EIO;
+			pthread_mutex_lock(&inode->lock);
+			inode->state |= meta;
+			pwb__errseq_set(&inode->wb_err, ret);
+			pwb__errseq_set(&bdi->wb_err, ret);
+			pthread_mutex_unlock(&inode->lock);
+			if (!wbc->err)
+				wbc->err = ret;
+		}
+	}
+	if (wbc->written)
+		uatomic_inc(&wb->stats.inodes_written);
+}
+
+/* Wait until no flusher has @inode. Caller holds list_lock. */
+static void wait_inode_sync_locked(struct pwb__wb_ctx *wb,
+				   struct pwb_inode *inode)
+{
+	for (;;) {
+		bool busy;
+
+		pthread_mutex_lock(&inode->lock);
+		busy = inode->state & PWB__I_SYNC;
+		pthread_mutex_unlock(&inode->lock);
+		if (!busy)
+			return;
+		pthread_cond_wait(&wb->sync_cond, &wb->list_lock);
+	}
+}
+
+/*
+ * One visit: claim @inode (I_SYNC), write a chunk, requeue, release.
+ * Caller holds list_lock; it is dropped during the I/O.
+ */
+static void visit_inode_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+			       struct wb_control *wbc)
+{
+	pthread_mutex_lock(&inode->lock);
+	inode->state |= PWB__I_SYNC;
+	pthread_mutex_unlock(&inode->lock);
+	pthread_mutex_unlock(&wb->list_lock);
+
+	writeback_single_inode(wb, inode, wbc);
+
+	pthread_mutex_lock(&wb->list_lock);
+	pthread_mutex_lock(&inode->lock);
+	requeue_inode_locked(wb, inode, wbc);
+	inode->state &= ~PWB__I_SYNC;
+	pthread_mutex_unlock(&inode->lock);
+	pthread_cond_broadcast(&wb->sync_cond);
+}
+
+/* The kernel's writeback_chunk_size(). */
+static int64_t chunk_pages(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	uint64_t min = MIN_WRITEBACK_BYTES >> bdi->page_shift;
+	uint64_t pages;
+
+	if (work->sync_mode == PWB__SYNC_ALL)
+		return INT64_MAX;
+	pages = (uatomic_read(&wb->avg_write_bw) / 2) >> bdi->page_shift;
+	if (work->nr_pages > 0)
+		pages = PWB__MIN(pages, (uint64_t)work->nr_pages);
+	pages = (pages + min) / min * min;
+	return (int64_t)PWB__MIN(pages, (uint64_t)INT64_MAX);
+}
+
+static bool work_pending(struct pwb__wb_ctx *wb)
+{
+	bool pending;
+
+	pthread_mutex_lock(&wb->work_lock);
+	pending = !cds_list_empty(&wb->work_list);
+	pthread_mutex_unlock(&wb->work_lock);
+	return pending;
+}
+
+/*
+ * Visit the inodes on b_io. Returns pages written; *err gets the first
+ * error. Caller holds list_lock.
+ */
+static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
+				 struct pwb__wb_work *work, int *err)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	uint64_t start = pwb__now(bdi), total = 0;
+
+	while (!cds_list_empty(&wb->b_io)) {
+		struct pwb_inode *inode = cds_list_first_entry(
+			&wb->b_io, struct pwb_inode, io_list);
+		struct wb_control wbc = {
+			.sync_mode = work->sync_mode,
+			.nr_to_write = chunk_pages(wb, work),
+		};
+		bool busy;
+
+		pthread_mutex_lock(&inode->lock);
+		busy = inode->state & PWB__I_SYNC;
+		pthread_mutex_unlock(&inode->lock);
+		if (busy) {
+			/* Someone else writes it; integrity waits for them. */
+			if (work->sync_mode == PWB__SYNC_ALL) {
+				wait_inode_sync_locked(wb, inode);
+				/* Its writer requeued it: visit it anyway. */
+				pwb__inode_move_locked(wb, inode,
+						       PWB__LIST_IO);
+				continue;
+			}
+			pwb__inode_move_locked(wb, inode, PWB__LIST_MORE_IO);
+			continue;
+		}
+		visit_inode_locked(wb, inode, &wbc);
+		total += wbc.written;
+		if (wbc.err && !*err)
+			*err = wbc.err;
+		if (work->sync_mode == PWB__SYNC_ALL)
+			continue;
+		work->nr_pages -= (int64_t)wbc.written;
+		if (work->nr_pages <= 0)
+			break;
+		if (work->reason == PWB_WB_BACKGROUND && !over_bg_thresh(bdi))
+			break;
+		if (pwb__now(bdi) - start > PASS_SLICE_NS)
+			break;
+	}
+	return total;
+}
+
+/* Update the context's bandwidth estimate (the kernel's
+ * wb_update_bandwidth, simplified to an exponential moving average). */
+static void update_bandwidth(struct pwb__wb_ctx *wb, bool starting)
+{
+	uint64_t now = pwb__now(wb->bdi);
+	uint64_t written = uatomic_read(&wb->stats.bytes_written);
+	uint64_t elapsed = now - wb->bw_stamp;
+
+	if (starting) {
+		/* An idle gap says nothing about the device: restart. */
+		if (elapsed > PWB__NSEC_PER_SEC) {
+			wb->bw_stamp = now;
+			wb->bw_written = written;
+		}
+		return;
+	}
+	if (elapsed < BW_INTERVAL_NS)
+		return;
+	if (written > wb->bw_written) {
+		uint64_t bw = (written - wb->bw_written) * PWB__NSEC_PER_SEC /
+			      elapsed;
+		uint64_t avg = uatomic_read(&wb->avg_write_bw);
+
+		uatomic_set(&wb->avg_write_bw, (avg * 7 + bw) / 8);
+	}
+	wb->bw_stamp = now;
+	wb->bw_written = written;
+}
+
+/* The kernel's wb_writeback(): a whole work item over the lists. */
+static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	uint64_t work_start = pwb__now(bdi);
+	bool queued = false;
+	int err = 0;
+
+	update_bandwidth(wb, true);
+	pthread_mutex_lock(&wb->list_lock);
+	for (;;) {
+		uint64_t progress;
+
+		if (work->sync_mode == PWB__SYNC_ALL) {
+			/* One queue_io: later dirtying is not ours to wait for. */
+			if (queued)
+				break;
+			uint64_t all = UINT64_MAX;
+
+			queue_io(wb, &all, true);
+			queued = true;
+		} else {
+			uint64_t older_than;
+			bool expired = true;
+
+			if (work->nr_pages <= 0)
+				break;
+			/* Explicit work is waiting: let it run first. */
+			if (work->reason != PWB_WB_ALL && work_pending(wb))
+				break;
+			if (work->reason == PWB_WB_BACKGROUND &&
+			    !over_bg_thresh(bdi))
+				break;
+			if (work->reason == PWB_WB_PERIODIC) {
+				uint64_t now = pwb__now(bdi);
+
+				/* Before the clock reaches one expiry period
+				 * nothing can have expired. */
+				expired = now >= bdi->dirty_expire_ns;
+				older_than = expired ?
+					now - bdi->dirty_expire_ns : 0;
+			} else if (work->reason == PWB_WB_BACKGROUND) {
+				older_than = pwb__now(bdi);
+			} else {
+				older_than = work_start;
+			}
+			if (cds_list_empty(&wb->b_io))
+				queue_io(wb, expired ? &older_than : NULL,
+					 false);
+		}
+		if (cds_list_empty(&wb->b_io))
+			break;
+		progress = writeback_inodes(wb, work, &err);
+		if (work->sync_mode == PWB__SYNC_ALL || progress)
+			continue;
+		/* No progress: only failures or busy inodes are left. */
+		break;
+	}
+	pthread_mutex_unlock(&wb->list_lock);
+	update_bandwidth(wb, false);
+	return err;
+}
+
+/* Integrity sync of a single inode (pwb_fsync, close). */
+static int writeback_one_inode(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
+{
+	struct wb_control wbc = {
+		.sync_mode = PWB__SYNC_ALL,
+		.nr_to_write = INT64_MAX,
+	};
+
+	pthread_mutex_lock(&wb->list_lock);
+	wait_inode_sync_locked(wb, inode);
+	visit_inode_locked(wb, inode, &wbc);
+	pthread_mutex_unlock(&wb->list_lock);
+	return wbc.err;
+}
+
+int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
+{
+	uint64_t t0 = pwb__clock_monotonic(NULL);
+	int err;
+
+	uatomic_inc(&wb->stats.wb_passes);
+	if (work->sync_mode == PWB__SYNC_ALL)
+		uatomic_inc(&wb->stats.sync_passes);
+	else if (work->reason == PWB_WB_PERIODIC)
+		uatomic_inc(&wb->stats.periodic_passes);
+	else if (work->reason == PWB_WB_BACKGROUND)
+		uatomic_inc(&wb->stats.background_passes);
+
+	if (work->inode)
+		err = writeback_one_inode(wb, work->inode);
+	else
+		err = wb_writeback(wb, work);
+	uatomic_add(&wb->stats.flush_ns, pwb__clock_monotonic(NULL) - t0);
+	return err;
+}
+
+/* Periodic ("kupdate") writeback, due every dirty_writeback_ms. */
+void pwb__wb_check_old_data_flush(struct pwb__wb_ctx *wb)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	uint64_t now = pwb__now(bdi);
+	struct pwb__wb_work work = {
+		.sync_mode = PWB__SYNC_NONE,
+		.reason = PWB_WB_PERIODIC,
+	};
+
+	if (!bdi->writeback_interval_ns ||
+	    now - wb->last_old_flush < bdi->writeback_interval_ns)
+		return;
+	wb->last_old_flush = now;
+	/* Bounded like the kernel's: what is dirty now, plus some slack. */
+	work.nr_pages = (int64_t)uatomic_read(&wb->stats.dirty_pages) + 1024;
+	pwb__wb_do_work(wb, &work);
+}
+
+/* Background writeback while the bdi is over dirty_background_bytes. */
+void pwb__wb_check_background_flush(struct pwb__wb_ctx *wb)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	struct pwb__wb_work work = {
+		.sync_mode = PWB__SYNC_NONE,
+		.reason = PWB_WB_BACKGROUND,
+		.nr_pages = INT64_MAX,
+	};
+
+	/* Let dirtiers kick again once this round has started. */
+	uatomic_set(&bdi->bg_active, 0);
+	if (over_bg_thresh(bdi))
+		pwb__wb_do_work(wb, &work);
+}
+
+int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx_array *arr;
+	struct pwb__completion done;
+	struct pwb__wb_work *works;
+	unsigned int i, nr;
+	int err;
+
+	if (inode) {
+		struct pwb__wb_work work = {
+			.sync_mode = PWB__SYNC_ALL,
+			.inode = inode,
+			.nr_pages = INT64_MAX,
+			.done = &done,
+		};
+		struct pwb__wb_ctx *wb = CMM_LOAD_SHARED(inode->wb);
+
+		if (!wb)
+			return 0;	/* never dirtied: nothing to write */
+		pwb__completion_init(&done, 1);
+		pwb__wb_queue_work(wb, &work);
+		err = pwb__completion_wait(&done);
+		pwb__completion_destroy(&done);
+		return err;
+	}
+
+	/* Every context at once, then one wait for all of them. */
+	rcu_read_lock();
+	arr = rcu_dereference(bdi->ctxs);
+	nr = arr->nr;
+	works = calloc(nr, sizeof(*works));
+	if (!works) {
+		rcu_read_unlock();
+		return pwb__err(-ENOMEM, "cannot allocate sync work");
+	}
+	pwb__completion_init(&done, nr);
+	for (i = 0; i < nr; i++) {
+		works[i].sync_mode = PWB__SYNC_ALL;
+		works[i].nr_pages = INT64_MAX;
+		works[i].done = &done;
+		pwb__wb_queue_work(arr->ctx[i], &works[i]);
+	}
+	rcu_read_unlock();
+	err = pwb__completion_wait(&done);
+	pwb__completion_destroy(&done);
+	free(works);
+	return err;
+}
