@@ -165,10 +165,19 @@ struct pwb_bdi_config {
 	void *clock_arg;
 	/** Open flags, PWB_BDI_* below. Default 0. */
 	unsigned int flags;
+	/** Writes each context keeps in flight with an asynchronous backend
+	 *  (io_uring); 1 to 4096. The psync backend has one. Default 32. */
+	unsigned int io_depth;
+	/** Longest a throttled dirtier waits for the device before
+	 *  pwb_balance_dirty() gives -ETIMEDOUT; 0 waits forever.
+	 *  Default 30000. */
+	unsigned int throttle_timeout_ms;
 };
 
-/** Every flag this release knows; other bits give -EINVAL. None yet. */
-#define PWB_BDI_FLAGS_ALL 0u
+/** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
+#define PWB_BDI_THROTTLE 0x1u
+/** Every flag this release knows; other bits give -EINVAL. */
+#define PWB_BDI_FLAGS_ALL (PWB_BDI_THROTTLE)
 
 /**
  * pwb_bdi_config_init() - set every field of @cfg to its default
@@ -464,6 +473,108 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
 PWB_API int pwb_sync(struct pwb_bdi *bdi);
 
 /* ---------------------------------------------------------------------- */
+/* Dirty throttling                                                       */
+
+/**
+ * pwb_balance_dirty() - hold a dirtier back while the bdi has too much dirty
+ * @bdi: the bdi
+ *
+ * The kernel's balance_dirty_pages() in spirit. Below
+ * dirty_background_bytes it returns at once. Above it, background writeback
+ * runs on every context. Between the set point (half way from the
+ * background threshold to dirty_bytes) and dirty_bytes the caller sleeps,
+ * at most 200 ms at a time, in proportion to how far dirty memory is above
+ * the set point and to the contexts' measured write bandwidth, so writers
+ * settle at the device's pace. At dirty_bytes it waits until dirty memory
+ * falls below the limit. The caller never writes pages itself.
+ *
+ * Context: any thread but a flusher; sleeps.
+ * Return: 0; -EINVAL for a NULL @bdi; -EDEADLK from an ops callback;
+ *         -ETIMEDOUT if the device did not make room within
+ *         throttle_timeout_ms.
+ */
+PWB_API int pwb_balance_dirty(struct pwb_bdi *bdi);
+
+/**
+ * pwb_balance_dirty_nowait() - the non-blocking check, for event loops
+ *
+ * Context: any thread; never sleeps.
+ * Return: 0 if a dirtier may go on now; -EAGAIN if pwb_balance_dirty()
+ *         would sleep (background writeback has been started); -EINVAL for
+ *         a NULL @bdi.
+ */
+PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi);
+
+/* ---------------------------------------------------------------------- */
+/* Fault injection (testing)                                              */
+
+/** What an injected fault does to a write. */
+enum pwb_fault_kind {
+	PWB_FAULT_NONE = 0,	/* no fault: clears injection */
+	PWB_FAULT_EIO = 1,	/* the write fails with -EIO, nothing written */
+	PWB_FAULT_ENOSPC = 2,	/* the write fails with -ENOSPC */
+	PWB_FAULT_SHORT = 3,	/* the device takes only part of the write
+				 * once; the backend must continue it */
+	PWB_FAULT_DELAY = 4,	/* the write is delayed by delay_ms */
+};
+
+/**
+ * struct pwb_fault - which writes an injected fault hits
+ *
+ * A write is hit when it overlaps [dev_start, dev_end) (dev_end 0 means the
+ * whole device) and one of: it is the @nth matching write counted from
+ * pwb_bdi_inject_fault() (1-based; 0 = unused), or a multiple of @every
+ * (0 = unused), or a pseudo-random draw (seeded by @seed) falls below
+ * @ppm parts per million. At most @max_hits writes are hit (0 = no cap).
+ * Faults wrap the real backend: unhit writes go to the device unchanged.
+ */
+struct pwb_fault {
+	enum pwb_fault_kind kind;
+	uint64_t nth;
+	uint64_t every;
+	uint32_t ppm;
+	uint64_t seed;
+	uint64_t dev_start;
+	uint64_t dev_end;
+	unsigned int delay_ms;
+	uint64_t max_hits;
+};
+
+/**
+ * pwb_bdi_inject_fault() - start, change or stop fault injection
+ * @bdi: the bdi
+ * @fault: the rule, copied; NULL or kind PWB_FAULT_NONE stops injection
+ *
+ * Takes effect for writes submitted after the call. The examples also read
+ * the environment variable PWB_FAULT ("eio:every=10", see doc/faults.md).
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL @bdi, an unknown kind, or a rule that can
+ *         never hit (no nth, every or ppm); -ENOMEM.
+ */
+PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
+				 const struct pwb_fault *fault);
+
+/**
+ * pwb_fault_parse() - turn a PWB_FAULT-style string into a rule
+ * @spec: "kind[:key=value,...]", kind one of eio, enospc, short, delay,
+ *        none; keys nth, every, ppm, seed, start, end, delay_ms, max_hits
+ * @fault: filled on success
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL arguments or a malformed spec.
+ */
+PWB_API int pwb_fault_parse(const char *spec, struct pwb_fault *fault);
+
+/**
+ * pwb_fault_hits() - number of writes hit by injection since the bdi opened
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL argument.
+ */
+PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits);
+
+/* ---------------------------------------------------------------------- */
 /* Statistics                                                             */
 
 /**
@@ -492,6 +603,9 @@ struct pwb_stats {
 	uint64_t device_flushes;	/* fdatasync calls */
 	uint64_t flush_ns;		/* time the flusher spent in passes */
 	uint64_t write_bandwidth;	/* bytes/s, moving average */
+	uint64_t throttle_ns;		/* time dirtiers slept in balance */
+	uint64_t throttle_events;	/* sleeps in pwb_balance_dirty */
+	uint64_t io_extents;		/* contiguous dirty extents written */
 };
 
 /**

@@ -46,6 +46,8 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg)
 	cfg->clock = NULL;
 	cfg->clock_arg = NULL;
 	cfg->flags = 0;
+	cfg->io_depth = 32;
+	cfg->throttle_timeout_ms = 30000;
 }
 
 static bool is_pow2(uint64_t v)
@@ -79,6 +81,9 @@ static int check_config(const struct pwb_bdi_config *cfg)
 					 "dirty_background_bytes %llu",
 				(unsigned long long)cfg->dirty_bytes,
 				(unsigned long long)cfg->dirty_background_bytes);
+	if (cfg->io_depth < 1 || cfg->io_depth > 4096)
+		return pwb__err(-EINVAL, "io_depth %u is outside 1..4096",
+				cfg->io_depth);
 	if (cfg->flags & ~PWB_BDI_FLAGS_ALL)
 		return pwb__err(-EINVAL, "unknown flags 0x%x",
 				cfg->flags & ~PWB_BDI_FLAGS_ALL);

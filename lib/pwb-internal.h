@@ -208,6 +208,24 @@ struct pwb__io_backend {
 };
 
 extern const struct pwb__io_backend pwb__io_psync PWB__INTERNAL;
+extern const struct pwb__io_backend pwb__io_null PWB__INTERNAL;
+extern const struct pwb__io_backend pwb__io_uring PWB__INTERNAL;
+
+/* io-fault.c: the fault-injection layer that every backend consults before
+ * a write reaches the device ("wraps the real backend"). */
+enum pwb__fault_action {
+	PWB__FAULT_PASS = 0,	/* write normally */
+	PWB__FAULT_FAIL,	/* don't write; complete with *err */
+	PWB__FAULT_SHORT,	/* first attempt writes only *short_len bytes */
+};
+/* Decide the fate of a write of @len bytes at @dev_off. A delay fault
+ * sleeps here and returns PASS. With no rule set this is one RCU load. */
+enum pwb__fault_action pwb__fault_check(struct pwb_bdi *bdi, uint64_t dev_off,
+					uint64_t len, int *err,
+					uint64_t *short_len) PWB__INTERNAL;
+/* Free the bdi's fault state (at close). */
+void pwb__fault_destroy(struct pwb_bdi *bdi) PWB__INTERNAL;
+struct pwb__fault_state;
 const struct pwb__io_backend *pwb__io_backend_find(const char *name)
 	PWB__INTERNAL;
 /* Called by a backend when @io finished with @err (0 or -errno). Clears
@@ -360,6 +378,7 @@ struct pwb_bdi {
 	uint64_t flushed_seq;		/* flush_lock: write_seq covered */
 
 	unsigned long bg_active;	/* uatomic: background kick sent */
+	struct pwb__fault_state *fault;	/* RCU-published, io-fault.c */
 
 	uint64_t nr_device_flushes;	/* flush_lock */
 
