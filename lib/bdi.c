@@ -287,6 +287,9 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	if (cfg->dirty_background_bytes && !bdi->bg_thresh_pages)
 		bdi->bg_thresh_pages = 1;
 	bdi->max_io_pages = cfg->max_io_bytes >> bdi->page_shift;
+	bdi->dirty_limit_pages = cfg->dirty_bytes >> bdi->page_shift;
+	if (cfg->dirty_bytes && !bdi->dirty_limit_pages)
+		bdi->dirty_limit_pages = 1;
 	pthread_mutex_init(&bdi->lock, NULL);
 	pthread_mutex_init(&bdi->flush_lock, NULL);
 	bdi->fd = -1;

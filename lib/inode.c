@@ -109,10 +109,11 @@ static void inode_free_rcu(struct rcu_head *head)
 }
 
 /*
- * Give @inode its context at first dirtying. Caller holds inode->lock.
- * The context array is read under RCU; contexts live as long as the bdi.
+ * Ask the shard policy for @inode's context, before taking inode->lock: a
+ * policy may call back into the application (map_page). Contexts live as
+ * long as the bdi; the array is read under RCU.
  */
-static struct pwb__wb_ctx *assign_wb_locked(struct pwb_inode *inode)
+static struct pwb__wb_ctx *choose_wb(struct pwb_inode *inode, uint64_t index)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	struct pwb__wb_ctx_array *arr;
@@ -120,8 +121,19 @@ static struct pwb__wb_ctx *assign_wb_locked(struct pwb_inode *inode)
 
 	rcu_read_lock();
 	arr = rcu_dereference(bdi->ctxs);
-	wb = arr->ctx[pwb__policy_select(&bdi->policy, inode, arr->nr)];
+	wb = arr->ctx[pwb__policy_select(&bdi->policy, inode, index,
+					 arr->nr)];
 	rcu_read_unlock();
+	return wb;
+}
+
+/* Affine @inode to @wb unless a racing first dirtying did. Caller holds
+ * inode->lock. */
+static struct pwb__wb_ctx *assign_wb_locked(struct pwb_inode *inode,
+					    struct pwb__wb_ctx *wb)
+{
+	if (inode->wb)
+		return inode->wb;
 	uatomic_inc(&wb->stats.nr_inodes);
 	CMM_STORE_SHARED(inode->wb, wb);
 	return wb;
@@ -163,24 +175,6 @@ void pwb__inode_attach_dirty(struct pwb_inode *inode)
 	pthread_mutex_unlock(&wb->list_lock);
 }
 
-/* Wake every flusher for background writeback, once per round. */
-static void maybe_kick_background(struct pwb_bdi *bdi)
-{
-	struct pwb__wb_ctx_array *arr;
-	unsigned int i;
-
-	if (!bdi->bg_thresh_pages || uatomic_read(&bdi->bg_active) ||
-	    pwb__bdi_dirty_pages(bdi) <= bdi->bg_thresh_pages)
-		return;
-	if (uatomic_cmpxchg(&bdi->bg_active, 0, 1) != 0)
-		return;
-	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
-	for (i = 0; i < arr->nr; i++)
-		pwb__wb_kick_background(arr->ctx[i]);
-	rcu_read_unlock();
-}
-
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 {
 	struct pwb__wb_ctx *wb;
@@ -202,6 +196,9 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 	bdi = inode->bdi;
 	first = off >> bdi->page_shift;
 	last = (off + (len - 1)) >> bdi->page_shift;
+	wb = CMM_LOAD_SHARED(inode->wb);
+	if (caa_unlikely(!wb))
+		wb = choose_wb(inode, first);
 
 	pthread_mutex_lock(&inode->lock);
 	if (inode->state & PWB__I_FREEING) {
@@ -220,7 +217,7 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 	inode->state |= PWB__I_DIRTY_PAGES;
 	if (attach)
 		inode->dirtied_when = pwb__now(bdi);
-	wb = inode->wb ? inode->wb : assign_wb_locked(inode);
+	wb = assign_wb_locked(inode, wb);
 	/* Counted under the lock, so the flusher's decrement comes after. */
 	uatomic_add(&wb->stats.dirty_pages, n);
 	uatomic_add(&wb->stats.dirtied_pages, n);
@@ -228,12 +225,20 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 
 	if (attach)
 		pwb__inode_attach_dirty(inode);
-	maybe_kick_background(bdi);
+	if (bdi->bg_thresh_pages && !uatomic_read(&bdi->bg_active) &&
+	    pwb__bdi_dirty_pages(bdi) > bdi->bg_thresh_pages)
+		pwb__kick_background(bdi);
+	if (bdi->cfg.flags & PWB_BDI_THROTTLE) {
+		pwb__throttle_account((uint64_t)n);
+		if (!pwb__in_flusher())
+			return pwb__balance_dirty(bdi);
+	}
 	return 0;
 }
 
 PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 {
+	struct pwb__wb_ctx *wb;
 	bool attach = false;
 
 	pwb__err_clear();
@@ -255,6 +260,12 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 					"being closed",
 				(unsigned long long)inode->ino);
 	}
+	if (!inode->wb) {
+		pthread_mutex_unlock(&inode->lock);
+		wb = choose_wb(inode, 0);
+		pthread_mutex_lock(&inode->lock);
+		assign_wb_locked(inode, wb);
+	}
 	if (flags & PWB_I_DIRTY_META) {
 		if (!(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META))) {
 			inode->dirtied_when = pwb__now(inode->bdi);
@@ -268,8 +279,6 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 		inode->state |= PWB__I_DIRTY_TIME;
 		attach = true;
 	}
-	if (!inode->wb)
-		assign_wb_locked(inode);
 	pthread_mutex_unlock(&inode->lock);
 	if (attach)
 		pwb__inode_attach_dirty(inode);

@@ -88,7 +88,8 @@ void pwb__policy_destroy(struct pwb__policy *pol)
 }
 
 unsigned int pwb__policy_select(struct pwb__policy *pol,
-				struct pwb_inode *inode, unsigned int nr_wb_ctx)
+				struct pwb_inode *inode, uint64_t index,
+				unsigned int nr_wb_ctx)
 {
 	int idx = pol->ops->select(pol->state, inode, nr_wb_ctx);
 

@@ -263,10 +263,11 @@ struct pwb__policy {
 int pwb__policy_create(struct pwb_bdi *bdi, const char *spec,
 		       struct pwb__policy *pol) PWB__INTERNAL;
 void pwb__policy_destroy(struct pwb__policy *pol) PWB__INTERNAL;
-/* Context index for @inode, always valid: a failing or out-of-range answer
- * falls back to inode-hash. */
+/* Context index for @inode, whose first dirtied page is @index; always
+ * valid: a failing or out-of-range answer falls back to inode-hash. Called
+ * with no lock held (a policy may call the inode's map_page). */
 unsigned int pwb__policy_select(struct pwb__policy *pol,
-				struct pwb_inode *inode,
+				struct pwb_inode *inode, uint64_t index,
 				unsigned int nr_wb_ctx) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
@@ -377,7 +378,10 @@ struct pwb_bdi {
 	uint64_t write_seq;		/* uatomic: bumped per finished write */
 	uint64_t flushed_seq;		/* flush_lock: write_seq covered */
 
+	uint64_t dirty_limit_pages;	/* 0: no hard limit (throttle.c) */
 	unsigned long bg_active;	/* uatomic: background kick sent */
+	uint64_t throttle_ns;		/* uatomic: time dirtiers slept */
+	uint64_t throttle_events;	/* uatomic: sleeps */
 	struct pwb__fault_state *fault;	/* RCU-published, io-fault.c */
 
 	uint64_t nr_device_flushes;	/* flush_lock */
@@ -406,6 +410,16 @@ bool pwb__in_flusher(void) PWB__INTERNAL;
 /* Index of the context whose flusher is the calling thread, or -1. */
 int pwb__flusher_ctx_idx(void) PWB__INTERNAL;
 void pwb__set_flusher_ctx(int idx) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* throttle.c                                                             */
+
+/* Count pages the calling thread newly dirtied (thread-local). */
+void pwb__throttle_account(uint64_t pages) PWB__INTERNAL;
+/* Wake every flusher for background writeback, once per round. */
+void pwb__kick_background(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* pwb_balance_dirty() without argument checks. */
+int pwb__balance_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* inode.c                                                                */

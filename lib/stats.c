@@ -27,6 +27,8 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	pthread_mutex_lock(&bdi->flush_lock);
 	st->device_flushes += bdi->nr_device_flushes;
 	pthread_mutex_unlock(&bdi->flush_lock);
+	st->throttle_ns = uatomic_read(&bdi->throttle_ns);
+	st->throttle_events = uatomic_read(&bdi->throttle_events);
 	return 0;
 }
 
