@@ -75,6 +75,9 @@ static int check_config(const struct pwb_bdi_config *cfg)
 	if (cfg->nr_wb_ctx > PWB_MAX_WB_CTX)
 		return pwb__err(-EINVAL, "nr_wb_ctx %u is above the limit %u",
 				cfg->nr_wb_ctx, PWB_MAX_WB_CTX);
+	if (cfg->nr_flushers > PWB_MAX_WB_CTX)
+		return pwb__err(-EINVAL, "nr_flushers %u is above the limit %u",
+				cfg->nr_flushers, PWB_MAX_WB_CTX);
 	if (cfg->dirty_bytes &&
 	    cfg->dirty_bytes < cfg->dirty_background_bytes)
 		return pwb__err(-EINVAL, "dirty_bytes %llu is below "
@@ -186,7 +189,7 @@ static int probe_direct_io(struct pwb_bdi *bdi, const char *path)
 	return 0;
 }
 
-static unsigned int auto_nr_wb_ctx(const struct pwb_bdi *bdi)
+unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
 	long cpus;
 
@@ -200,53 +203,116 @@ static unsigned int auto_nr_wb_ctx(const struct pwb_bdi *bdi)
 				      (unsigned long)PWB_AUTO_MAX_WB_CTX);
 }
 
-static void free_ctxs(struct pwb__wb_ctx_array *arr, unsigned int nr_init)
+/* Flusher threads for @nr_ctx contexts. */
+unsigned int pwb__nr_flushers_for(const struct pwb_bdi *bdi,
+				  unsigned int nr_ctx)
+{
+	unsigned int f = bdi->cfg.nr_flushers;
+
+	return f ? PWB__MIN(f, nr_ctx) : nr_ctx;
+}
+
+/* Destroy the first @nr contexts of @arr, and @arr (no flusher runs). */
+static void free_ctxs(struct pwb__wb_ctx_array *arr, unsigned int nr)
 {
 	unsigned int i;
 
-	for (i = 0; i < nr_init; i++) {
-		pwb__wb_ctx_stop(arr->ctx[i]);
+	for (i = 0; i < nr; i++) {
 		pwb__wb_ctx_destroy(arr->ctx[i]);
 		free(arr->ctx[i]);
 	}
 	free(arr);
 }
 
-static int create_ctxs(struct pwb_bdi *bdi, unsigned int nr)
+static void stop_flushers(struct pwb_bdi *bdi)
+{
+	unsigned int i;
+
+	for (i = 0; i < PWB_MAX_WB_CTX; i++)
+		pwb__flusher_stop(bdi, i);
+}
+
+static void free_flushers(struct pwb_bdi *bdi)
+{
+	unsigned int i;
+
+	for (i = 0; i < PWB_MAX_WB_CTX; i++) {
+		struct pwb__flusher *fl = bdi->flushers[i];
+
+		if (!fl)
+			continue;
+		pthread_cond_destroy(&fl->cond);
+		pthread_mutex_destroy(&fl->lock);
+		free(fl);
+		bdi->flushers[i] = NULL;
+	}
+}
+
+struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
+					       struct pwb__wb_ctx_array *old,
+					       unsigned int nr)
 {
 	struct pwb__wb_ctx_array *arr;
-	unsigned int i;
+	unsigned int i, keep = old ? PWB__MIN(old->nr, nr) : 0;
 	int ret;
 
 	arr = calloc(1, sizeof(*arr) + nr * sizeof(arr->ctx[0]));
-	if (!arr)
-		return pwb__err(-ENOMEM, "out of memory");
+	if (!arr) {
+		pwb__err(-ENOMEM, "out of memory");
+		return NULL;
+	}
 	arr->nr = nr;
-	for (i = 0; i < nr; i++) {
+	for (i = 0; i < keep; i++)
+		arr->ctx[i] = old->ctx[i];
+	for (i = keep; i < nr; i++) {
 		arr->ctx[i] = malloc(sizeof(*arr->ctx[i]));
-		if (!arr->ctx[i]) {
-			ret = pwb__err(-ENOMEM, "out of memory");
-			goto fail;
-		}
-		ret = pwb__wb_ctx_init(arr->ctx[i], bdi, i);
+		ret = arr->ctx[i] ? pwb__wb_ctx_init(arr->ctx[i], bdi, i)
+				  : pwb__err(-ENOMEM, "out of memory");
 		if (ret) {
 			free(arr->ctx[i]);
-			goto fail;
+			while (i-- > keep) {
+				pwb__wb_ctx_destroy(arr->ctx[i]);
+				free(arr->ctx[i]);
+			}
+			free(arr);
+			return NULL;
 		}
 	}
+	return arr;
+}
+
+static int create_ctxs(struct pwb_bdi *bdi, unsigned int nr)
+{
+	struct pwb__wb_ctx_array *arr = pwb__ctx_array_alloc(bdi, NULL, nr);
+	unsigned int i, nf = pwb__nr_flushers_for(bdi, nr);
+	int ret;
+
+	if (!arr)
+		return -ENOMEM;
 	rcu_assign_pointer(bdi->ctxs, arr);
-	for (i = 0; i < nr; i++) {
-		ret = pwb__wb_ctx_start(arr->ctx[i]);
+	uatomic_set(&bdi->nr_flushers, nf);
+	for (i = 0; i < nf; i++) {
+		ret = pwb__flusher_start(bdi, i);
 		if (ret) {
+			stop_flushers(bdi);
+			free_flushers(bdi);
 			bdi->ctxs = NULL;
 			free_ctxs(arr, nr);
 			return ret;
 		}
 	}
 	return 0;
-fail:
-	free_ctxs(arr, i);
-	return ret;
+}
+
+static void destroy_locks(struct pwb_bdi *bdi)
+{
+	pthread_cond_destroy(&bdi->inflight_cond);
+	pthread_mutex_destroy(&bdi->inflight_lock);
+	pthread_mutex_destroy(&bdi->reshard_lock);
+	pthread_cond_destroy(&bdi->park_cond);
+	pthread_mutex_destroy(&bdi->park_lock);
+	pthread_mutex_destroy(&bdi->flush_lock);
+	pthread_mutex_destroy(&bdi->lock);
 }
 
 PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
@@ -292,6 +358,11 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		bdi->dirty_limit_pages = 1;
 	pthread_mutex_init(&bdi->lock, NULL);
 	pthread_mutex_init(&bdi->flush_lock, NULL);
+	pthread_mutex_init(&bdi->park_lock, NULL);
+	pthread_cond_init(&bdi->park_cond, NULL);
+	pthread_mutex_init(&bdi->reshard_lock, NULL);
+	pthread_mutex_init(&bdi->inflight_lock, NULL);
+	pthread_cond_init(&bdi->inflight_cond, NULL);
 	bdi->fd = -1;
 
 	bdi->io = pwb__io_backend_find(cfg->backend);
@@ -304,6 +375,25 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	if (!bdi->path) {
 		ret = pwb__err(-ENOMEM, "out of memory");
 		goto fail;
+	}
+	/* The type first: O_DIRECT on a character device or FIFO fails with
+	 * EINVAL, which would read as "file system refuses O_DIRECT". */
+	{
+		struct stat pst;
+
+		if (stat(path, &pst)) {
+			int e = errno;
+
+			ret = pwb__err(-e, "cannot open %s: %s", path,
+				       strerror(e));
+			goto fail;
+		}
+		if (!S_ISBLK(pst.st_mode) && !S_ISREG(pst.st_mode)) {
+			ret = pwb__err(-ENOTBLK, "%s is neither a block device "
+						 "nor a regular file",
+				       path);
+			goto fail;
+		}
 	}
 	bdi->fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (bdi->fd < 0) {
@@ -342,33 +432,37 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	ret = probe_direct_io(bdi, path);
 	if (ret)
 		goto fail;
-	ret = pwb__policy_create(bdi, cfg->policy, &bdi->policy);
-	if (ret)
-		goto fail;
 	bdi->inodes = cds_lfht_new(64, 64, 0,
 				   CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
 				   NULL);
 	if (!bdi->inodes) {
 		ret = pwb__err(-ENOMEM, "cannot create the inode table");
-		goto fail_policy;
+		goto fail;
 	}
-	nr = cfg->nr_wb_ctx ? cfg->nr_wb_ctx : auto_nr_wb_ctx(bdi);
+	nr = cfg->nr_wb_ctx ? cfg->nr_wb_ctx : pwb__auto_nr_wb_ctx(bdi);
 	ret = create_ctxs(bdi, nr);
 	if (ret)
 		goto fail_table;
+	/* Last, so that a policy's init sees a whole bdi (pwb_bdi_info,
+	 * pwb_wb_ctx_stats); no inode exists yet to be placed. */
+	ret = pwb__policy_create(bdi, cfg->policy, &bdi->policy);
+	if (ret)
+		goto fail_ctxs;
 	*bdip = bdi;
 	return 0;
 
+fail_ctxs:
+	stop_flushers(bdi);
+	free_flushers(bdi);
+	free_ctxs(bdi->ctxs, bdi->ctxs->nr);
+	bdi->ctxs = NULL;
 fail_table:
 	cds_lfht_destroy(bdi->inodes, NULL);
-fail_policy:
-	pwb__policy_destroy(&bdi->policy);
 fail:
 	if (bdi->fd >= 0)
 		close(bdi->fd);
 	free(bdi->path);
-	pthread_mutex_destroy(&bdi->flush_lock);
-	pthread_mutex_destroy(&bdi->lock);
+	destroy_locks(bdi);
 	free(bdi);
 	return ret;
 }
@@ -397,6 +491,7 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	info->page_size = pwb__page_size(bdi);
 	info->nr_wb_ctx = pwb_bdi_nr_wb_ctx(bdi);
 	info->rotational = bdi->rotational;
+	info->nr_flushers = uatomic_read(&bdi->nr_flushers);
 	info->is_blockdev = bdi->is_blockdev;
 	snprintf(info->policy, sizeof(info->policy), "%s",
 		 bdi->policy.ops->name);
@@ -512,6 +607,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 
 PWB_API int pwb_sync(struct pwb_bdi *bdi)
 {
+	pwb__errseq_t since;
 	int err, ferr, werr;
 
 	pwb__err_clear();
@@ -520,10 +616,16 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_sync called from an ops "
 					  "callback (a flusher thread)");
+	/* Our own cursor, as in pwb_fsync(): concurrent syncs that started
+	 * before an error was reported each get it, later ones do not. */
+	pthread_mutex_lock(&bdi->flush_lock);
+	since = bdi->sync_cursor;
+	pthread_mutex_unlock(&bdi->flush_lock);
 	werr = pwb__sync_and_wait(bdi, NULL);
 	ferr = pwb__bdi_flush_device(bdi, uatomic_read(&bdi->write_seq));
 	pthread_mutex_lock(&bdi->flush_lock);
-	err = pwb__errseq_check_and_advance(&bdi->wb_err, &bdi->sync_cursor);
+	err = pwb__errseq_check_and_advance(&bdi->wb_err, &since);
+	bdi->sync_cursor = since;
 	pthread_mutex_unlock(&bdi->flush_lock);
 	if (!err)
 		err = ferr;
@@ -535,16 +637,27 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	return err;
 }
 
-/* Collect every open inode (the table cannot be walked while closing
- * inodes, which sleeps). */
-static struct pwb_inode **collect_inodes(struct pwb_bdi *bdi, size_t *nr)
+/* Collect every open inode (the table cannot be walked under RCU while
+ * doing things that sleep). */
+struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi, size_t *nr)
 {
-	struct pwb_inode **v = NULL, *inode;
+	struct pwb_inode **v = NULL;
+	struct cds_lfht_node *node;
 	struct cds_lfht_iter iter;
 	size_t n = 0, cap = 0;
 
 	rcu_read_lock();
-	cds_lfht_for_each_entry(bdi->inodes, &iter, inode, hnode) {
+	/*
+	 * Not cds_lfht_for_each_entry(): at the end of the table it takes
+	 * caa_container_of() of a NULL node, pointer arithmetic on NULL that
+	 * UBSan rejects. Convert only nodes that exist.
+	 */
+	for (cds_lfht_first(bdi->inodes, &iter);
+	     (node = cds_lfht_iter_get_node(&iter)) != NULL;
+	     cds_lfht_next(bdi->inodes, &iter)) {
+		struct pwb_inode *inode =
+			caa_container_of(node, struct pwb_inode, hnode);
+
 		if (n == cap) {
 			struct pwb_inode **nv;
 
@@ -587,14 +700,22 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	/* Inodes the application left open: written above, freed here. A
 	 * failed allocation only means more rounds. */
 	do {
-		inodes = collect_inodes(bdi, &nr);
+		inodes = pwb__bdi_collect_inodes(bdi, &nr);
 		for (i = 0; i < nr; i++)
 			pwb__inode_close(inodes[i]);
 		free(inodes);
 	} while (nr && inodes);
 
+	/* A re-shard running now finishes first; none starts after. */
+	pthread_mutex_lock(&bdi->reshard_lock);
+	stop_flushers(bdi);
+	free_flushers(bdi);
 	free_ctxs(bdi->ctxs, bdi->ctxs->nr);
 	bdi->ctxs = NULL;
+	pthread_mutex_unlock(&bdi->reshard_lock);
+	/* No flusher left to consult the rule; replaced rules are freed by
+	 * the rcu_barrier() below. */
+	pwb__fault_destroy(bdi);
 	pwb__policy_destroy(&bdi->policy);
 	cds_lfht_destroy(bdi->inodes, NULL);
 	/* Run the inodes' delayed frees before the caller can exit. */
@@ -607,8 +728,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 		err = werr;
 	close(bdi->fd);
 	free(bdi->path);
-	pthread_mutex_destroy(&bdi->flush_lock);
-	pthread_mutex_destroy(&bdi->lock);
+	destroy_locks(bdi);
 	free(bdi);
 	if (err)
 		pwb__err(err, "pwb_bdi_close: %s", pwb_strerror(err));

@@ -50,7 +50,13 @@ PWB_API const char *pwb_strerror(int err)
 	 * strerror() may use a static buffer for unknown values, but for the
 	 * errno range glibc returns a pointer into its constant table.
 	 */
-	return strerror(-err);
+	{
+		/* strerror() formats unknown values into a per-thread buffer
+		 * that its next call reuses; the table lookup is static. */
+		const char *desc = strerrordesc_np(-err);
+
+		return desc ? desc : unknown;
+	}
 }
 
 #define ERRSEQ_ERRMASK 0xfffu
@@ -86,14 +92,105 @@ int pwb__errseq_check_and_advance(pwb__errseq_t *eseq, pwb__errseq_t *cursor)
 
 	if ((cur | ERRSEQ_SEEN) == (*cursor | ERRSEQ_SEEN))
 		return 0;
-	if (!(cur & ERRSEQ_SEEN)) {
-		/* Mark it seen so that a later error bumps the counter. */
+	/*
+	 * Mark what we report seen, so that a later error bumps the counter.
+	 * If a newer error raced in, report that one, and mark it too: left
+	 * unseen, the next identical error would merge into it (errseq_set's
+	 * "same error, still unseen") and this cursor would miss it.
+	 */
+	while (!(cur & ERRSEQ_SEEN)) {
 		uint32_t prev = uatomic_cmpxchg(eseq, cur, cur | ERRSEQ_SEEN);
 
-		if (prev != cur)
-			cur = prev;	/* a newer error: report that one */
-		cur |= ERRSEQ_SEEN;
+		if (prev == cur)
+			cur |= ERRSEQ_SEEN;
+		else
+			cur = prev;
 	}
 	*cursor = cur;
 	return -(int)(cur & ERRSEQ_ERRMASK);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Write failures: bounded retry back-off and failed inodes               */
+
+static uint64_t next_backoff(uint64_t cur)
+{
+	return cur ? PWB__MIN(cur * 2, PWB__WB_BACKOFF_MAX_NS)
+		   : PWB__WB_BACKOFF_MIN_NS;
+}
+
+void pwb__wb_write_result_locked(struct pwb_inode *inode,
+				 struct pwb__wb_ctx *wb, int err)
+{
+	uint64_t now;
+
+	if (!err) {
+		/* The device takes writes again: end an ENOSPC pause. */
+		wb->nospc_backoff_ns = 0;
+		wb->nospc_until = 0;
+		/* All data landed: the failure run is over. */
+		if (!inode->map.count[PWB__TAG_DIRTY] &&
+		    !inode->map.count[PWB__TAG_WRITEBACK]) {
+			inode->wb_failures = 0;
+			inode->backoff_ns = 0;
+			inode->retry_after = 0;
+		}
+		return;
+	}
+	now = pwb__now(inode->bdi);
+	inode->fail_pass = uatomic_read(&wb->stats.wb_passes);
+	if (err == -ENOSPC) {
+		/* A full file system fails every inode alike: pause the
+		 * whole context, not each inode after its own failure. */
+		wb->nospc_backoff_ns = next_backoff(wb->nospc_backoff_ns);
+		wb->nospc_until = now + wb->nospc_backoff_ns;
+	}
+	/* A visit that writes many requests fails once, not per request. */
+	if (inode->wb_failures && inode->fail_visit == inode->wb_visit)
+		return;
+	inode->fail_visit = inode->wb_visit;
+	inode->wb_failures++;
+	inode->backoff_ns = next_backoff(inode->backoff_ns);
+	inode->retry_after = now + inode->backoff_ns;
+	if (inode->wb_failures >= PWB__WB_FAIL_LIMIT && !inode->failed_err)
+		inode->failed_err = err;
+}
+
+bool pwb__wb_visit_end_locked(struct pwb_inode *inode, uint64_t written)
+{
+	bool failed = inode->wb_failures &&
+		      inode->fail_visit == inode->wb_visit;
+
+	/*
+	 * A visit that wrote and saw no failure breaks the run of
+	 * consecutive failures, unless writes are still in flight (an
+	 * asynchronous backend): their failure would belong to this visit.
+	 */
+	if (!failed && written && !inode->map.count[PWB__TAG_WRITEBACK]) {
+		inode->wb_failures = 0;
+		inode->backoff_ns = 0;
+		inode->retry_after = 0;
+	}
+	return failed;
+}
+
+bool pwb__wb_backing_off_locked(struct pwb_inode *inode,
+				struct pwb__wb_ctx *wb, bool periodic)
+{
+	if (!inode->wb_failures)
+		return false;
+	/* Failed in this very pass: retrying at once would spin. */
+	if (inode->fail_pass == uatomic_read(&wb->stats.wb_passes))
+		return true;
+	return periodic && pwb__now(inode->bdi) < inode->retry_after;
+}
+
+void pwb__inode_clear_error(struct pwb_inode *inode)
+{
+	pthread_mutex_lock(&inode->lock);
+	inode->failed_err = 0;
+	inode->wb_failures = 0;
+	inode->backoff_ns = 0;
+	inode->retry_after = 0;
+	pthread_mutex_unlock(&inode->lock);
 }

@@ -61,6 +61,7 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	inode->bdi = bdi;
 	inode->ops = *ops;
 	inode->priv = priv;
+	inode->wb_hint = -1;
 	pthread_mutex_init(&inode->lock, NULL);
 	pthread_cond_init(&inode->users_cond, NULL);
 	pwb__map_init(&inode->map);
@@ -139,12 +140,35 @@ static struct pwb__wb_ctx *assign_wb_locked(struct pwb_inode *inode,
 	return wb;
 }
 
+/*
+ * Lock the list of @inode's context, then the inode, and return that
+ * context: a re-shard may move the inode between our read of inode->wb and
+ * getting the list lock, so check again under both locks.
+ */
+static struct pwb__wb_ctx *lock_inode_wb(struct pwb_inode *inode)
+{
+	for (;;) {
+		struct pwb__wb_ctx *wb;
+
+		/* RCU keeps a context that a re-shard retires from being
+		 * freed before we hold its lock; once we hold it with the
+		 * inode still on it, the re-shard waits for us. */
+		rcu_read_lock();
+		wb = CMM_LOAD_SHARED(inode->wb);
+		pthread_mutex_lock(&wb->list_lock);
+		pthread_mutex_lock(&inode->lock);
+		rcu_read_unlock();
+		if (inode->wb == wb)
+			return wb;
+		pthread_mutex_unlock(&inode->lock);
+		pthread_mutex_unlock(&wb->list_lock);
+	}
+}
+
 void pwb__inode_attach_dirty(struct pwb_inode *inode)
 {
-	struct pwb__wb_ctx *wb = CMM_LOAD_SHARED(inode->wb);
+	struct pwb__wb_ctx *wb = lock_inode_wb(inode);
 
-	pthread_mutex_lock(&wb->list_lock);
-	pthread_mutex_lock(&inode->lock);
 	/* A flusher holding it (I_SYNC) requeues it itself. */
 	if (!(inode->state & (PWB__I_SYNC | PWB__I_FREEING))) {
 		if (inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META)) {
@@ -177,6 +201,7 @@ void pwb__inode_attach_dirty(struct pwb_inode *inode)
 
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 {
+	unsigned long gen;
 	struct pwb__wb_ctx *wb;
 	struct pwb_bdi *bdi;
 	uint64_t first, last;
@@ -196,11 +221,19 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 	bdi = inode->bdi;
 	first = off >> bdi->page_shift;
 	last = (off + (len - 1)) >> bdi->page_shift;
+again:
+	gen = uatomic_read(&bdi->reshard_gen);
 	wb = CMM_LOAD_SHARED(inode->wb);
 	if (caa_unlikely(!wb))
 		wb = choose_wb(inode, first);
 
 	pthread_mutex_lock(&inode->lock);
+	/* A re-shard may have retired the context we chose: choose again. */
+	if (caa_unlikely(!inode->wb) &&
+	    uatomic_read(&bdi->reshard_gen) != gen) {
+		pthread_mutex_unlock(&inode->lock);
+		goto again;
+	}
 	if (inode->state & PWB__I_FREEING) {
 		pthread_mutex_unlock(&inode->lock);
 		return pwb__err(-EBADF, "pwb_mark_dirty: inode %llu is "
@@ -260,11 +293,14 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 					"being closed",
 				(unsigned long long)inode->ino);
 	}
-	if (!inode->wb) {
+	while (!inode->wb) {
+		unsigned long gen = uatomic_read(&inode->bdi->reshard_gen);
+
 		pthread_mutex_unlock(&inode->lock);
 		wb = choose_wb(inode, 0);
 		pthread_mutex_lock(&inode->lock);
-		assign_wb_locked(inode, wb);
+		if (uatomic_read(&inode->bdi->reshard_gen) == gen)
+			assign_wb_locked(inode, wb);
 	}
 	if (flags & PWB_I_DIRTY_META) {
 		if (!(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META))) {
@@ -325,13 +361,14 @@ PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr)
 
 enum pwb__list pwb__inode_list(struct pwb_inode *inode)
 {
-	struct pwb__wb_ctx *wb = CMM_LOAD_SHARED(inode->wb);
+	struct pwb__wb_ctx *wb;
 	enum pwb__list l;
 
-	if (!wb)
+	if (!CMM_LOAD_SHARED(inode->wb))
 		return PWB__LIST_NONE;
-	pthread_mutex_lock(&wb->list_lock);
+	wb = lock_inode_wb(inode);
 	l = inode->on_list;
+	pthread_mutex_unlock(&inode->lock);
 	pthread_mutex_unlock(&wb->list_lock);
 	return l;
 }
@@ -365,6 +402,7 @@ static int inode_sync(struct pwb_inode *inode, int *flush_err)
 
 PWB_API int pwb_fsync(struct pwb_inode *inode)
 {
+	pwb__errseq_t since;
 	int err, ferr, werr;
 
 	pwb__err_clear();
@@ -380,13 +418,25 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 				(unsigned long long)inode->ino);
 	}
 	inode->users++;
+	/*
+	 * Our own cursor, sampled now: every fsync that starts before an
+	 * error was reported to an fsync gets it, even when another fsync
+	 * running alongside reports it first. The shared cursor then moves
+	 * on (always to the latest value, under inode->lock), so an fsync
+	 * that starts after the report does not see it again.
+	 */
+	since = inode->fsync_cursor;
 	pthread_mutex_unlock(&inode->lock);
 
 	werr = inode_sync(inode, &ferr);
 
 	pthread_mutex_lock(&inode->lock);
-	err = pwb__errseq_check_and_advance(&inode->wb_err,
-					    &inode->fsync_cursor);
+	err = pwb__errseq_check_and_advance(&inode->wb_err, &since);
+	inode->fsync_cursor = since;
+	/* A failed inode (error.c) stays failed until the application
+	 * clears it, whatever later writes do. */
+	if (!err)
+		err = inode->failed_err;
 	if (--inode->users == 0)
 		pthread_cond_broadcast(&inode->users_cond);
 	pthread_mutex_unlock(&inode->lock);
@@ -419,21 +469,17 @@ int pwb__inode_close(struct pwb_inode *inode)
 
 	werr = inode_sync(inode, &ferr);
 
-	wb = CMM_LOAD_SHARED(inode->wb);
-	if (wb) {
+	if (CMM_LOAD_SHARED(inode->wb)) {
 		uint64_t dropped;
 
 		/* A background pass may still hold it if a write failed. */
-		pthread_mutex_lock(&wb->list_lock);
 		for (;;) {
-			bool busy;
-
-			pthread_mutex_lock(&inode->lock);
-			busy = inode->state & PWB__I_SYNC;
-			if (!busy)
+			wb = lock_inode_wb(inode);
+			if (!(inode->state & PWB__I_SYNC))
 				break;
 			pthread_mutex_unlock(&inode->lock);
 			pthread_cond_wait(&wb->sync_cond, &wb->list_lock);
+			pthread_mutex_unlock(&wb->list_lock);
 		}
 		pwb__inode_move_locked(wb, inode, PWB__LIST_NONE);
 		dropped = inode->map.count[PWB__TAG_DIRTY];
@@ -445,6 +491,8 @@ int pwb__inode_close(struct pwb_inode *inode)
 
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
 					    &inode->fsync_cursor);
+	if (!err)
+		err = inode->failed_err;	/* never cleared */
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);
 	rcu_read_unlock();

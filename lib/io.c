@@ -13,6 +13,9 @@
 
 static const struct pwb__io_backend *const backends[] = {
 	&pwb__io_psync,
+	&pwb__io_uring,	/* registered even when built without liburing:
+			 * its ctx_init then explains, with -EOPNOTSUPP */
+	&pwb__io_null,
 };
 
 const struct pwb__io_backend *pwb__io_backend_find(const char *name)
@@ -25,6 +28,48 @@ const struct pwb__io_backend *pwb__io_backend_find(const char *name)
 		if (!strcmp(backends[i]->name, name))
 			return backends[i];
 	return NULL;
+}
+
+enum pwb__fault_action pwb__io_fault_check(struct pwb__io *io, int *err,
+					   uint64_t *short_len)
+{
+	struct pwb_bdi *bdi = io->inode->bdi;
+	uint64_t len = io->nr << bdi->page_shift;
+	enum pwb__fault_action act;
+
+	*err = 0;
+	*short_len = 0;
+	act = pwb__fault_check(bdi, io->dev_off, len, err, short_len);
+	if (act == PWB__FAULT_FAIL) {
+		if (!*err)
+			*err = -EIO;
+		return act;
+	}
+	if (act == PWB__FAULT_SHORT) {
+		/* O_DIRECT takes whole blocks: a cut inside one moves down. */
+		*short_len -= *short_len % bdi->lbs;
+		if (*short_len && *short_len < len)
+			return act;
+		*short_len = 0;
+	}
+	return PWB__FAULT_PASS;
+}
+
+unsigned int pwb__iov_cut(struct iovec *iov, unsigned int cnt, uint64_t max,
+			  size_t *cut)
+{
+	uint64_t bytes = 0;
+	unsigned int i;
+
+	*cut = 0;
+	for (i = 0; i < cnt && bytes + iov[i].iov_len <= max; i++)
+		bytes += iov[i].iov_len;
+	if (i < cnt && bytes < max) {
+		*cut = iov[i].iov_len - (size_t)(max - bytes);
+		iov[i].iov_len -= *cut;
+		i++;
+	}
+	return i;
 }
 
 void pwb__io_complete(struct pwb__io *io, int err)
@@ -60,6 +105,8 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	} else {
 		inode->last_write_seq = uatomic_add_return(&bdi->write_seq, 1);
 	}
+	/* Back-off, the failed mark and the ENOSPC pause (error.c). */
+	pwb__wb_write_result_locked(inode, wb, err);
 	pthread_mutex_unlock(&inode->lock);
 
 	uatomic_sub(&wb->stats.writeback_pages, io->nr);
@@ -78,6 +125,44 @@ void pwb__io_complete(struct pwb__io *io, int err)
 
 void pwb__io_end(struct pwb__io *io, int err)
 {
+	struct pwb_bdi *bdi = io->inode->bdi;
+
 	pwb__io_complete(io, err);
 	free(io);
+	pwb__inflight_put(bdi, 1);
+}
+
+/*
+ * max_inflight: a cap on writes in flight over the whole bdi (network
+ * storage that takes only so many). A flusher that finds the cap reached
+ * first completes its own writes, then sleeps until another finishes.
+ */
+void pwb__inflight_get(struct pwb__wb_ctx *wb)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	unsigned int max = bdi->cfg.max_inflight;
+
+	if (!max)
+		return;
+	pthread_mutex_lock(&bdi->inflight_lock);
+	while (bdi->inflight >= max) {
+		pthread_mutex_unlock(&bdi->inflight_lock);
+		bdi->io->wait(wb->io_state);
+		pthread_mutex_lock(&bdi->inflight_lock);
+		if (bdi->inflight >= max)
+			pthread_cond_wait(&bdi->inflight_cond,
+					  &bdi->inflight_lock);
+	}
+	bdi->inflight++;
+	pthread_mutex_unlock(&bdi->inflight_lock);
+}
+
+void pwb__inflight_put(struct pwb_bdi *bdi, unsigned int nr)
+{
+	if (!bdi->cfg.max_inflight)
+		return;
+	pthread_mutex_lock(&bdi->inflight_lock);
+	bdi->inflight -= nr;
+	pthread_cond_broadcast(&bdi->inflight_cond);
+	pthread_mutex_unlock(&bdi->inflight_lock);
 }

@@ -11,6 +11,7 @@
 PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 {
 	struct pwb__wb_ctx_array *arr;
+	uint64_t max_dirty = 0;
 	unsigned int i;
 
 	pwb__err_clear();
@@ -20,13 +21,36 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	memset(st, 0, sizeof(*st));
 	rcu_read_lock();
 	arr = rcu_dereference(bdi->ctxs);
-	for (i = 0; i < arr->nr; i++)
+	for (i = 0; i < arr->nr; i++) {
+		uint64_t before = st->dirty_pages;
+
 		pwb__wb_stats_read(arr->ctx[i], st);
+		max_dirty = PWB__MAX(max_dirty, st->dirty_pages - before);
+	}
+	/* max / mean = max * nr / sum */
+	if (st->dirty_pages)
+		st->imbalance_milli = max_dirty * arr->nr * 1000 /
+				      st->dirty_pages;
 	rcu_read_unlock();
 	/* Device flushes belong to the bdi, not to one context. */
 	pthread_mutex_lock(&bdi->flush_lock);
 	st->device_flushes += bdi->nr_device_flushes;
 	pthread_mutex_unlock(&bdi->flush_lock);
+	/* What contexts retired by re-shards had done. */
+	st->dirtied_pages += uatomic_read(&bdi->retired_stats.dirtied_pages);
+	st->written_pages += uatomic_read(&bdi->retired_stats.written_pages);
+	st->io_submitted += uatomic_read(&bdi->retired_stats.io_submitted);
+	st->io_errors += uatomic_read(&bdi->retired_stats.io_errors);
+	st->bytes_written += uatomic_read(&bdi->retired_stats.bytes_written);
+	st->wb_passes += uatomic_read(&bdi->retired_stats.wb_passes);
+	st->periodic_passes +=
+		uatomic_read(&bdi->retired_stats.periodic_passes);
+	st->background_passes +=
+		uatomic_read(&bdi->retired_stats.background_passes);
+	st->sync_passes += uatomic_read(&bdi->retired_stats.sync_passes);
+	st->inodes_written += uatomic_read(&bdi->retired_stats.inodes_written);
+	st->flush_ns += uatomic_read(&bdi->retired_stats.flush_ns);
+	st->io_extents += uatomic_read(&bdi->retired_stats.io_extents);
 	st->throttle_ns = uatomic_read(&bdi->throttle_ns);
 	st->throttle_events = uatomic_read(&bdi->throttle_events);
 	return 0;

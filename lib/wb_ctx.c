@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * wb_ctx.c - writeback contexts and their flusher threads
+ * wb_ctx.c - writeback contexts and the flusher threads that serve them
  *
  * A context is the kernel's struct bdi_writeback: four inode lists under one
- * lock, a queue of work items and one flusher thread that runs them. The
- * flusher sleeps on work_cond until work arrives, a background kick comes,
- * or the periodic interval (dirty_writeback_ms, real time) passes; then it
- * runs queued work first, then the periodic and background checks, as
- * wb_do_writeback() does in the kernel.
+ * lock and a queue of work items. Flusher threads are apart from the lists
+ * (as the LSFMM 2025 discussion asked): flusher f serves every context whose
+ * index modulo nr_flushers is f, so one thread per context, one thread for
+ * all (the legacy behaviour with one context), or anything between.
+ *
+ * A flusher sleeps until kicked (work queued, background kick) or until the
+ * periodic interval (dirty_writeback_ms, real time) passes; then, for each
+ * context it serves, it runs queued work first, then the periodic and
+ * background checks, as wb_do_writeback() does in the kernel.
+ *
+ * Parking: a re-shard asks every flusher to stop between work items, with
+ * no write in flight (each drains its contexts' backends), and to wait
+ * until resumed. While parked, no flusher touches any context, so the
+ * re-shard may move inodes between contexts and replace the array.
  */
 #include "pwb-internal.h"
 
@@ -43,7 +52,6 @@ uint64_t pwb__clock_monotonic(void *unused)
 int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 		     unsigned int idx)
 {
-	pthread_condattr_t attr;
 	int ret;
 
 	memset(wb, 0, sizeof(*wb));
@@ -52,11 +60,6 @@ int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 	pthread_mutex_init(&wb->list_lock, NULL);
 	pthread_mutex_init(&wb->work_lock, NULL);
 	pthread_cond_init(&wb->sync_cond, NULL);
-	/* Timed waits measure the real periodic interval. */
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&wb->work_cond, &attr);
-	pthread_condattr_destroy(&attr);
 	CDS_INIT_LIST_HEAD(&wb->b_dirty);
 	CDS_INIT_LIST_HEAD(&wb->b_io);
 	CDS_INIT_LIST_HEAD(&wb->b_more_io);
@@ -69,8 +72,12 @@ int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 
 	if (bdi->io->ctx_init) {
 		ret = bdi->io->ctx_init(wb, &wb->io_state);
-		if (ret)
+		if (ret) {
+			pthread_cond_destroy(&wb->sync_cond);
+			pthread_mutex_destroy(&wb->work_lock);
+			pthread_mutex_destroy(&wb->list_lock);
 			return ret;
+		}
 	}
 	return 0;
 }
@@ -79,7 +86,6 @@ void pwb__wb_ctx_destroy(struct pwb__wb_ctx *wb)
 {
 	if (wb->bdi->io->ctx_fini)
 		wb->bdi->io->ctx_fini(wb->io_state);
-	pthread_cond_destroy(&wb->work_cond);
 	pthread_cond_destroy(&wb->sync_cond);
 	pthread_mutex_destroy(&wb->work_lock);
 	pthread_mutex_destroy(&wb->list_lock);
@@ -87,84 +93,45 @@ void pwb__wb_ctx_destroy(struct pwb__wb_ctx *wb)
 
 static void finish_work(struct pwb__wb_work *work, int err)
 {
-	if (work->done)
-		pwb__completion_done(work->done, err);
-	if (work->auto_free)
+	/* Once done is signalled the waiter may free @work: read first. */
+	struct pwb__completion *done = work->done;
+	bool auto_free = work->auto_free;
+
+	if (done)
+		pwb__completion_done(done, err);
+	if (auto_free)
 		free(work);
 }
 
-static void *flusher_main(void *arg)
+void pwb__wb_ctx_retire(struct pwb__wb_ctx *wb)
 {
-	struct pwb__wb_ctx *wb = arg;
+	struct pwb__wb_work *work, *tmp;
+	CDS_LIST_HEAD(drained);
+
+	pthread_mutex_lock(&wb->work_lock);
+	wb->retired = true;
+	cds_list_splice(&wb->work_list, &drained);
+	CDS_INIT_LIST_HEAD(&wb->work_list);
+	pthread_mutex_unlock(&wb->work_lock);
+	cds_list_for_each_entry_safe(work, tmp, &drained, list)
+		finish_work(work, -EAGAIN);
+}
+
+/* The flusher serving @wb now. Slot 0 always runs. */
+static struct pwb__flusher *serving_flusher(struct pwb__wb_ctx *wb)
+{
 	struct pwb_bdi *bdi = wb->bdi;
+	unsigned int nr = uatomic_read(&bdi->nr_flushers);
 
-	pwb__set_flusher_ctx((int)wb->idx);
-	pthread_mutex_lock(&wb->work_lock);
-	for (;;) {
-		struct pwb__wb_work *work;
-		bool bg;
-
-		if (!cds_list_empty(&wb->work_list)) {
-			work = cds_list_first_entry(&wb->work_list,
-						    struct pwb__wb_work, list);
-			cds_list_del(&work->list);
-			pthread_mutex_unlock(&wb->work_lock);
-			finish_work(work, pwb__wb_do_work(wb, work));
-			pthread_mutex_lock(&wb->work_lock);
-			continue;
-		}
-		if (wb->stop)
-			break;
-		bg = wb->bg_kick;
-		wb->bg_kick = false;
-		pthread_mutex_unlock(&wb->work_lock);
-
-		pwb__wb_check_old_data_flush(wb);
-		if (bg)
-			pwb__wb_check_background_flush(wb);
-
-		pthread_mutex_lock(&wb->work_lock);
-		if (!cds_list_empty(&wb->work_list) || wb->stop || wb->bg_kick)
-			continue;
-		if (bdi->writeback_interval_ns) {
-			struct timespec ts;
-			uint64_t t = pwb__clock_monotonic(NULL) +
-				     bdi->writeback_interval_ns;
-
-			ts.tv_sec = (time_t)(t / PWB__NSEC_PER_SEC);
-			ts.tv_nsec = (long)(t % PWB__NSEC_PER_SEC);
-			pthread_cond_timedwait(&wb->work_cond, &wb->work_lock,
-					       &ts);
-		} else {
-			pthread_cond_wait(&wb->work_cond, &wb->work_lock);
-		}
-	}
-	pthread_mutex_unlock(&wb->work_lock);
-	pwb__set_flusher_ctx(-1);
-	return NULL;
+	return bdi->flushers[nr ? wb->idx % nr : 0];
 }
 
-int pwb__wb_ctx_start(struct pwb__wb_ctx *wb)
+void pwb__flusher_kick(struct pwb__flusher *fl)
 {
-	int ret = pthread_create(&wb->thread, NULL, flusher_main, wb);
-
-	if (ret)
-		return pwb__err(-ret, "cannot start flusher thread %u: %s",
-				wb->idx, strerror(ret));
-	wb->thread_started = true;
-	return 0;
-}
-
-void pwb__wb_ctx_stop(struct pwb__wb_ctx *wb)
-{
-	if (!wb->thread_started)
-		return;
-	pthread_mutex_lock(&wb->work_lock);
-	wb->stop = true;
-	pthread_cond_signal(&wb->work_cond);
-	pthread_mutex_unlock(&wb->work_lock);
-	pthread_join(wb->thread, NULL);
-	wb->thread_started = false;
+	pthread_mutex_lock(&fl->lock);
+	fl->kicked = true;
+	pthread_cond_signal(&fl->cond);
+	pthread_mutex_unlock(&fl->lock);
 }
 
 void pwb__wb_queue_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
@@ -172,6 +139,11 @@ void pwb__wb_queue_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	struct cds_list_head *pos = &wb->work_list;
 
 	pthread_mutex_lock(&wb->work_lock);
+	if (wb->retired) {
+		pthread_mutex_unlock(&wb->work_lock);
+		finish_work(work, -EAGAIN);
+		return;
+	}
 	/* Integrity work goes ahead of other work, in arrival order. */
 	if (work->sync_mode == PWB__SYNC_ALL) {
 		struct pwb__wb_work *w;
@@ -184,16 +156,205 @@ void pwb__wb_queue_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 		}
 	}
 	cds_list_add_tail(&work->list, pos);
-	pthread_cond_signal(&wb->work_cond);
 	pthread_mutex_unlock(&wb->work_lock);
+	/*
+	 * A kick that reaches a flusher being retired by a re-shard is not
+	 * lost: every flusher rescans all its contexts when resumed.
+	 */
+	pwb__flusher_kick(serving_flusher(wb));
 }
 
 void pwb__wb_kick_background(struct pwb__wb_ctx *wb)
 {
 	pthread_mutex_lock(&wb->work_lock);
 	wb->bg_kick = true;
-	pthread_cond_signal(&wb->work_cond);
 	pthread_mutex_unlock(&wb->work_lock);
+	pwb__flusher_kick(serving_flusher(wb));
+}
+
+/* Park here if a re-shard asked. Returns true if the flusher parked. */
+static bool park_point(struct pwb__flusher *fl)
+{
+	struct pwb_bdi *bdi = fl->bdi;
+	bool parked = false;
+
+	pthread_mutex_lock(&bdi->park_lock);
+	if (bdi->park_req) {
+		struct pwb__wb_ctx_array *arr = rcu_dereference(bdi->ctxs);
+		unsigned int nr = uatomic_read(&bdi->nr_flushers), c;
+
+		/* Nothing of ours may be in flight while inodes move. A
+		 * fresh flusher has nothing and must not touch the rings of
+		 * contexts that others served. */
+		pthread_mutex_unlock(&bdi->park_lock);
+		for (c = fl->idx; !fl->fresh && c < arr->nr; c += nr)
+			bdi->io->wait(arr->ctx[c]->io_state);
+		pthread_mutex_lock(&bdi->park_lock);
+		bdi->nr_parked++;
+		pthread_cond_broadcast(&bdi->park_cond);
+		while (bdi->park_req)
+			pthread_cond_wait(&bdi->park_cond, &bdi->park_lock);
+		bdi->nr_parked--;
+		parked = true;
+	}
+	pthread_mutex_unlock(&bdi->park_lock);
+	fl->fresh = false;
+	return parked;
+}
+
+static bool park_requested(struct pwb_bdi *bdi)
+{
+	return CMM_LOAD_SHARED(bdi->park_req);
+}
+
+/* Run @wb's queued work, then its periodic and background checks. Returns
+ * false if a park request cut it short. */
+static bool serve_ctx(struct pwb__flusher *fl, struct pwb__wb_ctx *wb)
+{
+	struct pwb__wb_work *work;
+	bool bg;
+
+	pwb__set_flusher_ctx((int)wb->idx);
+	for (;;) {
+		if (park_requested(fl->bdi))
+			return false;
+		pthread_mutex_lock(&wb->work_lock);
+		if (cds_list_empty(&wb->work_list))
+			break;
+		work = cds_list_first_entry(&wb->work_list,
+					    struct pwb__wb_work, list);
+		cds_list_del(&work->list);
+		pthread_mutex_unlock(&wb->work_lock);
+		finish_work(work, pwb__wb_do_work(wb, work));
+	}
+	bg = wb->bg_kick;
+	wb->bg_kick = false;
+	pthread_mutex_unlock(&wb->work_lock);
+
+	pwb__wb_check_old_data_flush(wb);
+	if (bg)
+		pwb__wb_check_background_flush(wb);
+	return true;
+}
+
+static void *flusher_main(void *arg)
+{
+	struct pwb__flusher *fl = arg;
+	struct pwb_bdi *bdi = fl->bdi;
+
+	for (;;) {
+		struct pwb__wb_ctx_array *arr;
+		unsigned int nr, c;
+
+		if (park_point(fl))
+			fl->kicked = true;	/* rescan everything after */
+
+		pthread_mutex_lock(&fl->lock);
+		if (!fl->kicked && !fl->stop && !park_requested(bdi)) {
+			if (bdi->writeback_interval_ns) {
+				struct timespec ts;
+				uint64_t t = pwb__clock_monotonic(NULL) +
+					     bdi->writeback_interval_ns;
+
+				ts.tv_sec = (time_t)(t / PWB__NSEC_PER_SEC);
+				ts.tv_nsec = (long)(t % PWB__NSEC_PER_SEC);
+				pthread_cond_timedwait(&fl->cond, &fl->lock,
+						       &ts);
+			} else {
+				pthread_cond_wait(&fl->cond, &fl->lock);
+			}
+		}
+		if (fl->stop) {
+			pthread_mutex_unlock(&fl->lock);
+			break;
+		}
+		fl->kicked = false;
+		pthread_mutex_unlock(&fl->lock);
+
+		/* The array only changes while every flusher is parked. */
+		arr = rcu_dereference(bdi->ctxs);
+		nr = uatomic_read(&bdi->nr_flushers);
+		/* A flusher a re-shard is about to stop serves nothing. */
+		if (fl->idx >= nr)
+			continue;
+		for (c = fl->idx; c < arr->nr; c += nr) {
+			if (!serve_ctx(fl, arr->ctx[c])) {
+				fl->kicked = true;
+				break;
+			}
+		}
+		pwb__set_flusher_ctx(-1);
+	}
+	pwb__set_flusher_ctx(-1);
+	return NULL;
+}
+
+int pwb__flusher_start(struct pwb_bdi *bdi, unsigned int idx)
+{
+	struct pwb__flusher *fl = bdi->flushers[idx];
+	pthread_condattr_t attr;
+	int ret;
+
+	if (!fl) {
+		fl = calloc(1, sizeof(*fl));
+		if (!fl)
+			return pwb__err(-ENOMEM, "out of memory");
+		fl->bdi = bdi;
+		fl->idx = idx;
+		pthread_mutex_init(&fl->lock, NULL);
+		/* Timed waits measure the real periodic interval. */
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&fl->cond, &attr);
+		pthread_condattr_destroy(&attr);
+		bdi->flushers[idx] = fl;
+	}
+	fl->stop = false;
+	fl->kicked = true;	/* look at its contexts once at start */
+	fl->fresh = true;
+	ret = pthread_create(&fl->thread, NULL, flusher_main, fl);
+	if (ret)
+		return pwb__err(-ret, "cannot start flusher thread %u: %s",
+				idx, strerror(ret));
+	fl->started = true;
+	return 0;
+}
+
+void pwb__flusher_stop(struct pwb_bdi *bdi, unsigned int idx)
+{
+	struct pwb__flusher *fl = bdi->flushers[idx];
+
+	if (!fl || !fl->started)
+		return;
+	pthread_mutex_lock(&fl->lock);
+	fl->stop = true;
+	pthread_cond_signal(&fl->cond);
+	pthread_mutex_unlock(&fl->lock);
+	pthread_join(fl->thread, NULL);
+	fl->started = false;
+}
+
+void pwb__flushers_park(struct pwb_bdi *bdi)
+{
+	unsigned int i, nr = uatomic_read(&bdi->nr_flushers);
+
+	pthread_mutex_lock(&bdi->park_lock);
+	CMM_STORE_SHARED(bdi->park_req, true);
+	pthread_mutex_unlock(&bdi->park_lock);
+	for (i = 0; i < nr; i++)
+		pwb__flusher_kick(bdi->flushers[i]);
+	pthread_mutex_lock(&bdi->park_lock);
+	while (bdi->nr_parked < nr)
+		pthread_cond_wait(&bdi->park_cond, &bdi->park_lock);
+	pthread_mutex_unlock(&bdi->park_lock);
+}
+
+void pwb__flushers_resume(struct pwb_bdi *bdi)
+{
+	pthread_mutex_lock(&bdi->park_lock);
+	CMM_STORE_SHARED(bdi->park_req, false);
+	pthread_cond_broadcast(&bdi->park_cond);
+	pthread_mutex_unlock(&bdi->park_lock);
 }
 
 void pwb__wb_stats_read(struct pwb__wb_ctx *wb, struct pwb_stats *st)
@@ -217,5 +378,6 @@ void pwb__wb_stats_read(struct pwb__wb_ctx *wb, struct pwb_stats *st)
 	st->inodes_written += uatomic_read(&s->inodes_written);
 	st->device_flushes += uatomic_read(&s->device_flushes);
 	st->flush_ns += uatomic_read(&s->flush_ns);
+	st->io_extents += uatomic_read(&s->io_extents);
 	st->write_bandwidth += uatomic_read(&wb->avg_write_bw);
 }

@@ -117,15 +117,28 @@ static void redirty_tail_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 	pwb__inode_move_locked(wb, inode, PWB__LIST_DIRTY);
 }
 
-/* Move b_dirty inodes dirtied at or before @older_than to b_io. */
-static uint64_t move_expired(struct pwb__wb_ctx *wb, uint64_t older_than)
+/* Move b_dirty inodes dirtied at or before @older_than to b_io. A
+ * SYNC_NONE pass (!@sync) leaves inodes whose writes failed where they are
+ * while they back off (error.c): retrying a failing device at once would
+ * spin. @periodic: a periodic or background pass. */
+static uint64_t move_expired(struct pwb__wb_ctx *wb, uint64_t older_than,
+			     bool sync, bool periodic)
 {
 	struct pwb_inode *inode, *tmp;
 	uint64_t moved = 0;
 
 	cds_list_for_each_entry_safe(inode, tmp, &wb->b_dirty, io_list) {
+		bool skip = false;
+
 		if (inode->dirtied_when > older_than)
 			break;
+		if (!sync) {
+			pthread_mutex_lock(&inode->lock);
+			skip = pwb__wb_backing_off_locked(inode, wb, periodic);
+			pthread_mutex_unlock(&inode->lock);
+		}
+		if (skip)
+			continue;
 		pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
 		moved++;
 	}
@@ -152,14 +165,14 @@ static void move_expired_time(struct pwb__wb_ctx *wb, bool all)
  * *@older_than (none if @older_than is NULL). Caller holds list_lock.
  */
 static void queue_io(struct pwb__wb_ctx *wb, const uint64_t *older_than,
-		     bool sync)
+		     bool sync, bool periodic)
 {
 	struct pwb_inode *inode, *tmp;
 
 	cds_list_for_each_entry_safe(inode, tmp, &wb->b_more_io, io_list)
 		pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
 	if (older_than)
-		move_expired(wb, *older_than);
+		move_expired(wb, *older_than, sync, periodic);
 	move_expired_time(wb, sync);
 }
 
@@ -171,8 +184,13 @@ static void requeue_inode_locked(struct pwb__wb_ctx *wb,
 				 struct pwb_inode *inode,
 				 const struct wb_control *wbc)
 {
+	/* A write of this visit failed (even one an asynchronous backend
+	 * reported after wbc->err was final): b_more_io would retry it in
+	 * this same pass, so it goes to b_dirty to back off. */
+	bool failed = pwb__wb_visit_end_locked(inode, wbc->written);
+
 	if (inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META)) {
-		if (wbc->nr_to_write <= 0 && !wbc->err &&
+		if (wbc->nr_to_write <= 0 && !wbc->err && !failed &&
 		    inode->map.count[PWB__TAG_DIRTY])
 			/* Chunk used up: more next round, after others. */
 			pwb__inode_move_locked(wb, inode, PWB__LIST_MORE_IO);
@@ -217,18 +235,33 @@ static struct pwb__io *io_alloc(struct pwb__wb_ctx *wb,
 
 static int submit_io(struct pwb__wb_ctx *wb, struct pwb__io *io)
 {
-	int ret = wb->bdi->io->submit(wb->io_state, io);
+	int ret;
 
+	pwb__inflight_get(wb);
+	ret = wb->bdi->io->submit(wb->io_state, io);
 	if (ret) {
 		/* Nothing started: the backend did not end it. */
 		uint64_t index = io->index, nr = io->nr;
 		struct pwb_inode *inode = io->inode;
 
+		pwb__inflight_put(wb->bdi, 1);
 		free(io);
 		fail_pages(wb, inode, index, nr, ret);
 	}
 	return ret;
 }
+
+/*
+ * Where the contiguous dirty extent being written would go on: the next
+ * page index and its device offset. Kept across the write_run() calls of
+ * one writepages(), so that the io_extents statistic counts an extent once
+ * however max_io_pages splits it.
+ */
+struct extent_cursor {
+	uint64_t index;
+	uint64_t off;
+	bool valid;
+};
 
 /*
  * Write pages [first, first + n) that writepages() just moved from DIRTY to
@@ -237,12 +270,15 @@ static int submit_io(struct pwb__wb_ctx *wb, struct pwb__io *io)
  * max_io_pages, and submit. Returns the first error.
  */
 static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
-		     uint64_t first, uint64_t n)
+		     uint64_t first, uint64_t n, struct extent_cursor *ext)
 {
 	struct pwb_bdi *bdi = wb->bdi;
 	unsigned int ps = pwb__page_size(bdi);
 	struct pwb__io *io = NULL;
-	uint64_t i, next_off = 0;
+	uint64_t i, next_off = 0, extents = 0;
+	/* lbs is a power of two (bdi.c checks): a mask, not a division,
+	 * which profiling showed as the cost of this loop. */
+	uint64_t lbs_mask = bdi->lbs - 1;
 	int err = 0;
 
 	for (i = 0; i < n; i++) {
@@ -253,11 +289,11 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 		ret = inode->ops.map_page(inode, index, &off);
 		if (!ret)
 			ret = inode->ops.get_page(inode, index, &data);
-		if (!ret && (off % bdi->lbs))
+		if (!ret && (off & lbs_mask))
 			ret = -EINVAL;
 		if (!ret && (off > bdi->capacity || bdi->capacity - off < ps))
 			ret = -ERANGE;
-		if (!ret && (!data || ((uintptr_t)data % bdi->lbs)))
+		if (!ret && (!data || ((uintptr_t)data & lbs_mask)))
 			ret = -EINVAL;
 		if (ret) {
 			if (ret > 0 || ret < -4095)
@@ -269,8 +305,14 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			fail_pages(wb, inode, index, 1, ret);
 			if (!err)
 				err = ret;
+			ext->valid = false;
 			continue;
 		}
+		if (!ext->valid || ext->index != index || ext->off != off)
+			extents++;
+		ext->valid = true;
+		ext->index = index + 1;
+		ext->off = off + ps;
 		if (io && (off != next_off || io->nr == bdi->max_io_pages)) {
 			submit_io(wb, io);
 			io = NULL;
@@ -280,7 +322,9 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 				      PWB__MIN(bdi->max_io_pages, n - i));
 			if (!io) {
 				fail_pages(wb, inode, index, n - i, -ENOMEM);
-				return err ? err : -ENOMEM;
+				ext->valid = false;
+				err = err ? err : -ENOMEM;
+				break;
 			}
 			io->index = index;
 			io->dev_off = off;
@@ -293,6 +337,8 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	}
 	if (io)
 		submit_io(wb, io);
+	if (extents)
+		uatomic_add(&wb->stats.io_extents, extents);
 	return err;
 }
 
@@ -307,6 +353,7 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	struct pwb_bdi *bdi = wb->bdi;
 	bool sync = wbc->sync_mode == PWB__SYNC_ALL;
 	enum pwb__tag tag = sync ? PWB__TAG_TOWRITE : PWB__TAG_DIRTY;
+	struct extent_cursor ext = { .valid = false };
 	uint64_t start, idx;
 	bool wrapped = false;
 
@@ -369,7 +416,7 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 
 		uatomic_sub(&wb->stats.dirty_pages, n);
 		uatomic_add(&wb->stats.writeback_pages, n);
-		ret = write_run(wb, inode, first, n);
+		ret = write_run(wb, inode, first, n, &ext);
 		if (ret && !wbc->err)
 			wbc->err = ret;
 		wbc->nr_to_write -= (int64_t)n;
@@ -391,12 +438,20 @@ static void writeback_single_inode(struct pwb__wb_ctx *wb,
 				   struct wb_control *wbc)
 {
 	struct pwb_bdi *bdi = wb->bdi;
-	bool sync = wbc->sync_mode == PWB__SYNC_ALL;
+	bool sync = wbc->sync_mode == PWB__SYNC_ALL, freeing;
 	unsigned int meta;
 
 	writepages(wb, inode, wbc);
-	if (sync) {
-		/* Everything in flight must land before metadata and flush. */
+	pthread_mutex_lock(&inode->lock);
+	freeing = inode->state & PWB__I_FREEING;
+	pthread_mutex_unlock(&inode->lock);
+	if (sync || freeing) {
+		/*
+		 * Everything in flight must land before metadata and flush;
+		 * and before a closing inode's I_SYNC clears, because its
+		 * close frees it once I_SYNC is clear (an asynchronous
+		 * backend would otherwise end a write on a freed inode).
+		 */
 		int ret = bdi->io->wait(wb->io_state);
 
 		if (ret && !wbc->err)
@@ -456,6 +511,7 @@ static void visit_inode_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 {
 	pthread_mutex_lock(&inode->lock);
 	inode->state |= PWB__I_SYNC;
+	inode->wb_visit++;	/* failures are counted per visit */
 	pthread_mutex_unlock(&inode->lock);
 	pthread_mutex_unlock(&wb->list_lock);
 
@@ -594,7 +650,7 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 				break;
 			uint64_t all = UINT64_MAX;
 
-			queue_io(wb, &all, true);
+			queue_io(wb, &all, true, false);
 			queued = true;
 		} else {
 			uint64_t older_than;
@@ -607,6 +663,11 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 				break;
 			if (work->reason == PWB_WB_BACKGROUND &&
 			    !over_bg_thresh(bdi))
+				break;
+			/* The file system was full: periodic and background
+			 * passes wait for the pause to end (error.c). */
+			if (work->reason != PWB_WB_ALL &&
+			    pwb__now(bdi) < wb->nospc_until)
 				break;
 			if (work->reason == PWB_WB_PERIODIC) {
 				uint64_t now = pwb__now(bdi);
@@ -623,7 +684,7 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 			}
 			if (cds_list_empty(&wb->b_io))
 				queue_io(wb, expired ? &older_than : NULL,
-					 false);
+					 false, work->reason != PWB_WB_ALL);
 		}
 		if (cds_list_empty(&wb->b_io))
 			break;
@@ -638,7 +699,8 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	return err;
 }
 
-/* Integrity sync of a single inode (pwb_fsync, close). */
+/* Integrity sync of a single inode (pwb_fsync, close). -EAGAIN if a
+ * re-shard moved the inode to another context after the work was queued. */
 static int writeback_one_inode(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 {
 	struct wb_control wbc = {
@@ -647,6 +709,10 @@ static int writeback_one_inode(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 	};
 
 	pthread_mutex_lock(&wb->list_lock);
+	if (CMM_LOAD_SHARED(inode->wb) != wb) {
+		pthread_mutex_unlock(&wb->list_lock);
+		return -EAGAIN;
+	}
 	wait_inode_sync_locked(wb, inode);
 	visit_inode_locked(wb, inode, &wbc);
 	pthread_mutex_unlock(&wb->list_lock);
@@ -670,6 +736,12 @@ int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 		err = writeback_one_inode(wb, work->inode);
 	else
 		err = wb_writeback(wb, work);
+	/*
+	 * Only the flusher reaps an asynchronous backend's completions: let
+	 * what this pass started land before the flusher may go idle, so
+	 * pages never sit "under writeback" while nobody reaps them.
+	 */
+	wb->bdi->io->wait(wb->io_state);
 	uatomic_add(&wb->stats.flush_ns, pwb__clock_monotonic(NULL) - t0);
 	return err;
 }
@@ -709,7 +781,41 @@ void pwb__wb_check_background_flush(struct pwb__wb_ctx *wb)
 		pwb__wb_do_work(wb, &work);
 }
 
-int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
+/* Queue integrity work for @inode on its context and wait: one try. */
+static int sync_inode_once(struct pwb_inode *inode)
+{
+	struct pwb__completion done;
+	struct pwb__wb_work work = {
+		.sync_mode = PWB__SYNC_ALL,
+		.inode = inode,
+		.nr_pages = INT64_MAX,
+		.done = &done,
+	};
+	struct pwb__wb_ctx *wb;
+	int err;
+
+	pwb__completion_init(&done, 1);
+	/* RCU: a context retired meanwhile is not freed under us; work
+	 * queued on it completes with -EAGAIN. */
+	rcu_read_lock();
+	wb = CMM_LOAD_SHARED(inode->wb);
+	if (wb)
+		pwb__wb_queue_work(wb, &work);
+	rcu_read_unlock();
+	if (!wb) {
+		pwb__completion_destroy(&done);
+		return 0;	/* never dirtied: nothing to write */
+	}
+	err = pwb__completion_wait(&done);
+	pwb__completion_destroy(&done);
+	return err;
+}
+
+/* Queue integrity work on every context at once and wait for all: one
+ * try. The array is read under RCU; its contexts outlive the try (a
+ * re-shard retires a context only with the flushers parked, completing
+ * queued work with -EAGAIN, and frees it after a grace period). */
+static int sync_all_once(struct pwb_bdi *bdi)
 {
 	struct pwb__wb_ctx_array *arr;
 	struct pwb__completion done;
@@ -717,25 +823,6 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 	unsigned int i, nr;
 	int err;
 
-	if (inode) {
-		struct pwb__wb_work work = {
-			.sync_mode = PWB__SYNC_ALL,
-			.inode = inode,
-			.nr_pages = INT64_MAX,
-			.done = &done,
-		};
-		struct pwb__wb_ctx *wb = CMM_LOAD_SHARED(inode->wb);
-
-		if (!wb)
-			return 0;	/* never dirtied: nothing to write */
-		pwb__completion_init(&done, 1);
-		pwb__wb_queue_work(wb, &work);
-		err = pwb__completion_wait(&done);
-		pwb__completion_destroy(&done);
-		return err;
-	}
-
-	/* Every context at once, then one wait for all of them. */
 	rcu_read_lock();
 	arr = rcu_dereference(bdi->ctxs);
 	nr = arr->nr;
@@ -756,4 +843,20 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 	pwb__completion_destroy(&done);
 	free(works);
 	return err;
+}
+
+int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
+{
+	for (;;) {
+		unsigned long gen = uatomic_read(&bdi->reshard_gen);
+		int err = inode ? sync_inode_once(inode) : sync_all_once(bdi);
+
+		/*
+		 * A re-shard that ran meanwhile may have moved an inode from a
+		 * context we had not reached yet to one we had already done:
+		 * go again (re-shards are rare; this terminates).
+		 */
+		if (err != -EAGAIN && uatomic_read(&bdi->reshard_gen) == gen)
+			return err;
+	}
 }

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * reshard.c - changing the number of writeback contexts while running
+ *
+ * The kernel moves an inode between writeback structures with
+ * inode_switch_wbs(): wait until it is not under writeback, then move it
+ * under both list locks. We do the same for every affined inode at once:
+ *
+ *  1. park the flushers between work items, each with nothing in flight;
+ *  2. bump reshard_gen (syncs and first dirtyings running now retry) and
+ *     publish the new context array with RCU (new contexts are ready);
+ *  3. move every inode whose context the shard policy now says differs,
+ *     under the two list locks (lower index first) and the inode lock,
+ *     onto the same kind of list, keeping b_dirty sorted by dirtied_when;
+ *  4. retire the contexts beyond the new count (their queued work ends
+ *     with -EAGAIN, which its submitter retries), fold their counters into
+ *     retired_stats, stop surplus flushers, resume, start new flushers;
+ *  5. free retired contexts after an RCU grace period.
+ */
+#include "pwb-internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Insert @inode into @wb's b_dirty keeping it sorted by dirtied_when.
+ * Caller holds wb->list_lock and inode->lock; @inode is on no list. */
+static void insert_dirty_sorted(struct pwb__wb_ctx *wb,
+				struct pwb_inode *inode)
+{
+	struct cds_list_head *pos = wb->b_dirty.prev;
+
+	pwb__inode_move_locked(wb, inode, PWB__LIST_DIRTY);
+	/* It is now at the tail; walk it back past younger inodes. */
+	cds_list_del(&inode->io_list);
+	while (pos != &wb->b_dirty &&
+	       cds_list_entry(pos, struct pwb_inode, io_list)->dirtied_when >
+		       inode->dirtied_when)
+		pos = pos->prev;
+	cds_list_add(&inode->io_list, pos);
+}
+
+/* Move @inode from @from to @to. Flushers are parked: nothing is in flight
+ * and no inode is I_SYNC. */
+static void switch_inode(struct pwb_inode *inode, struct pwb__wb_ctx *from,
+			 struct pwb__wb_ctx *to)
+{
+	struct pwb__wb_ctx *first = from->idx < to->idx ? from : to;
+	struct pwb__wb_ctx *second = first == from ? to : from;
+	enum pwb__list l;
+	uint64_t dirty;
+
+	pthread_mutex_lock(&first->list_lock);
+	pthread_mutex_lock(&second->list_lock);
+	pthread_mutex_lock(&inode->lock);
+	if (inode->wb == from) {
+		l = inode->on_list;
+		pwb__inode_move_locked(from, inode, PWB__LIST_NONE);
+		dirty = inode->map.count[PWB__TAG_DIRTY];
+		uatomic_sub(&from->stats.dirty_pages, dirty);
+		uatomic_add(&to->stats.dirty_pages, dirty);
+		uatomic_dec(&from->stats.nr_inodes);
+		uatomic_inc(&to->stats.nr_inodes);
+		CMM_STORE_SHARED(inode->wb, to);
+		if (l == PWB__LIST_DIRTY)
+			insert_dirty_sorted(to, inode);
+		else if (l != PWB__LIST_NONE)
+			pwb__inode_move_locked(to, inode, l);
+	}
+	pthread_mutex_unlock(&inode->lock);
+	pthread_mutex_unlock(&second->list_lock);
+	pthread_mutex_unlock(&first->list_lock);
+}
+
+/* Where should @inode live among @arr's contexts? */
+static struct pwb__wb_ctx *new_home(struct pwb_bdi *bdi,
+				    struct pwb_inode *inode,
+				    struct pwb__wb_ctx_array *arr)
+{
+	uint64_t first = 0;
+
+	pthread_mutex_lock(&inode->lock);
+	pwb__map_find(&inode->map, PWB__TAG_DIRTY, 0, &first);
+	pthread_mutex_unlock(&inode->lock);
+	return arr->ctx[pwb__policy_select(&bdi->policy, inode, first,
+					   arr->nr)];
+}
+
+/* Keep a retired context's cumulative counters (read lock-free by
+ * pwb_bdi_stats, hence uatomic). */
+static void add_cumulative(struct pwb_stats *acc, const struct pwb_stats *st)
+{
+	uatomic_add(&acc->dirtied_pages, st->dirtied_pages);
+	uatomic_add(&acc->written_pages, st->written_pages);
+	uatomic_add(&acc->io_submitted, st->io_submitted);
+	uatomic_add(&acc->io_errors, st->io_errors);
+	uatomic_add(&acc->bytes_written, st->bytes_written);
+	uatomic_add(&acc->wb_passes, st->wb_passes);
+	uatomic_add(&acc->periodic_passes, st->periodic_passes);
+	uatomic_add(&acc->background_passes, st->background_passes);
+	uatomic_add(&acc->sync_passes, st->sync_passes);
+	uatomic_add(&acc->inodes_written, st->inodes_written);
+	uatomic_add(&acc->flush_ns, st->flush_ns);
+	uatomic_add(&acc->io_extents, st->io_extents);
+}
+
+PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
+{
+	struct pwb__wb_ctx_array *old, *arr;
+	unsigned int i, old_nf, new_nf;
+	struct pwb_inode **inodes;
+	size_t n_inodes, k;
+	int ret = 0;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_set_nr_wb_ctx: NULL bdi");
+	if (nr > PWB_MAX_WB_CTX)
+		return pwb__err(-EINVAL, "nr_wb_ctx %u is above the limit %u",
+				nr, PWB_MAX_WB_CTX);
+	if (pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_bdi_set_nr_wb_ctx called from an "
+					  "ops callback (a flusher thread)");
+	if (!nr)
+		nr = pwb__auto_nr_wb_ctx(bdi);
+
+	pthread_mutex_lock(&bdi->reshard_lock);
+	old = bdi->ctxs;
+	if (nr == old->nr)
+		goto out;
+	arr = pwb__ctx_array_alloc(bdi, old, nr);
+	if (!arr) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* Snapshot the inodes before parking: the walk itself may sleep. */
+	inodes = pwb__bdi_collect_inodes(bdi, &n_inodes);
+
+	pwb__flushers_park(bdi);
+	uatomic_inc(&bdi->reshard_gen);
+	rcu_assign_pointer(bdi->ctxs, arr);
+	pwb__policy_nr_changed(&bdi->policy, nr);
+
+	/*
+	 * Every inode, affined or not, takes its lock here: a first dirtying
+	 * that chose from the old array either finished before (and is
+	 * moved now) or sees the new reshard_gen and chooses again.
+	 */
+	for (k = 0; k < n_inodes; k++) {
+		struct pwb_inode *inode = inodes[k];
+		struct pwb__wb_ctx *from, *to;
+
+		pthread_mutex_lock(&inode->lock);
+		from = inode->wb;
+		pthread_mutex_unlock(&inode->lock);
+		if (!from)
+			continue;
+		to = new_home(bdi, inode, arr);
+		if (to != from)
+			switch_inode(inode, from, to);
+	}
+	free(inodes);
+
+	for (i = nr; i < old->nr; i++) {
+		struct pwb_stats st;
+
+		memset(&st, 0, sizeof(st));
+		pwb__wb_ctx_retire(old->ctx[i]);
+		pwb__wb_stats_read(old->ctx[i], &st);
+		add_cumulative(&bdi->retired_stats, &st);
+	}
+
+	/*
+	 * Flusher threads to match, decided while parked so that no context
+	 * is ever served by two threads: surplus ones are told to stop, new
+	 * ones start and park at once, then everyone resumes.
+	 */
+	old_nf = uatomic_read(&bdi->nr_flushers);
+	new_nf = pwb__nr_flushers_for(bdi, nr);
+	for (i = new_nf; i < old_nf; i++) {
+		struct pwb__flusher *fl = bdi->flushers[i];
+
+		pthread_mutex_lock(&fl->lock);
+		fl->stop = true;
+		pthread_mutex_unlock(&fl->lock);
+	}
+	for (i = old_nf; i < new_nf; i++) {
+		if (pwb__flusher_start(bdi, i)) {
+			/* Contexts stay served by the flushers we have. */
+			new_nf = i;
+			break;
+		}
+	}
+	uatomic_set(&bdi->nr_flushers, new_nf);
+	pwb__flushers_resume(bdi);
+	for (i = new_nf; i < old_nf; i++)
+		pwb__flusher_stop(bdi, i);
+	/* Contexts may have changed hands: let every flusher look. */
+	for (i = 0; i < new_nf; i++)
+		pwb__flusher_kick(bdi->flushers[i]);
+
+	/* Readers of the old array (stats, sync, wakeups) are done after a
+	 * grace period. */
+	synchronize_rcu();
+	for (i = nr; i < old->nr; i++) {
+		pwb__wb_ctx_destroy(old->ctx[i]);
+		free(old->ctx[i]);
+	}
+	free(old);
+out:
+	pthread_mutex_unlock(&bdi->reshard_lock);
+	return ret;
+}
