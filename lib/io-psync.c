@@ -4,7 +4,8 @@
  *
  * The request completes inside submit(). A short write is continued from
  * where it stopped, EINTR and EAGAIN are retried, any other error ends the
- * request with that error (the pages stay dirty, see pwb__io_end).
+ * request with that error (the pages stay dirty, see pwb__io_end). Each
+ * request first asks the fault-injection layer (pwb__io_fault_check).
  */
 #include "pwb-internal.h"
 
@@ -32,13 +33,26 @@ static int psync_submit(void *state, struct pwb__io *io)
 	int fd = io->inode->bdi->fd;
 	struct iovec *iov = io->iov;
 	unsigned int cnt = io->iovcnt;
-	uint64_t off = io->dev_off;
+	uint64_t off = io->dev_off, limit;
 	int err = 0;
 
+	uatomic_inc(&io->wb->stats.io_submitted);
+	if (pwb__io_fault_check(io, &err, &limit) == PWB__FAULT_FAIL) {
+		pwb__io_end(io, err);
+		return 0;
+	}
 	while (cnt) {
-		ssize_t n = pwritev(fd, iov, (int)PWB__MIN(cnt, (unsigned)IOV_MAX),
-				    (off_t)off);
+		unsigned int n_iov = PWB__MIN(cnt, (unsigned int)IOV_MAX);
+		size_t cut = 0;
+		ssize_t n;
 
+		/* An injected short write: only this attempt is cut. */
+		if (limit) {
+			n_iov = pwb__iov_cut(iov, n_iov, limit, &cut);
+			limit = 0;
+		}
+		n = pwritev(fd, iov, (int)n_iov, (off_t)off);
+		iov[n_iov - 1].iov_len += cut;
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -53,7 +67,6 @@ static int psync_submit(void *state, struct pwb__io *io)
 		off += (uint64_t)n;
 		iov = iov_advance(iov, &cnt, (size_t)n);
 	}
-	uatomic_inc(&io->wb->stats.io_submitted);
 	pwb__io_end(io, err);
 	return 0;
 }

@@ -1,0 +1,1461 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * pwb-bench - libpwb measured against fio and the kernel page cache
+ *
+ * Each workload runs three ways in one invocation, on the same device and
+ * with the same write pattern, so that the ratios mean something even on a
+ * shared machine where absolute figures are noise:
+ *
+ *   libpwb   application threads copy into their own page memory and call
+ *            pwb_mark_dirty(); the flushers write with O_DIRECT; the run
+ *            ends when pwb_sync() returns.
+ *   fio      the same pattern with O_DIRECT, block size and parallelism
+ *            (numjobs = contexts, iodepth = io_depth; the io_uring or psync
+ *            engine to match the backend), ending with an fsync.
+ *   kernel   the same threads write() into the device file through the page
+ *            cache, then fsync.
+ *
+ * Workloads (see bench/README.md):
+ *   seed      T threads, each writing its own inode sequentially in 1 MiB
+ *             application writes, then pwb_sync (the kernel series' test)
+ *   rand4k    random 4 KiB pages over many inodes, never two adjacent
+ *   skew      random 4 KiB writes, 90% of them to 10% of the inodes
+ *   fsync     random 4 KiB writes, pwb_fsync every K writes per thread
+ *   markdirty pwb_mark_dirty() calls/s on first dirtying and on already
+ *             dirty pages, 1 and T threads (no I/O: the null backend)
+ *   null      pages/s through the null backend for dense dirty ranges,
+ *             1 and 2 contexts (the engine's CPU cost per page)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pwb.h"
+
+#define PS 4096u
+#define MIB (1024.0 * 1024.0)
+#define MAX_SWEEP 16
+#define MAX_THREADS 64
+#define MAX_RESULTS 256
+#define MAX_RUNS 15
+#define BENCH_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
+		NR_WL };
+
+static const char *const wl_name[NR_WL] = {
+	"seed", "rand4k", "skew", "fsync", "markdirty", "null",
+};
+
+struct opts {
+	bool wl[NR_WL];
+	unsigned int sweep[MAX_SWEEP];	/* context counts */
+	unsigned int nr_sweep;
+	unsigned int flushers;		/* 0: one per context */
+	const char *policy;
+	const char *backend;
+	unsigned int depth;
+	uint64_t size;			/* bytes written per run */
+	unsigned int threads;
+	double duration;		/* seconds, cap per run; 0 = none */
+	const char *device;
+	const char *dir;
+	unsigned int inodes;
+	unsigned int fsync_every;
+	unsigned int repeat;		/* markdirty, null: best of */
+	unsigned int runs;		/* I/O workloads: median of */
+	uint64_t null_pages;		/* null: dirty pages per run */
+	uint64_t md_pages;		/* markdirty: pages per thread */
+	uint64_t dirty_bg;		/* dirty_background_bytes, 0 = default */
+	bool json, csv, no_fio, no_kernel, keep, throttle, verbose;
+};
+
+struct result {
+	enum workload wl;
+	const char *backend;
+	unsigned int ctx, depth, threads;
+	uint64_t bytes;
+	double pwb, fio, kern;		/* in unit; < 0 = not measured */
+	const char *unit;
+	double secs;
+	uint64_t io_submitted, io_extents, written_pages;
+	char note[96];
+};
+
+static struct opts o;
+static struct result results[MAX_RESULTS];
+static unsigned int nr_results;
+static FILE *tbl;			/* where the table goes */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+						      noreturn));
+
+static char *g_img, *g_sparse;
+static bool g_img_created;
+
+static void cleanup(void)
+{
+	if (g_img && g_img_created && !o.keep)
+		unlink(g_img);
+	if (g_sparse)
+		unlink(g_sparse);
+}
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "pwb-bench: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	cleanup();
+	exit(1);
+}
+
+static uint64_t xrand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 2685821657736338717ull;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Devices                                                                */
+
+/* Create @path of @size bytes and write it once with O_DIRECT, so that
+ * every run overwrites allocated, written blocks (no extent conversion
+ * inside the measurement, for any of the three contenders). */
+static void image_create(const char *path, uint64_t size, bool prefill)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	uint64_t off;
+	void *buf;
+
+	if (fd < 0)
+		die("cannot create %s: %s", path, strerror(errno));
+	if (ftruncate(fd, (off_t)size))
+		die("ftruncate %s: %s", path, strerror(errno));
+	close(fd);
+	if (!prefill)
+		return;
+	fd = open(path, O_RDWR | O_DIRECT);
+	if (fd < 0)
+		die("%s: O_DIRECT open: %s (use --dir on a real file system)",
+		    path, strerror(errno));
+	if (posix_memalign(&buf, 4096, 4 << 20))
+		die("out of memory");
+	memset(buf, 0, 4 << 20);
+	for (off = 0; off < size; off += 4 << 20) {
+		size_t n = (size_t)(size - off < (4u << 20) ? size - off
+							     : 4u << 20);
+
+		if (pwrite(fd, buf, n, (off_t)off) != (ssize_t)n)
+			die("prefill %s: %s", path, strerror(errno));
+	}
+	fdatasync(fd);
+	close(fd);
+	free(buf);
+}
+
+static uint64_t device_size(const char *path)
+{
+	struct stat st;
+	uint64_t sz = 0;
+	int fd;
+
+	if (stat(path, &st))
+		return 0;
+	if (S_ISREG(st.st_mode))
+		return (uint64_t)st.st_size;
+	fd = open(path, O_RDONLY);
+	if (fd >= 0) {
+		off_t e = lseek(fd, 0, SEEK_END);
+
+		sz = e > 0 ? (uint64_t)e : 0;
+		close(fd);
+	}
+	return sz;
+}
+
+/* Drop the device file's pages from the page cache, so that the kernel
+ * contender starts cold like the others. */
+static void drop_cache(const char *path)
+{
+	int fd = open(path, O_RDWR);
+
+	if (fd < 0)
+		return;
+	fdatasync(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The application side of libpwb: page memory and the inode ops          */
+
+struct app_inode {
+	uint8_t *mem;		/* page memory (NULL: one shared dummy page) */
+	uint64_t base;		/* device offset of page 0 */
+	uint64_t pages;
+	struct pwb_inode *inode;
+};
+
+static uint8_t *dummy_page;
+
+static int app_get_page(struct pwb_inode *inode, uint64_t index,
+			const void **data)
+{
+	struct app_inode *ai = pwb_inode_priv(inode);
+
+	*data = ai->mem ? ai->mem + index * PS : dummy_page;
+	return 0;
+}
+
+static int app_map_page(struct pwb_inode *inode, uint64_t index,
+			uint64_t *dev_off)
+{
+	struct app_inode *ai = pwb_inode_priv(inode);
+
+	*dev_off = ai->base + index * PS;
+	return 0;
+}
+
+static const struct pwb_inode_ops app_ops = {
+	.get_page = app_get_page,
+	.map_page = app_map_page,
+};
+
+static struct pwb_bdi *bdi_open(const char *path, const char *backend,
+				unsigned int ctx, bool writeback)
+{
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi;
+	int rc;
+
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = ctx;
+	cfg.nr_flushers = o.flushers;
+	cfg.policy = o.policy;
+	cfg.backend = backend;
+	cfg.io_depth = o.depth;
+	if (o.throttle)
+		cfg.flags |= PWB_BDI_THROTTLE;
+	if (o.dirty_bg) {
+		cfg.dirty_background_bytes = o.dirty_bg;
+		if (cfg.dirty_bytes && cfg.dirty_bytes < o.dirty_bg)
+			cfg.dirty_bytes = o.dirty_bg;
+	}
+	if (!writeback) {
+		/* Only explicit syncs write: the engine alone is measured. */
+		cfg.dirty_background_bytes = 0;
+		cfg.dirty_bytes = 0;
+		cfg.dirty_writeback_ms = 0;
+	}
+	rc = pwb_bdi_open(path, &cfg, &bdi);
+	if (rc)
+		die("pwb_bdi_open(%s, backend %s, %u contexts): %s: %s", path,
+		    backend, ctx, pwb_strerror(rc), pwb_errmsg());
+	return bdi;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Write patterns, shared by the libpwb and kernel contenders             */
+
+/* One application write: @len bytes at byte @off of inode @ino. */
+struct wr {
+	uint32_t ino;
+	uint32_t len;
+	uint64_t off;
+};
+
+struct plan {
+	unsigned int nr_inodes;
+	uint64_t inode_bytes;		/* each inode's region */
+	struct wr *w[MAX_THREADS];	/* per thread */
+	uint64_t nr[MAX_THREADS];
+	unsigned int fsync_every;	/* 0: none */
+	uint64_t bytes;			/* sum of all writes */
+};
+
+static void plan_free(struct plan *p)
+{
+	unsigned int t;
+
+	for (t = 0; t < MAX_THREADS; t++)
+		free(p->w[t]);
+	memset(p, 0, sizeof(*p));
+}
+
+static struct wr *plan_alloc(uint64_t n)
+{
+	struct wr *w = calloc(n ? n : 1, sizeof(*w));
+
+	if (!w)
+		die("out of memory for a write plan of %" PRIu64, n);
+	return w;
+}
+
+/*
+ * Build the write stream of each thread for @wl over an image of @img
+ * bytes. Every contender replays exactly this stream.
+ */
+static void plan_build(struct plan *p, enum workload wl, uint64_t img,
+		       unsigned int threads)
+{
+	unsigned int t, i;
+
+	memset(p, 0, sizeof(*p));
+	switch (wl) {
+	case WL_SEED: {
+		/* Thread t owns inode t: sequential 1 MiB writes. */
+		uint64_t per = o.size / threads / (1u << 20) * (1u << 20);
+
+		p->nr_inodes = threads;
+		p->inode_bytes = per;
+		for (t = 0; t < threads; t++) {
+			uint64_t n = per >> 20, k;
+
+			p->w[t] = plan_alloc(n);
+			for (k = 0; k < n; k++)
+				p->w[t][k] = (struct wr){ t, 1u << 20,
+							  k << 20 };
+			p->nr[t] = n;
+		}
+		break;
+	}
+	case WL_RAND4K: {
+		/*
+		 * Every even page of each inode once, in random order; thread
+		 * t owns the inodes i with i % threads == t. Odd pages are
+		 * never written, so no two dirty pages are ever adjacent and
+		 * every page is its own I/O, for everyone.
+		 */
+		p->nr_inodes = o.inodes;
+		p->inode_bytes = img / o.inodes / (2 * PS) * (2 * PS);
+		for (t = 0; t < threads; t++) {
+			uint64_t n = 0, k, half = p->inode_bytes / (2 * PS);
+			uint64_t seed = 0x5eedull + t;
+
+			for (i = t; i < o.inodes; i += threads)
+				n += half;
+			p->w[t] = plan_alloc(n);
+			n = 0;
+			for (i = t; i < o.inodes; i += threads)
+				for (k = 0; k < half; k++)
+					p->w[t][n++] = (struct wr){
+						i, PS, 2 * k * PS };
+			for (k = n; k > 1; k--) {
+				uint64_t j = xrand(&seed) % k;
+				struct wr tmp = p->w[t][k - 1];
+
+				p->w[t][k - 1] = p->w[t][j];
+				p->w[t][j] = tmp;
+			}
+			p->nr[t] = n;
+		}
+		break;
+	}
+	case WL_SKEW: {
+		/* 90% of the writes go to the first 10% of the inodes. */
+		unsigned int hot = (o.inodes + 9) / 10;
+		uint64_t per = o.size / threads / PS;
+
+		p->nr_inodes = o.inodes;
+		p->inode_bytes = img / o.inodes / PS * PS;
+		for (t = 0; t < threads; t++) {
+			uint64_t seed = 0x5ce3ull + t, k;
+
+			p->w[t] = plan_alloc(per);
+			for (k = 0; k < per; k++) {
+				bool h = xrand(&seed) % 100 < 90 ||
+					 hot == o.inodes;
+				unsigned int ino =
+					h ? (unsigned int)(xrand(&seed) % hot)
+					  : hot + (unsigned int)(xrand(&seed) %
+							(o.inodes - hot));
+
+				p->w[t][k] = (struct wr){
+					ino, PS,
+					xrand(&seed) % (p->inode_bytes / PS) *
+						PS };
+			}
+			p->nr[t] = per;
+		}
+		break;
+	}
+	case WL_FSYNC: {
+		/* Thread t owns inode t: random 4 KiB pages, an fsync every
+		 * fsync_every writes, like a database's table file. */
+		uint64_t per = o.size / threads / PS;
+
+		p->nr_inodes = threads;
+		p->inode_bytes = img / threads / PS * PS;
+		p->fsync_every = o.fsync_every;
+		for (t = 0; t < threads; t++) {
+			uint64_t seed = 0xf5ull + t, k;
+
+			p->w[t] = plan_alloc(per);
+			for (k = 0; k < per; k++)
+				p->w[t][k] = (struct wr){
+					t, PS,
+					xrand(&seed) % (p->inode_bytes / PS) *
+						PS };
+			p->nr[t] = per;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	for (t = 0; t < threads; t++)
+		for (i = 0; i < p->nr[t]; i++)
+			p->bytes += p->w[t][i].len;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Running a plan: libpwb or the kernel page cache                        */
+
+struct runner {
+	const struct plan *p;
+	unsigned int threads;
+	/* libpwb */
+	struct app_inode *ai;
+	/* kernel */
+	int fd;
+	/* both */
+	const uint8_t *src;		/* 1 MiB of data to copy from */
+	pthread_barrier_t start;
+	double deadline;		/* 0: none */
+	int err;			/* first error, atomic */
+};
+
+struct worker {
+	struct runner *r;
+	unsigned int t;
+	pthread_t tid;
+	uint64_t bytes;
+	uint64_t fsyncs;
+};
+
+static void set_err(struct runner *r, int err)
+{
+	int zero = 0;
+
+	__atomic_compare_exchange_n(&r->err, &zero, err, false,
+				    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+static void *pwb_worker(void *arg)
+{
+	struct worker *w = arg;
+	struct runner *r = w->r;
+	const struct plan *p = r->p;
+	uint64_t k;
+
+	pthread_barrier_wait(&r->start);
+	for (k = 0; k < p->nr[w->t]; k++) {
+		const struct wr *x = &p->w[w->t][k];
+		struct app_inode *ai = &r->ai[x->ino];
+		int rc;
+
+		/* The application's write: new bytes into its own page. */
+		memcpy(ai->mem + x->off, r->src, x->len);
+		rc = pwb_mark_dirty(ai->inode, x->off, x->len);
+		if (rc)
+			set_err(r, rc);
+		w->bytes += x->len;
+		if (p->fsync_every && (k + 1) % p->fsync_every == 0) {
+			rc = pwb_fsync(ai->inode);
+			if (rc)
+				set_err(r, rc);
+			w->fsyncs++;
+		}
+		if (r->deadline && (k & 63) == 63 && now_s() > r->deadline)
+			break;
+	}
+	return NULL;
+}
+
+static void *kern_worker(void *arg)
+{
+	struct worker *w = arg;
+	struct runner *r = w->r;
+	const struct plan *p = r->p;
+	uint64_t k;
+
+	pthread_barrier_wait(&r->start);
+	for (k = 0; k < p->nr[w->t]; k++) {
+		const struct wr *x = &p->w[w->t][k];
+		uint64_t off = x->ino * p->inode_bytes + x->off;
+
+		if (pwrite(r->fd, r->src, x->len, (off_t)off) !=
+		    (ssize_t)x->len)
+			set_err(r, -errno);
+		w->bytes += x->len;
+		if (p->fsync_every && (k + 1) % p->fsync_every == 0) {
+			if (fdatasync(r->fd))
+				set_err(r, -errno);
+			w->fsyncs++;
+		}
+		if (r->deadline && (k & 63) == 63 && now_s() > r->deadline)
+			break;
+	}
+	return NULL;
+}
+
+/* Run @fn on r->threads threads; return the bytes they wrote. The clock
+ * starts when all threads are ready (*t0 is set then). */
+static uint64_t run_threads(struct runner *r, void *(*fn)(void *), double *t0)
+{
+	struct worker w[MAX_THREADS];
+	uint64_t bytes = 0;
+	unsigned int t;
+
+	memset(w, 0, sizeof(w));
+	pthread_barrier_init(&r->start, NULL, r->threads + 1);
+	for (t = 0; t < r->threads; t++) {
+		w[t].r = r;
+		w[t].t = t;
+		if (pthread_create(&w[t].tid, NULL, fn, &w[t]))
+			die("pthread_create failed");
+	}
+	*t0 = now_s();
+	if (o.duration > 0)
+		r->deadline = *t0 + o.duration;
+	pthread_barrier_wait(&r->start);
+	for (t = 0; t < r->threads; t++) {
+		pthread_join(w[t].tid, NULL);
+		bytes += w[t].bytes;
+	}
+	pthread_barrier_destroy(&r->start);
+	return bytes;
+}
+
+static uint8_t *g_mem;		/* page memory for the whole image */
+static uint8_t *g_src;		/* 1 MiB the application copies from */
+
+/* libpwb on @ctx contexts: returns MiB/s; fills @res's counters. */
+static double run_pwb(const struct plan *p, unsigned int ctx,
+		      struct result *res)
+{
+	struct app_inode *ai = calloc(p->nr_inodes, sizeof(*ai));
+	struct runner r = { .p = p, .threads = o.threads, .src = g_src };
+	struct pwb_stats st;
+	struct pwb_bdi *bdi;
+	uint64_t bytes;
+	double t0, tw, t1;
+	unsigned int i;
+	int rc;
+
+	if (!ai)
+		die("out of memory");
+	bdi = bdi_open(g_img, o.backend, ctx, true);
+	for (i = 0; i < p->nr_inodes; i++) {
+		ai[i].base = (uint64_t)i * p->inode_bytes;
+		ai[i].mem = g_mem + ai[i].base;
+		ai[i].pages = p->inode_bytes / PS;
+		rc = pwb_inode_open(bdi, i, &app_ops, &ai[i], &ai[i].inode);
+		if (rc)
+			die("pwb_inode_open: %s", pwb_strerror(rc));
+	}
+	r.ai = ai;
+	bytes = run_threads(&r, pwb_worker, &t0);
+	tw = now_s();
+	rc = pwb_sync(bdi);
+	t1 = now_s();
+	if (o.verbose)
+		fprintf(stderr, "  libpwb: writers done after %.3f s, then "
+			"pwb_sync %.3f s\n", tw - t0, t1 - tw);
+	if (rc || r.err)
+		die("libpwb run failed: %s", pwb_strerror(rc ? rc : r.err));
+	pwb_bdi_stats(bdi, &st);
+	res->io_submitted = st.io_submitted;
+	res->io_extents = st.io_extents;
+	res->written_pages = st.written_pages;
+	res->secs = t1 - t0;
+	res->bytes = bytes;
+	rc = pwb_bdi_close(bdi);
+	if (rc)
+		die("pwb_bdi_close: %s", pwb_strerror(rc));
+	free(ai);
+	return (double)bytes / MIB / (t1 - t0);
+}
+
+/* The kernel page cache: buffered pwrite() of the same stream, then
+ * fdatasync. Returns MiB/s. */
+static double run_kernel(const struct plan *p)
+{
+	struct runner r = { .p = p, .threads = o.threads, .src = g_src };
+	uint64_t bytes;
+	double t0, t1;
+
+	drop_cache(g_img);
+	r.fd = open(g_img, O_RDWR);
+	if (r.fd < 0)
+		die("open %s: %s", g_img, strerror(errno));
+	bytes = run_threads(&r, kern_worker, &t0);
+	if (fdatasync(r.fd))
+		set_err(&r, -errno);
+	t1 = now_s();
+	close(r.fd);
+	if (r.err)
+		die("kernel run failed: %s", strerror(-r.err));
+	drop_cache(g_img);
+	return (double)bytes / MIB / (t1 - t0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* fio                                                                    */
+
+static bool have_fio(void)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	if (!path)
+		return false;
+	while (*path) {
+		size_t n = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/fio", (int)n, path);
+		if (n && !access(buf, X_OK))
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
+/* Run fio with the job options @job; return the write bandwidth in MiB/s
+ * or -1. */
+static double fio_run(const char *job)
+{
+	char cmd[2048];
+	size_t cap = 1 << 20, len = 0;
+	char *out = malloc(cap + 1), *p;
+	double bw = -1;
+	FILE *f;
+
+	if (!out)
+		return -1;
+	snprintf(cmd, sizeof(cmd),
+		 "fio --name=pwb-bench --filename='%s' --direct=1 "
+		 "--group_reporting --output-format=json --end_fsync=1 %s "
+		 "2>&1",
+		 g_img, job);
+	if (o.verbose)
+		fprintf(stderr, "+ %s\n", cmd);
+	f = popen(cmd, "r");
+	if (!f) {
+		free(out);
+		return -1;
+	}
+	while (len < cap) {
+		size_t n = fread(out + len, 1, cap - len, f);
+
+		if (!n)
+			break;
+		len += n;
+	}
+	out[len] = 0;
+	pclose(f);
+	/* With group_reporting, jobs[0] holds the sum over all jobs: find
+	 * its "write" : { section ("rw" : "write" comes earlier). */
+	for (p = strstr(out, "\"write\""); p; p = strstr(p + 1, "\"write\"")) {
+		const char *q = p + 7;
+
+		q += strspn(q, " \t");
+		if (*q != ':')
+			continue;
+		q++;
+		q += strspn(q, " \t");
+		if (*q == '{')
+			break;
+	}
+	if (p)
+		p = strstr(p, "\"bw_bytes\"");
+	if (p && (p = strchr(p, ':')))
+		bw = strtod(p + 1, NULL) / MIB;
+	else
+		fprintf(stderr, "pwb-bench: no fio result; fio said:\n%.2000s\n",
+			out);
+	free(out);
+	return bw;
+}
+
+static double run_fio(enum workload wl, const struct plan *p,
+		      unsigned int ctx)
+{
+	const char *engine = !strcmp(o.backend, "io_uring") ? "io_uring"
+							     : "psync";
+	unsigned int jobs = ctx, depth = strcmp(engine, "psync") ? o.depth : 1;
+	uint64_t region = p->nr_inodes * p->inode_bytes / (jobs ? jobs : 1);
+	uint64_t per_job = p->bytes / (jobs ? jobs : 1);
+	char job[1024], rt[64] = "";
+
+	region = region / (2 * PS) * (2 * PS);
+	per_job = per_job / PS * PS;
+	if (o.duration > 0)
+		snprintf(rt, sizeof(rt), "--runtime=%g", o.duration);
+	switch (wl) {
+	case WL_SEED:
+		snprintf(job, sizeof(job),
+			 "--ioengine=%s --iodepth=%u --numjobs=%u --rw=write "
+			 "--bs=1M --size=%" PRIu64 " --offset_increment=%"
+			 PRIu64 " %s",
+			 engine, depth, jobs, region, region, rt);
+		break;
+	case WL_RAND4K:
+		/* 8 KiB alignment: 4 KiB writes never adjacent, as ours. */
+		snprintf(job, sizeof(job),
+			 "--ioengine=%s --iodepth=%u --numjobs=%u "
+			 "--rw=randwrite --bs=4k --blockalign=8k --size=%"
+			 PRIu64 " --offset_increment=%" PRIu64
+			 " --io_size=%" PRIu64 " %s",
+			 engine, depth, jobs, region, region, per_job, rt);
+		break;
+	case WL_SKEW:
+		snprintf(job, sizeof(job),
+			 "--ioengine=%s --iodepth=%u --numjobs=%u "
+			 "--rw=randwrite --bs=4k --norandommap "
+			 "--random_distribution=zoned:90/10:10/90 --size=%"
+			 PRIu64 " --offset_increment=%" PRIu64
+			 " --io_size=%" PRIu64 " %s",
+			 engine, depth, jobs, region, region, per_job, rt);
+		break;
+	case WL_FSYNC:
+		/* Each application thread fsyncs: one job per thread. */
+		jobs = o.threads;
+		region = p->nr_inodes * p->inode_bytes / jobs / PS * PS;
+		per_job = p->bytes / jobs / PS * PS;
+		snprintf(job, sizeof(job),
+			 "--ioengine=%s --iodepth=%u --numjobs=%u "
+			 "--rw=randwrite --bs=4k --fsync=%u --size=%" PRIu64
+			 " --offset_increment=%" PRIu64 " --io_size=%" PRIu64
+			 " %s",
+			 engine, depth, jobs, o.fsync_every, region, region,
+			 per_job, rt);
+		break;
+	default:
+		return -1;
+	}
+	return fio_run(job);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Microbenchmarks: mark_dirty and the null backend                       */
+
+struct md_thread {
+	struct pwb_inode *inode;
+	uint64_t pages;
+	pthread_barrier_t *bar;
+	double first_rate, again_rate;	/* calls/s */
+	pthread_t tid;
+	int err;
+};
+
+static void *md_fn(void *arg)
+{
+	struct md_thread *m = arg;
+	uint64_t i;
+	double t0, t1;
+	int rc = 0;
+
+	pthread_barrier_wait(m->bar);
+	t0 = now_s();
+	for (i = 0; i < m->pages; i++)
+		rc |= pwb_mark_dirty(m->inode, i * PS, PS);
+	t1 = now_s();
+	m->first_rate = (double)m->pages / (t1 - t0);
+	pthread_barrier_wait(m->bar);
+	t0 = now_s();
+	for (i = 0; i < m->pages; i++)
+		rc |= pwb_mark_dirty(m->inode, i * PS, PS);
+	t1 = now_s();
+	m->again_rate = (double)m->pages / (t1 - t0);
+	m->err = rc;
+	return NULL;
+}
+
+/* Aggregate calls/s of @threads threads, each on its own inode: first
+ * dirtying (*first) and already dirty (*again); one run. */
+static void markdirty_once(unsigned int threads, double *first, double *again)
+{
+	struct md_thread m[MAX_THREADS];
+	struct app_inode ai[MAX_THREADS];
+	struct pwb_bdi *bdi = bdi_open(g_sparse, "null", 1, false);
+	pthread_barrier_t bar;
+	unsigned int t;
+
+	*first = *again = 0;
+	pthread_barrier_init(&bar, NULL, threads);
+	memset(m, 0, sizeof(m));
+	for (t = 0; t < threads; t++) {
+		ai[t] = (struct app_inode){ .base = (uint64_t)t * o.md_pages * PS,
+					    .pages = o.md_pages };
+		if (pwb_inode_open(bdi, t, &app_ops, &ai[t], &ai[t].inode))
+			die("pwb_inode_open failed");
+		m[t] = (struct md_thread){ .inode = ai[t].inode,
+					   .pages = o.md_pages, .bar = &bar };
+		if (pthread_create(&m[t].tid, NULL, md_fn, &m[t]))
+			die("pthread_create failed");
+	}
+	for (t = 0; t < threads; t++) {
+		pthread_join(m[t].tid, NULL);
+		if (m[t].err)
+			die("pwb_mark_dirty failed");
+		*first += m[t].first_rate;
+		*again += m[t].again_rate;
+	}
+	pthread_barrier_destroy(&bar);
+	pwb_bdi_close(bdi);
+}
+
+/*
+ * What @threads threads achieve on this machine against one, on a busy
+ * loop that shares nothing: the ceiling for the engine's own scaling
+ * ratios (a VM's vCPUs may share a core, or the host may be busy).
+ */
+static double g_cpu_scale = -1;
+
+static void *spin_fn(void *arg)
+{
+	volatile uint64_t x = 0;
+	uint64_t i, n = *(const uint64_t *)arg;
+
+	for (i = 0; i < n; i++)
+		x += i;
+	return NULL;
+}
+
+static double cpu_scaling(unsigned int threads)
+{
+	uint64_t n = 100000000ull;
+	pthread_t tid[MAX_THREADS];
+	double t0, t1, tn, best = 0;
+	unsigned int t, rep;
+
+	/* Best of three: other load on the machine only lowers it. */
+	for (rep = 0; rep < 3; rep++) {
+		t0 = now_s();
+		spin_fn(&n);
+		t1 = now_s() - t0;
+		t0 = now_s();
+		for (t = 0; t < threads; t++)
+			if (pthread_create(&tid[t], NULL, spin_fn, &n))
+				die("pthread_create failed");
+		for (t = 0; t < threads; t++)
+			pthread_join(tid[t], NULL);
+		tn = now_s() - t0;
+		if (threads * t1 / tn > best)
+			best = threads * t1 / tn;
+	}
+	return best;
+}
+
+static void add_result(const struct result *r)
+{
+	if (nr_results < MAX_RESULTS)
+		results[nr_results++] = *r;
+}
+
+/* 1 and T threads, best of o.repeat runs taken in turns, so that a busy
+ * spell of the machine does not fall on one configuration only. */
+static void bench_markdirty(void)
+{
+	unsigned int tcounts[2] = { 1, o.threads }, n = o.threads > 1 ? 2 : 1;
+	double first[2] = { 0, 0 }, again[2] = { 0, 0 };
+	unsigned int i, rep;
+
+	for (rep = 0; rep < o.repeat; rep++) {
+		for (i = 0; i < n; i++) {
+			double f, a;
+
+			markdirty_once(tcounts[i], &f, &a);
+			if (f > first[i])
+				first[i] = f;
+			if (a > again[i])
+				again[i] = a;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct result r = { .wl = WL_MARKDIRTY, .backend = "null",
+				    .ctx = 1, .threads = tcounts[i],
+				    .fio = -1, .kern = -1, .unit = "Mcalls/s" };
+
+		r.pwb = again[i] / 1e6;
+		snprintf(r.note, sizeof(r.note),
+			 "already dirty; per thread %.2f M/s",
+			 again[i] / 1e6 / tcounts[i]);
+		if (i)
+			snprintf(r.note + strlen(r.note),
+				 sizeof(r.note) - strlen(r.note),
+				 "; x%.2f vs 1 thread", again[i] / again[0]);
+		add_result(&r);
+		r.pwb = first[i] / 1e6;
+		snprintf(r.note, sizeof(r.note),
+			 "first dirtying; per thread %.2f M/s",
+			 first[i] / 1e6 / tcounts[i]);
+		if (i)
+			snprintf(r.note + strlen(r.note),
+				 sizeof(r.note) - strlen(r.note),
+				 "; x%.2f vs 1 thread", first[i] / first[0]);
+		add_result(&r);
+	}
+}
+
+/* Pages/s that pwb_sync pushes through the null backend on @ctx contexts
+ * for dense dirty ranges (8 inodes, o.null_pages in all); one run. */
+static double null_once(unsigned int ctx, struct result *res)
+{
+	const unsigned int nr_inodes = 8;
+	uint64_t per = o.null_pages / nr_inodes;
+	struct pwb_bdi *bdi = bdi_open(g_sparse, "null", ctx, false);
+	struct app_inode ai[8];
+	struct pwb_stats st;
+	double t0, t1;
+	unsigned int i;
+
+	for (i = 0; i < nr_inodes; i++) {
+		ai[i] = (struct app_inode){ .base = i * per * PS, .pages = per };
+		if (pwb_inode_open(bdi, i, &app_ops, &ai[i], &ai[i].inode))
+			die("pwb_inode_open failed");
+		if (pwb_mark_dirty(ai[i].inode, 0, per * PS))
+			die("pwb_mark_dirty failed");
+	}
+	t0 = now_s();
+	if (pwb_sync(bdi))
+		die("pwb_sync failed");
+	t1 = now_s();
+	pwb_bdi_stats(bdi, &st);
+	if (st.written_pages != per * nr_inodes)
+		die("null: %" PRIu64 " pages written, expected %" PRIu64,
+		    st.written_pages, per * nr_inodes);
+	res->io_submitted = st.io_submitted;
+	res->io_extents = st.io_extents;
+	res->written_pages = st.written_pages;
+	res->secs = t1 - t0;
+	pwb_bdi_close(bdi);
+	return (double)st.written_pages / (t1 - t0);
+}
+
+/* Context counts 1 and 2 (or the sweep), best of o.repeat runs taken in
+ * turns. */
+static void bench_null(void)
+{
+	unsigned int counts[MAX_SWEEP], n = 0, i, rep;
+	struct result r[MAX_SWEEP];
+	double best[MAX_SWEEP] = { 0 };
+
+	if (o.nr_sweep > 1) {
+		memcpy(counts, o.sweep, o.nr_sweep * sizeof(counts[0]));
+		n = o.nr_sweep;
+	} else {
+		counts[n++] = 1;
+		counts[n++] = o.sweep[0] > 1 ? o.sweep[0] : 2;
+	}
+	for (rep = 0; rep < o.repeat; rep++) {
+		for (i = 0; i < n; i++) {
+			struct result t = { 0 };
+			double pps = null_once(counts[i], &t);
+
+			if (pps > best[i]) {
+				best[i] = pps;
+				r[i] = t;
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		r[i].wl = WL_NULL;
+		r[i].backend = "null";
+		r[i].ctx = counts[i];
+		r[i].fio = r[i].kern = -1;
+		r[i].unit = "Mpages/s";
+		r[i].pwb = best[i] / 1e6;
+		r[i].bytes = r[i].written_pages * PS;
+		snprintf(r[i].note, sizeof(r[i].note),
+			 "dense ranges; x%.2f vs %u ctx", best[i] / best[0],
+			 counts[0]);
+		add_result(&r[i]);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Output                                                                 */
+
+static void fmt_val(char *buf, size_t n, double v)
+{
+	if (v < 0)
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%.1f", v);
+}
+
+static void fmt_ratio(char *buf, size_t n, double a, double b)
+{
+	if (a < 0 || b <= 0)
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%.2f", a / b);
+}
+
+static void print_table(FILE *f)
+{
+	unsigned int i;
+
+	if (g_cpu_scale > 0)
+		fprintf(f, "machine: %u threads of a busy loop give x%.2f of "
+			"one (the ceiling for the thread/context ratios below)"
+			"\n", o.threads > 1 ? o.threads : 2, g_cpu_scale);
+	fprintf(f, "%-9s %-8s %4s %5s %4s %9s %9s %9s %8s %8s %-9s %6s  %s\n",
+		"workload", "backend", "ctx", "depth", "thr", "libpwb", "fio",
+		"kernel", "pwb/fio", "pwb/kern", "unit", "io/ext", "notes");
+	for (i = 0; i < nr_results; i++) {
+		const struct result *r = &results[i];
+		char a[16], b[16], c[16], d[16], e[16], x[16];
+
+		fmt_val(a, sizeof(a), r->pwb);
+		fmt_val(b, sizeof(b), r->fio);
+		fmt_val(c, sizeof(c), r->kern);
+		fmt_ratio(d, sizeof(d), r->pwb, r->fio);
+		fmt_ratio(e, sizeof(e), r->pwb, r->kern);
+		if (r->io_extents)
+			snprintf(x, sizeof(x), "%.2f",
+				 (double)r->io_submitted /
+					 (double)r->io_extents);
+		else
+			snprintf(x, sizeof(x), "-");
+		fprintf(f, "%-9s %-8s %4u %5u %4u %9s %9s %9s %8s %8s %-9s "
+			"%6s  %s\n",
+			wl_name[r->wl], r->backend, r->ctx, r->depth,
+			r->threads, a, b, c, d, e, r->unit, x, r->note);
+	}
+}
+
+static void print_csv(FILE *f)
+{
+	unsigned int i;
+
+	fprintf(f, "workload,backend,contexts,depth,threads,bytes,libpwb,fio,"
+		"kernel,unit,io_submitted,io_extents,secs\n");
+	for (i = 0; i < nr_results; i++) {
+		const struct result *r = &results[i];
+
+		fprintf(f, "%s,%s,%u,%u,%u,%" PRIu64 ",%.3f,%.3f,%.3f,%s,%"
+			PRIu64 ",%" PRIu64 ",%.4f\n",
+			wl_name[r->wl], r->backend, r->ctx, r->depth,
+			r->threads, r->bytes, r->pwb, r->fio, r->kern,
+			r->unit, r->io_submitted, r->io_extents, r->secs);
+	}
+}
+
+static void json_num(FILE *f, const char *k, double v, bool last)
+{
+	if (v < 0)
+		fprintf(f, "\"%s\": null%s", k, last ? "" : ", ");
+	else
+		fprintf(f, "\"%s\": %.4f%s", k, v, last ? "" : ", ");
+}
+
+static void print_json(FILE *f)
+{
+	unsigned int i;
+
+	fprintf(f, "[\n");
+	for (i = 0; i < nr_results; i++) {
+		const struct result *r = &results[i];
+
+		fprintf(f, "  {\"workload\": \"%s\", \"backend\": \"%s\", "
+			"\"contexts\": %u, \"depth\": %u, \"threads\": %u, "
+			"\"bytes\": %" PRIu64 ", \"unit\": \"%s\", ",
+			wl_name[r->wl], r->backend, r->ctx, r->depth,
+			r->threads, r->bytes, r->unit);
+		json_num(f, "libpwb", r->pwb, false);
+		json_num(f, "fio", r->fio, false);
+		json_num(f, "kernel", r->kern, false);
+		json_num(f, "pwb_over_fio", r->fio > 0 ? r->pwb / r->fio : -1,
+			 false);
+		json_num(f, "pwb_over_kernel",
+			 r->kern > 0 ? r->pwb / r->kern : -1, false);
+		fprintf(f, "\"io_submitted\": %" PRIu64 ", \"io_extents\": %"
+			PRIu64 ", \"secs\": %.4f, \"note\": \"%s\"}%s\n",
+			r->io_submitted, r->io_extents, r->secs, r->note,
+			i + 1 < nr_results ? "," : "");
+	}
+	fprintf(f, "]\n");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Options                                                                */
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	switch (*end) {
+	case 'k': case 'K': v *= 1024; break;
+	case 'm': case 'M': v *= 1024 * 1024; break;
+	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+	case 0: break;
+	default: die("bad size \"%s\"", s);
+	}
+	if (v <= 0)
+		die("bad size \"%s\"", s);
+	return (uint64_t)v;
+}
+
+static void parse_sweep(const char *s)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+
+	o.nr_sweep = 0;
+	for (tok = strtok_r(copy, ",", &save); tok && o.nr_sweep < MAX_SWEEP;
+	     tok = strtok_r(NULL, ",", &save)) {
+		unsigned long v = strtoul(tok, NULL, 10);
+
+		if (!v || v > PWB_MAX_WB_CTX)
+			die("bad context count \"%s\"", tok);
+		o.sweep[o.nr_sweep++] = (unsigned int)v;
+	}
+	free(copy);
+	if (!o.nr_sweep)
+		die("empty --sweep");
+}
+
+static void parse_workloads(const char *s)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int i;
+
+	memset(o.wl, 0, sizeof(o.wl));
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "all")) {
+			for (i = 0; i < NR_WL; i++)
+				o.wl[i] = true;
+			continue;
+		}
+		for (i = 0; i < NR_WL; i++)
+			if (!strcmp(tok, wl_name[i]))
+				break;
+		if (i == NR_WL)
+			die("unknown workload \"%s\"", tok);
+		o.wl[i] = true;
+	}
+	free(copy);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: pwb-bench [options]\n"
+"  --workload LIST   seed,rand4k,skew,fsync,markdirty,null or all (seed)\n"
+"  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several\n"
+"  --flushers N      flusher threads (0: one per context)\n"
+"  --policy SPEC     shard policy (default inode-hash)\n"
+"  --backend NAME    psync, io_uring or null (io_uring)\n"
+"  --depth N         io_depth per context (32)\n"
+"  --size BYTES      data written per run, k/M/G suffixes (512M)\n"
+"  --threads N       application threads (online CPUs)\n"
+"  --inodes N        inodes for rand4k and skew (16)\n"
+"  --fsync-every K   fsync workload: writes between fsyncs (64)\n"
+"  --duration SEC    cap on each run's writing phase (0: none)\n"
+"  --device PATH     device or file to write (default: an image it\n"
+"                    creates in --dir and removes)\n"
+"  --dir DIR         where images go (current directory)\n"
+"  --runs N          seed/rand4k/skew/fsync: median of N runs, the\n"
+"                    contenders taking turns (3)\n"
+"  --repeat N        markdirty/null: best of N (3)\n"
+"  --null-pages N    null: dirty pages per run (4M)\n"
+"  --md-pages N      markdirty: pages per thread (1M)\n"
+"  --throttle        open with PWB_BDI_THROTTLE\n"
+"  --dirty-bg BYTES  dirty_background_bytes (libpwb default 64M)\n"
+"  --json, --csv     machine-readable output on stdout (table on stderr)\n"
+"  --no-fio          skip fio; --no-kernel  skip the page-cache path\n"
+"  --keep            keep the created image; -v  show fio commands\n");
+}
+
+static void parse_opts(int argc, char **argv)
+{
+	enum { O_WL = 256, O_CTX, O_FL, O_POL, O_BE, O_DEPTH, O_SIZE, O_THR,
+	       O_DUR, O_DEV, O_DIR, O_JSON, O_CSV, O_SWEEP, O_NOFIO, O_NOK,
+	       O_INO, O_FSE, O_REP, O_NP, O_MDP, O_KEEP, O_THROT, O_RUNS,
+	       O_DBG };
+	static const struct option lo[] = {
+		{ "workload", 1, NULL, O_WL }, { "contexts", 1, NULL, O_CTX },
+		{ "flushers", 1, NULL, O_FL }, { "policy", 1, NULL, O_POL },
+		{ "backend", 1, NULL, O_BE }, { "depth", 1, NULL, O_DEPTH },
+		{ "size", 1, NULL, O_SIZE }, { "threads", 1, NULL, O_THR },
+		{ "duration", 1, NULL, O_DUR }, { "device", 1, NULL, O_DEV },
+		{ "dir", 1, NULL, O_DIR }, { "json", 0, NULL, O_JSON },
+		{ "csv", 0, NULL, O_CSV }, { "sweep", 1, NULL, O_SWEEP },
+		{ "no-fio", 0, NULL, O_NOFIO }, { "no-kernel", 0, NULL, O_NOK },
+		{ "inodes", 1, NULL, O_INO }, { "fsync-every", 1, NULL, O_FSE },
+		{ "repeat", 1, NULL, O_REP }, { "null-pages", 1, NULL, O_NP },
+		{ "md-pages", 1, NULL, O_MDP }, { "keep", 0, NULL, O_KEEP },
+		{ "throttle", 0, NULL, O_THROT }, { "runs", 1, NULL, O_RUNS },
+		{ "dirty-bg", 1, NULL, O_DBG },
+		{ "help", 0, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int c;
+
+	o.wl[WL_SEED] = true;
+	o.sweep[0] = 2;
+	o.nr_sweep = 1;
+	o.backend = "io_uring";
+	o.depth = 32;
+	o.size = 512ull << 20;
+	o.threads = cpus > 0 ? (unsigned int)cpus : 1;
+	o.dir = ".";
+	o.inodes = 16;
+	o.fsync_every = 64;
+	o.repeat = 3;
+	o.runs = 3;
+	o.null_pages = 4ull << 20;
+	o.md_pages = 1ull << 20;
+	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
+		switch (c) {
+		case O_WL: parse_workloads(optarg); break;
+		case O_CTX: parse_sweep(optarg); break;
+		case O_SWEEP: parse_sweep(optarg); break;
+		case O_FL: o.flushers = (unsigned int)atoi(optarg); break;
+		case O_POL: o.policy = optarg; break;
+		case O_BE: o.backend = optarg; break;
+		case O_DEPTH: o.depth = (unsigned int)atoi(optarg); break;
+		case O_SIZE: o.size = parse_size(optarg); break;
+		case O_THR: o.threads = (unsigned int)atoi(optarg); break;
+		case O_DUR: o.duration = atof(optarg); break;
+		case O_DEV: o.device = optarg; break;
+		case O_DIR: o.dir = optarg; break;
+		case O_JSON: o.json = true; break;
+		case O_CSV: o.csv = true; break;
+		case O_NOFIO: o.no_fio = true; break;
+		case O_NOK: o.no_kernel = true; break;
+		case O_INO: o.inodes = (unsigned int)atoi(optarg); break;
+		case O_FSE: o.fsync_every = (unsigned int)atoi(optarg); break;
+		case O_REP: o.repeat = (unsigned int)atoi(optarg); break;
+		case O_NP: o.null_pages = parse_size(optarg); break;
+		case O_MDP: o.md_pages = parse_size(optarg); break;
+		case O_KEEP: o.keep = true; break;
+		case O_THROT: o.throttle = true; break;
+		case O_RUNS: o.runs = (unsigned int)atoi(optarg); break;
+		case O_DBG: o.dirty_bg = parse_size(optarg); break;
+		case 'v': o.verbose = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		exit(2);
+	}
+	if (!o.threads || o.threads > MAX_THREADS)
+		die("--threads must be 1..%d", MAX_THREADS);
+	if (!o.depth || !o.inodes || !o.repeat)
+		die("--depth, --inodes and --repeat must be positive");
+	if (!o.runs || o.runs > MAX_RUNS)
+		die("--runs must be 1..%d", MAX_RUNS);
+	if (o.inodes < o.threads)
+		o.inodes = o.threads;
+	if (!o.fsync_every)
+		o.fsync_every = 64;
+	if (o.null_pages < 8 * 256)
+		o.null_pages = 8 * 256;
+	if (o.json && o.csv)
+		die("--json and --csv exclude each other");
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of @n values (-1 if none was measured). */
+static double median(double *v, unsigned int n)
+{
+	if (!n || v[0] < 0)
+		return -1;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * One workload over the context sweep. Each figure is the median of
+ * o.runs runs, and the contenders take turns run by run (libpwb, fio,
+ * kernel, libpwb, ...) so that a slow spell of a shared host hits all of
+ * them alike. The kernel path does not depend on the context count: it
+ * is measured with the first sweep entry and repeated on every row.
+ */
+static void bench_io(enum workload wl)
+{
+	/* The region written: 2 x --size, even on a larger device. */
+	uint64_t dev = device_size(g_img);
+	uint64_t img = dev < 2 * o.size ? dev : 2 * o.size;
+	double kern = -1, base_pwb = 0, base_fio = 0;
+	bool fio = !o.no_fio && strcmp(o.backend, "null") && have_fio();
+	bool kernel = !o.no_kernel && strcmp(o.backend, "null");
+	double pv[MAX_RUNS], fv[MAX_RUNS], kv[MAX_RUNS];
+	struct plan p;
+	unsigned int i, k;
+
+	plan_build(&p, wl, img, o.threads);
+	if (!p.bytes)
+		die("%s: --size too small for %u threads", wl_name[wl],
+		    o.threads);
+	for (i = 0; i < o.nr_sweep; i++) {
+		struct result r = { .wl = wl, .backend = o.backend,
+				    .ctx = o.sweep[i], .depth = o.depth,
+				    .threads = o.threads, .unit = "MiB/s" };
+
+		if (!strcmp(o.backend, "psync"))
+			r.depth = 1;
+		for (k = 0; k < o.runs; k++) {
+			pv[k] = run_pwb(&p, o.sweep[i], &r);
+			fv[k] = fio ? run_fio(wl, &p, o.sweep[i]) : -1;
+			if (i == 0)
+				kv[k] = kernel ? run_kernel(&p) : -1;
+			if (o.verbose)
+				fprintf(stderr, "%s ctx %u run %u: libpwb %.1f "
+					"fio %.1f kernel %.1f MiB/s\n",
+					wl_name[wl], o.sweep[i], k, pv[k],
+					fv[k], i ? kern : kv[k]);
+		}
+		r.pwb = median(pv, o.runs);
+		r.fio = median(fv, o.runs);
+		if (i == 0)
+			kern = median(kv, o.runs);
+		r.kern = kern;
+		if (i == 0) {
+			base_pwb = r.pwb;
+			base_fio = r.fio;
+		}
+		if (wl == WL_FSYNC)
+			snprintf(r.note, sizeof(r.note), "fsync every %u",
+				 o.fsync_every);
+		if (i > 0) {
+			size_t l = strlen(r.note);
+
+			snprintf(r.note + l, sizeof(r.note) - l,
+				 "%sscaling vs %u ctx: pwb x%.2f",
+				 l ? "; " : "", o.sweep[0], r.pwb / base_pwb);
+			l = strlen(r.note);
+			if (r.fio > 0 && base_fio > 0)
+				snprintf(r.note + l, sizeof(r.note) - l,
+					 ", fio x%.2f (numjobs)",
+					 r.fio / base_fio);
+		}
+		add_result(&r);
+	}
+	plan_free(&p);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t img = 0, need;
+	int i;
+
+	parse_opts(argc, argv);
+	tbl = (o.json || o.csv) ? stderr : stdout;
+	atexit(cleanup);
+
+	/* Images: the real device (prefilled), and a sparse one for the
+	 * engine-only workloads, which never write to it. */
+	need = 2 * o.size;
+	if (o.wl[WL_SEED] || o.wl[WL_RAND4K] || o.wl[WL_SKEW] ||
+	    o.wl[WL_FSYNC]) {
+		if (o.device) {
+			g_img = strdup(o.device);
+			img = device_size(g_img);
+			if (img < need)
+				die("%s has %" PRIu64 " bytes; --size %" PRIu64
+				    " needs %" PRIu64, g_img, img, o.size, need);
+			img = need;	/* only the first 2 x --size is used */
+		} else {
+			if (asprintf(&g_img, "%s/pwb-bench.img", o.dir) < 0)
+				die("out of memory");
+			fprintf(stderr, "pwb-bench: preparing %s (%" PRIu64
+				" MiB)\n", g_img, need >> 20);
+			image_create(g_img, need, true);
+			g_img_created = true;
+			img = need;
+		}
+		if (posix_memalign((void **)&g_mem, 4096, img) ||
+		    posix_memalign((void **)&g_src, 4096, 1 << 20))
+			die("out of memory for %" PRIu64 " bytes of pages", img);
+		/* The application's buffers exist before it writes. */
+		memset(g_mem, 0, img);
+		for (i = 0; i < (1 << 20); i++)
+			g_src[i] = (uint8_t)(i * 131 + 7);
+	}
+	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL]) {
+		uint64_t sz = BENCH_MAX(o.null_pages,
+					     o.md_pages * o.threads) * PS +
+			      (1u << 20);
+
+		if (asprintf(&g_sparse, "%s/pwb-bench-sparse.img", o.dir) < 0)
+			die("out of memory");
+		image_create(g_sparse, sz, false);
+		if (posix_memalign((void **)&dummy_page, 4096, PS))
+			die("out of memory");
+		memset(dummy_page, 0, PS);
+	}
+
+	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL])
+		g_cpu_scale = cpu_scaling(o.threads > 1 ? o.threads : 2);
+	for (i = 0; i < NR_WL; i++) {
+		if (!o.wl[i])
+			continue;
+		fprintf(stderr, "pwb-bench: %s...\n", wl_name[i]);
+		if (i == WL_MARKDIRTY)
+			bench_markdirty();
+		else if (i == WL_NULL)
+			bench_null();
+		else
+			bench_io((enum workload)i);
+	}
+
+	print_table(tbl);
+	if (o.json)
+		print_json(stdout);
+	if (o.csv)
+		print_csv(stdout);
+	free(g_mem);
+	free(g_src);
+	free(dummy_page);
+	cleanup();
+	free(g_img);
+	free(g_sparse);
+	g_img = g_sparse = NULL;
+	return 0;
+}

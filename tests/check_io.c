@@ -1,0 +1,737 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * check_io.c - the I/O backends (io_uring, null) and the coalescing
+ *              statistic, white-box
+ *
+ * io_uring integrity: writer threads dirty random ranges of many inodes with
+ * new page versions while the flushers write on their own with up to
+ * io_depth writes in flight (real clock, 10 ms periodic passes, expiry 0,
+ * a small background threshold) and writers call pwb_fsync now and then;
+ * then pwb_sync, and the device must equal the page memory byte for byte.
+ * A write still in flight when its page is dirtied again must land before
+ * the page's next write is issued, or a stale version could land last:
+ * this is what the test catches. Every end_write must run on the flusher
+ * of the inode's context (completions are reaped by the context itself).
+ * Runs for nr_wb_ctx 1, 2, 8 times io_depth 1, 4, 32 (a loop test).
+ *
+ * A request larger than the kernel's UIO_MAXIOV (1024 iovecs) leaves as
+ * several SQEs, through the same path as a short completion; a test with
+ * 8 MiB requests of 4 KiB pages exercises it on every kernel.
+ *
+ * Injected faults (io-fault.c) reach both device backends: a short write
+ * is continued until every byte lands, an EIO fails its request, which
+ * pwb_sync reports, and leaves its pages dirty for the next sync.
+ *
+ * null backend: nothing reaches the device, yet every page counts as
+ * written. io_extents: one per maximal run of contiguous dirty pages with
+ * contiguous device offsets, counted before max_io_bytes splits it.
+ *
+ * The io_uring tests are left out, with a message, only when this machine
+ * refuses io_uring (io_uring_queue_init fails: old kernel, seccomp,
+ * kernel.io_uring_disabled) or libpwb was built without liburing.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pwb-internal.h"
+#include "test-util.h"
+
+#define PS 4096u
+#define NR_INODES 64
+#define MIN_PAGES 16
+#define MAX_PAGES 64
+#define NR_WRITERS 4
+#define MAX_RANGE 8		/* pages per mark_dirty, at most */
+#define FSYNC_EVERY 256		/* a writer fsyncs every this many marks */
+#define MIN_MARKS 1500		/* per writer, before stopping */
+#define MIN_FLUSHER_PAGES 1500	/* written before the final sync */
+#define RUN_LIMIT_MS 30000	/* stop the writers after this at the latest */
+
+static const struct {
+	unsigned int nr_ctx;
+	unsigned int depth;
+} combos[] = {
+	{ 1, 1 }, { 1, 4 }, { 1, 32 },
+	{ 2, 1 }, { 2, 4 }, { 2, 32 },
+	{ 8, 1 }, { 8, 4 }, { 8, 32 },
+};
+
+static char *g_img;
+
+static void remove_stale_image(void)
+{
+	if (g_img)
+		unlink(g_img);
+}
+
+static void track_image(const char *img)
+{
+	if (g_img) {
+		unlink(g_img);
+		free(g_img);
+	}
+	g_img = img ? strdup(img) : NULL;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Callbacks: end_write must come from the context's own flusher           */
+
+struct istore {
+	struct tu_store st;	/* first: priv is the tu_store too */
+	uint32_t *version;	/* per page; owner writer only */
+	unsigned long wrong_thread;	/* atomic: end_write off its flusher */
+};
+
+static void i_end_write(struct pwb_inode *inode, uint64_t index, uint64_t nr,
+			int err)
+{
+	struct istore *is = pwb_inode_priv(inode);
+
+	if (pwb__flusher_ctx_idx() != pwb_inode_wb_ctx(inode))
+		__atomic_add_fetch(&is->wrong_thread, 1, __ATOMIC_RELAXED);
+	tu_ops.end_write(inode, index, nr, err);
+}
+
+static struct pwb_inode_ops i_ops;
+
+/* ---------------------------------------------------------------------- */
+/* The integrity workload                                                 */
+
+struct run {
+	char *img;
+	struct pwb_bdi *bdi;
+	struct istore *is;	/* NR_INODES */
+	int stop;		/* atomic */
+};
+
+struct writer {
+	struct run *r;
+	pthread_t tid;
+	unsigned int id;
+	uint64_t seed;
+	uint64_t marks;		/* atomic */
+	int mark_err;
+	int fsync_err;
+};
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	struct run *r = w->r;
+	unsigned int owned = NR_INODES / NR_WRITERS;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		unsigned int i = w->id + NR_WRITERS *
+				 (unsigned int)(tu_rand(&w->seed) % owned);
+		struct istore *is = &r->is[i];
+		uint64_t first = tu_rand(&w->seed) % is->st.nr_pages;
+		uint64_t nr = 1 + tu_rand(&w->seed) % MAX_RANGE;
+		uint64_t p, marks;
+		int rc;
+
+		if (nr > is->st.nr_pages - first)
+			nr = is->st.nr_pages - first;
+		for (p = first; p < first + nr; p++)
+			tu_fill_page(&is->st, p, ++is->version[p]);
+		rc = pwb_mark_dirty(is->st.inode, first * PS, nr * PS);
+		if (rc && !w->mark_err)
+			w->mark_err = rc;
+		marks = __atomic_add_fetch(&w->marks, 1, __ATOMIC_RELEASE);
+		if (marks % FSYNC_EVERY == 0) {
+			rc = pwb_fsync(is->st.inode);
+			if (rc && !w->fsync_err)
+				w->fsync_err = rc;
+		}
+	}
+	return NULL;
+}
+
+static void run_finish(struct run *r)
+{
+	unsigned int i;
+	int rc;
+
+	rc = pwb_bdi_close(r->bdi);
+	ck_assert_msg(rc == 0, "pwb_bdi_close: %s", pwb_strerror(rc));
+	tu_image_remove(r->img);
+	track_image(NULL);
+	for (i = 0; i < NR_INODES; i++) {
+		free(r->is[i].version);
+		tu_store_destroy(&r->is[i].st);
+	}
+	free(r->is);
+}
+
+static long verify_all(struct run *r)
+{
+	struct tu_store *st = calloc(NR_INODES, sizeof(*st));
+	unsigned int i;
+	long bad;
+
+	ck_assert_ptr_nonnull(st);
+	for (i = 0; i < NR_INODES; i++)
+		st[i] = r->is[i].st;	/* shallow: mem is shared, not freed */
+	bad = tu_verify_device(r->img, st, NR_INODES);
+	free(st);
+	return bad;
+}
+
+/*
+ * After concurrent dirtying with the io_uring flushers running at
+ * io_depth, pwb_sync leaves the device equal to the page memory, nothing
+ * dirty or in flight, and every completion ran on its context's flusher.
+ */
+START_TEST(test_uring_device_matches_memory_after_concurrent_dirtying)
+{
+	unsigned int nr_ctx = combos[_i].nr_ctx, depth = combos[_i].depth;
+	struct pwb_bdi_config cfg;
+	struct writer w[NR_WRITERS];
+	struct pwb_stats s;
+	struct run r;
+	uint64_t seed = 0x10a0 + _i, total = 0, t_end;
+	unsigned int i, created = 0;
+	bool enough = false;
+	long bad;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.is = calloc(NR_INODES, sizeof(*r.is));
+	ck_assert_ptr_nonnull(r.is);
+	for (i = 0; i < NR_INODES; i++) {
+		uint64_t n = MIN_PAGES + tu_rand(&seed) %
+			     (MAX_PAGES - MIN_PAGES + 1);
+
+		tu_store_init(&r.is[i].st, 1 + i, PS, n, total * PS);
+		r.is[i].version = calloc(n, sizeof(uint32_t));
+		ck_assert_ptr_nonnull(r.is[i].version);
+		total += n;
+	}
+	r.img = tu_image_create(total * PS);
+	track_image(r.img);
+
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = nr_ctx;
+	cfg.page_size = PS;
+	cfg.backend = "io_uring";
+	cfg.io_depth = depth;
+	cfg.dirty_writeback_ms = 10;	/* flushers write all the time */
+	cfg.dirty_expire_ms = 0;
+	cfg.dirty_background_bytes = 64 * PS;
+	cfg.dirty_bytes = 0;
+	/* Small requests, so that depth 32 really has 32 in flight. */
+	cfg.max_io_bytes = 4 * PS;
+	rc = pwb_bdi_open(r.img, &cfg, &r.bdi);
+	ck_assert_msg(rc == 0, "pwb_bdi_open: %s (%s)", pwb_strerror(rc),
+		      pwb_errmsg());
+
+	for (i = 0; i < NR_INODES; i++) {
+		struct istore *is = &r.is[i];
+		uint64_t p;
+
+		rc = pwb_inode_open(r.bdi, is->st.ino, &i_ops, is,
+				    &is->st.inode);
+		ck_assert_msg(rc == 0, "pwb_inode_open: %s", pwb_strerror(rc));
+		for (p = 0; p < is->st.nr_pages; p++)
+			tu_fill_page(&is->st, p, ++is->version[p]);
+		ck_assert_int_eq(pwb_mark_dirty(is->st.inode, 0,
+						is->st.nr_pages * PS), 0);
+	}
+
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < NR_WRITERS; i++) {
+		w[i].r = &r;
+		w[i].id = i;
+		w[i].seed = 0x9e3779b97f4a7c15ull * (i + 1) + _i;
+		if (pthread_create(&w[i].tid, NULL, writer_fn, &w[i]))
+			break;
+		created++;
+	}
+	t_end = now_ms() + RUN_LIMIT_MS;
+	while (created == NR_WRITERS && !enough && now_ms() < t_end) {
+		sleep_ms(5);
+		enough = pwb_bdi_stats(r.bdi, &s) == 0 &&
+			 s.written_pages >= MIN_FLUSHER_PAGES;
+		for (i = 0; i < NR_WRITERS; i++)
+			enough = enough &&
+				 __atomic_load_n(&w[i].marks,
+						 __ATOMIC_ACQUIRE) >= MIN_MARKS;
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < created; i++)
+		pthread_join(w[i].tid, NULL);
+
+	ck_assert_uint_eq(created, NR_WRITERS);
+	for (i = 0; i < NR_WRITERS; i++) {
+		ck_assert_msg(w[i].mark_err == 0, "writer %u: mark_dirty: %s",
+			      i, pwb_strerror(w[i].mark_err));
+		ck_assert_msg(w[i].fsync_err == 0, "writer %u: fsync: %s", i,
+			      pwb_strerror(w[i].fsync_err));
+	}
+	ck_assert_msg(enough, "no concurrent writeback within %u ms",
+		      RUN_LIMIT_MS);
+
+	rc = pwb_sync(r.bdi);
+	ck_assert_msg(rc == 0, "pwb_sync: %s", pwb_strerror(rc));
+	ck_assert_int_eq(pwb_bdi_stats(r.bdi, &s), 0);
+	ck_assert_uint_eq(s.dirty_pages, 0);
+	ck_assert_uint_eq(s.writeback_pages, 0);
+	ck_assert_uint_eq(s.io_errors, 0);
+	ck_assert_uint_gt(s.periodic_passes + s.background_passes, 0);
+	bad = verify_all(&r);
+	ck_assert_msg(bad == 0, "nr_wb_ctx %u, io_depth %u: %ld pages differ "
+		      "from memory", nr_ctx, depth, bad);
+	for (i = 0; i < NR_INODES; i++)
+		ck_assert_msg(r.is[i].wrong_thread == 0,
+			      "inode %u: %lu completions off its flusher", i,
+			      r.is[i].wrong_thread);
+	run_finish(&r);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Single-inode helpers                                                   */
+
+/* Open a bdi with @backend on a fresh image of @pages pages, with the
+ * flushers idle (no periodic or background passes): only syncs write. */
+static struct pwb_bdi *open_quiet(const char *backend, uint64_t pages,
+				  unsigned int max_io_bytes, char **img)
+{
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi = NULL;
+	int rc;
+
+	*img = tu_image_create(pages * PS);
+	track_image(*img);
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = 1;
+	cfg.page_size = PS;
+	cfg.backend = backend;
+	cfg.dirty_writeback_ms = 0;
+	cfg.dirty_background_bytes = 0;
+	cfg.dirty_bytes = 0;
+	cfg.max_io_bytes = max_io_bytes;
+	rc = pwb_bdi_open(*img, &cfg, &bdi);
+	ck_assert_msg(rc == 0, "pwb_bdi_open(%s): %s (%s)", backend,
+		      pwb_strerror(rc), pwb_errmsg());
+	return bdi;
+}
+
+static void close_quiet(struct pwb_bdi *bdi, char *img)
+{
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_image_remove(img);
+	track_image(NULL);
+}
+
+/*
+ * Requests of 2048 pages (8 MiB) exceed the kernel's 1024 iovecs per
+ * writev: io_uring must continue them with further SQEs, as it does a
+ * short completion, and every byte must land.
+ */
+START_TEST(test_uring_request_above_iov_max_is_continued)
+{
+	const uint64_t pages = 4096;	/* 16 MiB: two 8 MiB requests */
+	struct tu_store st;
+	struct pwb_stats s;
+	struct pwb_bdi *bdi;
+	uint64_t p;
+	char *img;
+
+	bdi = open_quiet("io_uring", pages, 8u << 20, &img);
+	tu_store_init(&st, 7, PS, pages, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	for (p = 0; p < pages; p++)
+		tu_fill_page(&st, p, 1);
+	ck_assert_int_eq(pwb_mark_dirty(st.inode, 0, pages * PS), 0);
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(s.io_submitted, 2);
+	ck_assert_uint_eq(s.written_pages, pages);
+	ck_assert_uint_eq(s.bytes_written, pages * PS);
+	ck_assert_uint_eq(s.io_errors, 0);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+	close_quiet(bdi, img);
+	tu_store_destroy(&st);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Injected faults reach both device backends                             */
+
+static const char *const fault_backends[] = { "psync", "io_uring" };
+static bool uring_ok;
+
+/* 32 extents of 1..16 pages with holes between them, all dirty. */
+static void dirty_extents(struct tu_store *st, uint32_t version)
+{
+	uint64_t p = 0, seed = 0xfa17 + version;
+	unsigned int e;
+
+	for (e = 0; e < 32; e++) {
+		uint64_t n = 1 + tu_rand(&seed) % 16, q;
+
+		for (q = p; q < p + n; q++)
+			tu_fill_page(st, q, version);
+		ck_assert_int_eq(pwb_mark_dirty(st->inode, p * PS, n * PS), 0);
+		p += n + 1;
+	}
+}
+
+/*
+ * Every write is cut short once (the device takes about half): the
+ * backend must continue each from where it stopped, so every byte lands
+ * and no error is reported.
+ */
+START_TEST(test_short_writes_are_continued)
+{
+	const char *backend = fault_backends[_i];
+	struct pwb_fault f = { .kind = PWB_FAULT_SHORT, .every = 1 };
+	struct tu_store st;
+	struct pwb_stats s;
+	struct pwb_bdi *bdi;
+	uint64_t hits = 0;
+	char *img;
+
+	if (!strcmp(backend, "io_uring") && !uring_ok)
+		return;	/* main() said why */
+	bdi = open_quiet(backend, 32 * 17, 64 * 1024, &img);
+	tu_store_init(&st, 3, PS, 32 * 17, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	ck_assert_int_eq(pwb_bdi_inject_fault(bdi, &f), 0);
+	dirty_extents(&st, 1);
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(pwb_fault_hits(bdi, &hits), 0);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(hits, s.io_submitted);
+	ck_assert_uint_gt(hits, 0);
+	ck_assert_uint_eq(s.io_errors, 0);
+	ck_assert_uint_eq(s.dirty_pages, 0);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+	close_quiet(bdi, img);
+	tu_store_destroy(&st);
+}
+END_TEST
+
+/*
+ * One write fails with EIO before reaching the device: pwb_sync reports
+ * it, its pages stay dirty, and once the fault is gone the next sync
+ * writes them and succeeds.
+ */
+START_TEST(test_injected_eio_is_reported_and_pages_stay_dirty)
+{
+	const char *backend = fault_backends[_i];
+	struct pwb_fault f = { .kind = PWB_FAULT_EIO, .nth = 3 };
+	struct tu_store st;
+	struct pwb_stats s;
+	struct pwb_bdi *bdi;
+	uint64_t dirty;
+	char *img;
+
+	if (!strcmp(backend, "io_uring") && !uring_ok)
+		return;	/* main() said why */
+	bdi = open_quiet(backend, 32 * 17, 64 * 1024, &img);
+	tu_store_init(&st, 4, PS, 32 * 17, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	ck_assert_int_eq(pwb_bdi_inject_fault(bdi, &f), 0);
+	dirty_extents(&st, 1);
+	ck_assert_int_eq(pwb_sync(bdi), -EIO);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(s.io_errors, 1);
+	ck_assert_int_eq(pwb_inode_dirty_pages(st.inode, &dirty), 0);
+	ck_assert_uint_gt(dirty, 0);
+	ck_assert_int_eq(st.last_err, -EIO);
+	ck_assert_int_eq(pwb_bdi_inject_fault(bdi, NULL), 0);
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(pwb_inode_dirty_pages(st.inode, &dirty), 0);
+	ck_assert_uint_eq(dirty, 0);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+	close_quiet(bdi, img);
+	tu_store_destroy(&st);
+}
+END_TEST
+
+/* The null backend: every page counts as written, the device stays
+ * untouched (all zero). */
+START_TEST(test_null_backend_writes_nothing_but_counts_pages)
+{
+	const uint64_t pages = 1024;
+	struct tu_store st;
+	struct pwb_bdi_info info;
+	struct pwb_stats s;
+	struct pwb_bdi *bdi;
+	uint8_t *buf;
+	uint64_t p, off;
+	char *img;
+
+	bdi = open_quiet("null", pages, 1u << 20, &img);
+	ck_assert_int_eq(pwb_bdi_info(bdi, &info), 0);
+	ck_assert_str_eq(info.backend, "null");
+	tu_store_init(&st, 9, PS, pages, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	for (p = 0; p < pages; p++)
+		tu_fill_page(&st, p, 1 + (uint32_t)p);
+	/* Two ranges with a hole: two extents, several requests. */
+	ck_assert_int_eq(pwb_mark_dirty(st.inode, 0, 600 * PS), 0);
+	ck_assert_int_eq(pwb_mark_dirty(st.inode, 700 * PS, 324 * PS), 0);
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);
+
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(s.written_pages, 924);
+	ck_assert_uint_eq(s.bytes_written, 924 * PS);
+	ck_assert_uint_eq(s.dirty_pages, 0);
+	ck_assert_uint_eq(s.writeback_pages, 0);
+	ck_assert_uint_eq(s.io_errors, 0);
+	ck_assert_uint_eq(s.io_extents, 2);
+	ck_assert_uint_eq(s.io_submitted, 5);	/* 256+256+88, 256+68 */
+	ck_assert_uint_eq(st.pages_written, 924);
+
+	ck_assert_int_eq(posix_memalign((void **)&buf, 4096, 1 << 20), 0);
+	for (off = 0; off < pages * PS; off += 1 << 20) {
+		ck_assert_int_eq(tu_read_device(img, off, buf, 1 << 20), 0);
+		for (p = 0; p < (1 << 20); p++)
+			if (buf[p])
+				break;
+		ck_assert_msg(p == (1 << 20), "device byte %" PRIu64
+			      " was written by the null backend", off + p);
+	}
+	free(buf);
+	close_quiet(bdi, img);
+	tu_store_destroy(&st);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* io_extents                                                             */
+
+static const char *const extent_backends[] = { "psync", "io_uring", "null" };
+
+/*
+ * 16 inodes of exactly 1 MiB each, dirtied whole, with max_io_bytes 1 MiB:
+ * each extent leaves as exactly one I/O, so io_extents == io_submitted.
+ * Then one 4 MiB extent: io_extents counts it once, before max_io_bytes
+ * splits it into four I/Os. Then every other page: one extent, one I/O,
+ * per page.
+ */
+START_TEST(test_io_extents_one_per_contiguous_extent)
+{
+	const char *backend = extent_backends[_i];
+	const uint64_t per = (1u << 20) / PS, nr = 16;
+	struct tu_store st[16], big;
+	struct pwb_stats s;
+	struct pwb_bdi *bdi;
+	uint64_t i, p;
+	char *img;
+
+	if (!strcmp(backend, "io_uring") && !uring_ok)
+		return;	/* main() said why */
+	bdi = open_quiet(backend, (nr + 4) * per, 1u << 20, &img);
+	for (i = 0; i < nr; i++) {
+		tu_store_init(&st[i], 100 + i, PS, per, i * per * PS);
+		ck_assert_int_eq(tu_store_open(&st[i], bdi), 0);
+		for (p = 0; p < per; p++)
+			tu_fill_page(&st[i], p, 1);
+		ck_assert_int_eq(pwb_mark_dirty(st[i].inode, 0, per * PS), 0);
+	}
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(s.io_extents, nr);
+	ck_assert_uint_eq(s.io_submitted, nr);
+	ck_assert_uint_eq(s.written_pages, nr * per);
+
+	tu_store_init(&big, 200, PS, 4 * per, nr * per * PS);
+	ck_assert_int_eq(tu_store_open(&big, bdi), 0);
+	for (p = 0; p < 4 * per; p++)
+		tu_fill_page(&big, p, 1);
+	ck_assert_int_eq(pwb_mark_dirty(big.inode, 0, 4 * per * PS), 0);
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(s.io_extents, nr + 1);
+	ck_assert_uint_eq(s.io_submitted, nr + 4);
+
+	for (p = 0; p < per; p += 2) {
+		tu_fill_page(&big, p, 2);
+		ck_assert_int_eq(pwb_mark_dirty(big.inode, p * PS, PS), 0);
+	}
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(s.io_extents, nr + 1 + per / 2);
+	ck_assert_uint_eq(s.io_submitted, nr + 4 + per / 2);
+
+	if (strcmp(backend, "null")) {
+		ck_assert_int_eq(tu_verify_device(img, st, (unsigned)nr), 0);
+		ck_assert_int_eq(tu_verify_device(img, &big, 1), 0);
+	}
+	close_quiet(bdi, img);
+	for (i = 0; i < nr; i++)
+		tu_store_destroy(&st[i]);
+	tu_store_destroy(&big);
+}
+END_TEST
+
+#ifndef HAVE_LIBURING
+/* Built without liburing: the name is known, and refused clearly. */
+START_TEST(test_uring_absent_gives_eopnotsupp)
+{
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi = NULL;
+	char *img = tu_image_create(64 * PS);
+
+	track_image(img);
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = 1;
+	cfg.backend = "io_uring";
+	ck_assert_int_eq(pwb_bdi_open(img, &cfg, &bdi), -EOPNOTSUPP);
+	ck_assert_ptr_nonnull(strstr(pwb_errmsg(), "liburing"));
+	tu_image_remove(img);
+	track_image(NULL);
+}
+END_TEST
+#endif
+
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Can this machine run the io_uring backend? Only an io_uring that the
+ * kernel refuses (or a build without liburing) is a reason to skip; any
+ * other failure to open is a real failure and left to the tests.
+ */
+static bool probe_uring(void)
+{
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi = NULL;
+	char path[4096];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/pwb-uring-probe-XXXXXX",
+		 tu_test_dir());
+	fd = mkstemp(path);
+	if (fd < 0 || ftruncate(fd, 1 << 20)) {
+		if (fd >= 0)
+			close(fd);
+		return true;	/* let the tests report it */
+	}
+	close(fd);
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = 1;
+	cfg.backend = "io_uring";
+	rc = pwb_bdi_open(path, &cfg, &bdi);
+	if (!rc)
+		pwb_bdi_close(bdi);
+	unlink(path);
+	/* Both refusals say "io_uring backend" (io-uring.c). */
+	if (rc && (rc == -EOPNOTSUPP ||
+		   strstr(pwb_errmsg(), "io_uring backend"))) {
+		fprintf(stderr, "SKIP io_uring tests: %s\n", pwb_errmsg());
+		return false;
+	}
+	return true;
+}
+
+static Suite *io_suite(void)
+{
+	Suite *s = suite_create("io");
+	TCase *tc;
+
+	if (uring_ok) {
+		tc = tcase_create("uring");
+		tcase_set_timeout(tc, 300);
+		tcase_add_loop_test(tc,
+			test_uring_device_matches_memory_after_concurrent_dirtying,
+			0, (int)(sizeof(combos) / sizeof(combos[0])));
+		tcase_add_test(tc,
+			       test_uring_request_above_iov_max_is_continued);
+		suite_add_tcase(s, tc);
+	}
+#ifndef HAVE_LIBURING
+	tc = tcase_create("uring-absent");
+	tcase_add_test(tc, test_uring_absent_gives_eopnotsupp);
+	suite_add_tcase(s, tc);
+#endif
+
+	tc = tcase_create("faults");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_short_writes_are_continued, 0, 2);
+	tcase_add_loop_test(tc,
+			    test_injected_eio_is_reported_and_pages_stay_dirty,
+			    0, 2);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("null");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_null_backend_writes_nothing_but_counts_pages);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("extents");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_io_extents_one_per_contiguous_extent, 0,
+		(int)(sizeof(extent_backends) / sizeof(extent_backends[0])));
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static int odirect_unsupported(void)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/pwb-probe-XXXXXX", tu_test_dir());
+	fd = mkstemp(path);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	fd = open(path, O_RDWR | O_DIRECT);
+	unlink(path);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EINVAL)
+		return 0;
+	fprintf(stderr, "SKIP: %s refuses O_DIRECT (tmpfs?); set PWB_TEST_DIR "
+		"to a directory on a real file system\n", tu_test_dir());
+	return 1;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	if (odirect_unsupported())
+		return 77;
+	i_ops = tu_ops;
+	i_ops.end_write = i_end_write;
+	uring_ok = probe_uring();
+	atexit(remove_stale_image);
+	sr = srunner_create(io_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	track_image(NULL);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
