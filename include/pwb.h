@@ -172,6 +172,16 @@ struct pwb_bdi_config {
 	 *  pwb_balance_dirty() gives -ETIMEDOUT; 0 waits forever.
 	 *  Default 30000. */
 	unsigned int throttle_timeout_ms;
+	/** Flusher threads, apart from the contexts (lists): flusher f
+	 *  serves the contexts whose index modulo nr_flushers is f. 0 means
+	 *  one thread per context. nr_wb_ctx = 1 with nr_flushers = 1 is the
+	 *  kernel's legacy single-threaded writeback. At most
+	 *  PWB_MAX_WB_CTX. Default 0. */
+	unsigned int nr_flushers;
+	/** Cap on writes in flight for the whole bdi, over all contexts (for
+	 *  network storage that cannot take more); 0 means no cap.
+	 *  Default 0. */
+	unsigned int max_inflight;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -243,6 +253,31 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi);
 PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi);
 
 /**
+ * pwb_bdi_set_nr_wb_ctx() - change the number of writeback contexts live
+ * @bdi: the bdi
+ * @nr: the new count, 1 .. PWB_MAX_WB_CTX; 0 picks automatically as
+ *      pwb_bdi_open() does
+ *
+ * Re-shards while writers and flushers run, like the kernel's
+ * inode_switch_wbs(): the flushers are parked between work items (with no
+ * write in flight), every affined inode is moved to the context the shard
+ * policy now gives it, under both contexts' list locks, the new context
+ * array is published with RCU, and retired contexts are freed after a grace
+ * period. No inode is ever on two lists and no dirty page is lost; a
+ * pwb_sync() or pwb_fsync() running meanwhile still covers everything
+ * dirtied before it began (it repeats its work if a re-shard overtook it).
+ * Cumulative counters of retired contexts stay in pwb_bdi_stats().
+ * With nr_flushers = 0 (one thread per context) threads are started and
+ * stopped to match.
+ *
+ * Context: any thread but a flusher; sleeps. Calls are serialised.
+ * Return: 0; -EINVAL for a NULL @bdi or @nr above PWB_MAX_WB_CTX; -EDEADLK
+ *         from an ops callback; -ENOMEM, or pthread_create()'s error (the
+ *         bdi then keeps its old count).
+ */
+PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr);
+
+/**
  * struct pwb_bdi_info - facts a bdi found about its device
  */
 struct pwb_bdi_info {
@@ -251,6 +286,7 @@ struct pwb_bdi_info {
 	unsigned int page_size;
 	unsigned int nr_wb_ctx;
 	int rotational;			/* 1, 0, or -1 if unknown */
+	unsigned int nr_flushers;	/* threads running now */
 	int is_blockdev;
 	char policy[64];		/* policy name in use */
 	char backend[16];		/* I/O backend in use */
@@ -606,6 +642,9 @@ struct pwb_stats {
 	uint64_t throttle_ns;		/* time dirtiers slept in balance */
 	uint64_t throttle_events;	/* sleeps in pwb_balance_dirty */
 	uint64_t io_extents;		/* contiguous dirty extents written */
+	/** Now, pwb_bdi_stats only: max over mean of the contexts' dirty
+	 *  pages, times 1000 (1000 = perfectly even; 0 if nothing dirty). */
+	uint64_t imbalance_milli;
 };
 
 /**

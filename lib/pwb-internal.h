@@ -54,6 +54,7 @@
 #include <urcu/uatomic.h>
 
 #include "pwb.h"
+#include "pwb-policy.h"
 
 #define PWB__INTERNAL __attribute__((visibility("hidden")))
 
@@ -80,6 +81,40 @@ void pwb__errseq_set(pwb__errseq_t *eseq, int err) PWB__INTERNAL;
  * so that each error is returned once to each cursor. */
 int pwb__errseq_check_and_advance(pwb__errseq_t *eseq,
 				  pwb__errseq_t *cursor) PWB__INTERNAL;
+
+/*
+ * Write failures. A failed write leaves its pages dirty (pwb__io_end); the
+ * inode is then retried with a bounded back-off: periodic and background
+ * passes skip it until retry_after (PWB__WB_BACKOFF_MIN_NS, doubled per
+ * failed visit up to PWB__WB_BACKOFF_MAX_NS), no SYNC_NONE pass retries it
+ * in the pass where it failed, integrity sync always retries. After
+ * PWB__WB_FAIL_LIMIT consecutive failed visits the inode is marked failed:
+ * pwb_fsync returns the error until pwb__inode_clear_error(). -ENOSPC also
+ * pauses the context's periodic and background passes (the same back-off),
+ * until a write succeeds there again.
+ */
+#define PWB__WB_BACKOFF_MIN_NS (100 * PWB__NSEC_PER_MSEC)
+#define PWB__WB_BACKOFF_MAX_NS (10 * PWB__NSEC_PER_SEC)
+#define PWB__WB_FAIL_LIMIT 8u	/* proposed: pwb_bdi_config.max_write_failures */
+struct pwb_inode;
+struct pwb__wb_ctx;
+/* A write of @inode by @wb ended with @err (non-zero) or succeeded (0).
+ * Caller holds inode->lock; runs on @wb's flusher. */
+void pwb__wb_write_result_locked(struct pwb_inode *inode,
+				 struct pwb__wb_ctx *wb, int err) PWB__INTERNAL;
+/* End of a writeback visit that handed @written pages to the backend:
+ * return true if a write of this visit failed. Caller holds inode->lock. */
+bool pwb__wb_visit_end_locked(struct pwb_inode *inode,
+			      uint64_t written) PWB__INTERNAL;
+/* Should a SYNC_NONE pass of @wb leave @inode alone now? @periodic: a
+ * periodic or background pass (which honour the back-off). Caller holds
+ * inode->lock. */
+bool pwb__wb_backing_off_locked(struct pwb_inode *inode,
+				struct pwb__wb_ctx *wb,
+				bool periodic) PWB__INTERNAL;
+/* Forget @inode's failures and its failed mark (the future
+ * pwb_inode_clear_error). Takes inode->lock. */
+void pwb__inode_clear_error(struct pwb_inode *inode) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* pagemap.c: sparse per-inode page tags                                  */
@@ -235,34 +270,75 @@ void pwb__io_end(struct pwb__io *io, int err) PWB__INTERNAL;
 /* The same without freeing @io (for requests that never reached a
  * backend, kept on the stack). */
 void pwb__io_complete(struct pwb__io *io, int err) PWB__INTERNAL;
+/* pwb__fault_check() for @io, asked once per request before its first
+ * write, with the answer made usable for O_DIRECT: FAIL gives a non-zero
+ * *err; SHORT gives a *short_len that is a positive multiple of the
+ * logical block size below the request's length (else it becomes PASS). */
+enum pwb__fault_action pwb__io_fault_check(struct pwb__io *io, int *err,
+					   uint64_t *short_len) PWB__INTERNAL;
+/* Limit the first @cnt entries of @iov to @max bytes for one write: return
+ * how many entries to pass; if @max ends inside the last of them, that
+ * entry is shortened in place by *@cut bytes, which the caller adds back
+ * after the write (0 if nothing was cut). */
+unsigned int pwb__iov_cut(struct iovec *iov, unsigned int cnt, uint64_t max,
+			  size_t *cut) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* policy.c: the shard policy interface                                   */
 
 /*
  * A shard policy decides which context an inode joins at its first
- * dirtying. Valid from version 1: name, init, fini, select.
+ * dirtying. Its ops table is the public struct pwb_policy_ops
+ * (pwb-policy.h): built-ins (policy-*.c), registered tables and loaded
+ * plugins alike, found by name in a process-wide registry whose entries
+ * live until the process exits. Each bdi holds one instance.
  */
-struct pwb__policy_ops {
-	unsigned int version;
-	const char *name;
-	int (*init)(struct pwb_bdi *bdi, const char *args, void **state);
-	void (*fini)(void *state);
-	/* Return a context index below @nr_wb_ctx, or -errno. */
-	int (*select)(void *state, struct pwb_inode *inode,
-		      unsigned int nr_wb_ctx);
-};
-
 struct pwb__policy {
-	const struct pwb__policy_ops *ops;
-	void *state;
-	char spec[64];
+	const struct pwb_policy_ops *ops;
+	void *state;			/* the instance's, from ops->init */
+	char spec[PWB_POLICY_SPEC_MAX + 1];	/* normalised "name[:args]" */
+	uint64_t nr_fallbacks;		/* uatomic: select() failed or gave an
+					 * index out of range */
+	int fallback_reported;		/* uatomic: stderr message sent */
 };
 
-/* Parse "name[:args]" and instantiate the policy in @pol. */
+/* Parse "name[:args]" (NULL or "": inode-hash), find the policy and
+ * instantiate it in @pol. Return 0 or -errno (message recorded). */
 int pwb__policy_create(struct pwb_bdi *bdi, const char *spec,
 		       struct pwb__policy *pol) PWB__INTERNAL;
+/* Call fini; @pol may be zeroed or already destroyed. */
 void pwb__policy_destroy(struct pwb__policy *pol) PWB__INTERNAL;
+/* Tell the instance the bdi now has @nr contexts (live re-sharding);
+ * call it after publishing the new array, before re-placing inodes. */
+void pwb__policy_nr_changed(struct pwb__policy *pol,
+			    unsigned int nr) PWB__INTERNAL;
+/* The fallback index for @ino: inode-hash. */
+static inline unsigned int pwb__policy_hash(uint64_t ino, unsigned int nr)
+{
+	return (unsigned int)(ino % nr);
+}
+
+/* The built-in policies (policy-*.c). */
+extern const struct pwb_policy_ops pwb__policy_inode_hash PWB__INTERNAL;
+extern const struct pwb_policy_ops pwb__policy_alloc_group PWB__INTERNAL;
+extern const struct pwb_policy_ops pwb__policy_least_loaded PWB__INTERNAL;
+extern const struct pwb_policy_ops pwb__policy_hint PWB__INTERNAL;
+
+/* Helpers for built-in init functions; each records a message naming
+ * policy @name on failure. -EINVAL unless @args is NULL: */
+int pwb__policy_no_args(const char *name, const char *args) PWB__INTERNAL;
+/* Call @fn(@arg, key, value) for each "key=value" of @args (NULL: none),
+ * with NUL-terminated copies; stop at and return its first non-zero. */
+int pwb__policy_args_each(const char *name, const char *args,
+			  int (*fn)(void *arg, const char *key,
+				    const char *val),
+			  void *arg) PWB__INTERNAL;
+/* pwb_policy_map_page() without messages: 0, -ERANGE or map_page's error. */
+int pwb__policy_map_page(struct pwb_inode *inode, uint64_t index,
+			 uint64_t *dev_off) PWB__INTERNAL;
+/* Parse a byte count: decimal digits, then optionally K, M, G or T
+ * (powers of 1024, either case). 0 or -EINVAL (no message). */
+int pwb__parse_size(const char *str, uint64_t *bytes) PWB__INTERNAL;
 /* Context index for @inode, whose first dirtied page is @index; always
  * valid: a failing or out-of-range answer falls back to inode-hash. Called
  * with no lock held (a policy may call the inode's map_page). */
@@ -292,6 +368,7 @@ struct pwb__wb_stats {
 	uint64_t inodes_written;
 	uint64_t device_flushes;
 	uint64_t flush_ns;
+	uint64_t io_extents;	/* contiguous dirty extents written */
 };
 
 /*
@@ -310,40 +387,68 @@ struct pwb__wb_ctx {
 	pthread_cond_t sync_cond;	/* with list_lock: I_SYNC cleared */
 
 	pthread_mutex_t work_lock;
-	pthread_cond_t work_cond;	/* work queued, or stop */
 	struct cds_list_head work_list;	/* work_lock */
-	bool stop;			/* work_lock */
 	bool bg_kick;			/* work_lock: check background soon */
-	pthread_t thread;
-	bool thread_started;
+	bool retired;			/* work_lock: removed by a re-shard */
 
-	/* Flusher-thread only. */
+	/* Only the serving flusher (or a re-shard, flushers parked). */
 	uint64_t last_old_flush;	/* clock ns of last periodic pass */
 	uint64_t bw_stamp;		/* clock ns of last bandwidth update */
 	uint64_t bw_written;		/* written bytes at bw_stamp */
 	uint64_t avg_write_bw;		/* bytes/s, also read by stats */
 	void *io_state;			/* the backend's */
+	uint64_t nospc_until;		/* clock ns: ENOSPC pauses periodic and
+					 * background passes until then */
+	uint64_t nospc_backoff_ns;	/* that pause, doubled per ENOSPC */
 
 	struct pwb__wb_stats stats;
 };
 
 int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 		     unsigned int idx) PWB__INTERNAL;
-int pwb__wb_ctx_start(struct pwb__wb_ctx *wb) PWB__INTERNAL;
-void pwb__wb_ctx_stop(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 void pwb__wb_ctx_destroy(struct pwb__wb_ctx *wb) PWB__INTERNAL;
-/* Queue @work and wake the flusher. */
+/* Queue @work and wake the serving flusher. Work queued on a retired
+ * context completes at once with -EAGAIN (the caller retries). */
 void pwb__wb_queue_work(struct pwb__wb_ctx *wb,
 			struct pwb__wb_work *work) PWB__INTERNAL;
-/* Ask the flusher to check the background threshold. */
+/* Ask the serving flusher to check the background threshold. */
 void pwb__wb_kick_background(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 void pwb__wb_stats_read(struct pwb__wb_ctx *wb,
 			struct pwb_stats *st) PWB__INTERNAL;
+/* Retire @wb: complete its queued work with -EAGAIN. Flushers parked. */
+void pwb__wb_ctx_retire(struct pwb__wb_ctx *wb) PWB__INTERNAL;
+
+/*
+ * A flusher thread: the kernel's writeback worker, apart from the lists.
+ * Flusher f serves contexts c with c % bdi->nr_flushers == f. It sleeps on
+ * cond until kicked (work queued, background) or the periodic interval.
+ */
+struct pwb__flusher {
+	struct pwb_bdi *bdi;
+	unsigned int idx;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* with lock: kicked or stop */
+	bool kicked;		/* lock */
+	bool stop;		/* lock */
+	bool fresh;		/* started while others were parked: has
+				 * nothing in flight to drain */
+	pthread_t thread;
+	bool started;
+};
+
+int pwb__flusher_start(struct pwb_bdi *bdi, unsigned int idx) PWB__INTERNAL;
+/* Stop and join flusher @idx (it must not be parked). */
+void pwb__flusher_stop(struct pwb_bdi *bdi, unsigned int idx) PWB__INTERNAL;
+void pwb__flusher_kick(struct pwb__flusher *fl) PWB__INTERNAL;
+/* Park every running flusher between work items, with nothing in flight;
+ * returns when all are parked. pwb__flushers_resume() lets them go. Caller
+ * holds bdi->reshard_lock. */
+void pwb__flushers_park(struct pwb_bdi *bdi) PWB__INTERNAL;
+void pwb__flushers_resume(struct pwb_bdi *bdi) PWB__INTERNAL;
 
 /* The context array, published with RCU. */
 struct pwb__wb_ctx_array {
 	unsigned int nr;
-	struct rcu_head rcu;
 	struct pwb__wb_ctx *ctx[];
 };
 
@@ -365,7 +470,21 @@ struct pwb_bdi {
 	uint64_t bg_thresh_pages;	/* 0: no background writeback */
 	uint64_t max_io_pages;
 
-	struct pwb__wb_ctx_array *ctxs;	/* RCU-published */
+	struct pwb__wb_ctx_array *ctxs;	/* RCU-published; replaced only
+					 * with the flushers parked */
+	/* Flushers. Slots are allocated once and live until close. */
+	struct pwb__flusher *flushers[PWB_MAX_WB_CTX];
+	unsigned int nr_flushers;	/* uatomic: running, serving by idx */
+	pthread_mutex_t park_lock;
+	pthread_cond_t park_cond;	/* park_req or nr_parked changed */
+	bool park_req;			/* park_lock */
+	unsigned int nr_parked;		/* park_lock */
+	pthread_mutex_t reshard_lock;	/* serialises re-shards, close */
+	unsigned long reshard_gen;	/* uatomic: bumped by each re-shard */
+	struct pwb_stats retired_stats;	/* uatomic: retired contexts' sums */
+	pthread_mutex_t inflight_lock;	/* max_inflight accounting */
+	pthread_cond_t inflight_cond;
+	unsigned int inflight;		/* inflight_lock */
 	struct pwb__policy policy;
 	const struct pwb__io_backend *io;
 
@@ -383,6 +502,7 @@ struct pwb_bdi {
 	uint64_t throttle_ns;		/* uatomic: time dirtiers slept */
 	uint64_t throttle_events;	/* uatomic: sleeps */
 	struct pwb__fault_state *fault;	/* RCU-published, io-fault.c */
+	uint64_t fault_hits;		/* uatomic: writes hit, every rule */
 
 	uint64_t nr_device_flushes;	/* flush_lock */
 
@@ -410,6 +530,23 @@ bool pwb__in_flusher(void) PWB__INTERNAL;
 /* Index of the context whose flusher is the calling thread, or -1. */
 int pwb__flusher_ctx_idx(void) PWB__INTERNAL;
 void pwb__set_flusher_ctx(int idx) PWB__INTERNAL;
+
+/* Flusher threads for @nr_ctx contexts under this bdi's config. */
+unsigned int pwb__nr_flushers_for(const struct pwb_bdi *bdi,
+				  unsigned int nr_ctx) PWB__INTERNAL;
+/* A context array of @nr: the first ones taken from @old, the rest new
+ * (initialised, not served yet). NULL on failure (message set). */
+struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
+					       struct pwb__wb_ctx_array *old,
+					       unsigned int nr) PWB__INTERNAL;
+/* Number of contexts nr_wb_ctx = 0 asks for on this device. */
+unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;
+/* Every open inode (a snapshot, for walks that sleep); free() the array. */
+struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi,
+					   size_t *nr) PWB__INTERNAL;
+/* Take and release a slot of max_inflight before a backend submit. */
+void pwb__inflight_get(struct pwb__wb_ctx *wb) PWB__INTERNAL;
+void pwb__inflight_put(struct pwb_bdi *bdi, unsigned int nr) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* throttle.c                                                             */
@@ -452,6 +589,9 @@ struct pwb_inode {
 	 * a later move between contexts holds both list_locks and
 	 * inode->lock. Readers hold inode->lock or use CMM_LOAD_SHARED. */
 	struct pwb__wb_ctx *wb;
+	/* pwb_inode_set_wb_hint(): a context index or -1. CMM_STORE_SHARED
+	 * by the application, CMM_LOAD_SHARED by the shard policy. */
+	int wb_hint;
 
 	pthread_mutex_t lock;		/* the fields below, to the marker */
 	unsigned int state;		/* PWB__I_* */
@@ -464,6 +604,16 @@ struct pwb_inode {
 	pwb__errseq_t fsync_cursor;	/* pwb_fsync's cursor */
 	unsigned int users;		/* fsyncs in progress */
 	pthread_cond_t users_cond;	/* users dropped to 0 */
+	/* Write failures (error.c): back-off and the failed mark. */
+	unsigned int wb_visit;		/* bumped by each writeback visit */
+	unsigned int fail_visit;	/* wb_visit of the last counted failure */
+	unsigned int wb_failures;	/* consecutive visits with a failure */
+	uint64_t fail_pass;		/* wb_passes of the ctx at that failure */
+	uint64_t backoff_ns;		/* current back-off, doubled per failure */
+	uint64_t retry_after;		/* clock ns: periodic/background skip
+					 * the inode until then */
+	int failed_err;			/* after PWB__WB_FAIL_LIMIT failures:
+					 * fsync returns it until cleared */
 	/* ---- end of inode->lock ---- */
 
 	struct cds_list_head io_list;	/* wb->list_lock: on a b_* list */

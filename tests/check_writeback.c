@@ -1,0 +1,1388 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * check_writeback.c - the writeback algorithm, white-box
+ *
+ * Expiry and periodic ("kupdate") writeback on an injected clock, the
+ * background threshold, chunking, re-dirtying during writeback, integrity
+ * sync under constant re-dirtying, I/O coalescing, close with dirty data,
+ * and write errors.
+ *
+ * Time never passes by sleeping: every bdi here reads a tu_clock that the
+ * test advances, the flusher's own periodic timer is off
+ * (dirty_writeback_ms = 0) unless a test is about that timer, and passes are
+ * driven with pwb_bdi_writeback(..., PWB_WB_WAIT). Threads are created
+ * inside the test (the forked child) and never call ck_assert: they record
+ * what they saw, the test joins them, then asserts.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pwb-internal.h"
+#include "test-util.h"
+
+#define PS 4096u			/* page size of every bdi here */
+#define T0 (1000ull * PWB__NSEC_PER_SEC) /* fake clock at open: 1000 s */
+#define EXPIRE_MS 30000u		/* dirty_expire_ms of these tests */
+
+/* ---------------------------------------------------------------------- */
+/* Environment: one image, one fake clock, one bdi                        */
+
+struct env {
+	char *img;
+	struct tu_clock clock;
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi;
+};
+
+/* Image of the running test, removed at exit if the test failed early. */
+static char *g_img;
+
+static void remove_stale_image(void)
+{
+	if (g_img)
+		unlink(g_img);
+}
+
+/* Deterministic defaults: @nr contexts, fake clock at T0, no periodic
+ * timer, no background writeback, no dirty limit. */
+static void env_config(struct env *e, unsigned int nr)
+{
+	memset(e, 0, sizeof(*e));
+	tu_clock_set(&e->clock, T0);
+	pwb_bdi_config_init(&e->cfg);
+	e->cfg.nr_wb_ctx = nr;
+	e->cfg.page_size = PS;
+	e->cfg.dirty_expire_ms = EXPIRE_MS;
+	e->cfg.dirty_writeback_ms = 0;
+	e->cfg.dirty_background_bytes = 0;
+	e->cfg.dirty_bytes = 0;
+	e->cfg.clock = tu_clock_read;
+	e->cfg.clock_arg = &e->clock;
+}
+
+static void env_open(struct env *e, uint64_t pages)
+{
+	int rc;
+
+	if (g_img) {
+		unlink(g_img);
+		free(g_img);
+		g_img = NULL;
+	}
+	e->img = tu_image_create(pages * PS);
+	g_img = strdup(e->img);
+	rc = pwb_bdi_open(e->img, &e->cfg, &e->bdi);
+	ck_assert_msg(rc == 0, "pwb_bdi_open(%s): %s (%s)", e->img,
+		      pwb_strerror(rc), pwb_errmsg());
+	ck_assert_uint_eq(pwb_bdi_nr_wb_ctx(e->bdi), e->cfg.nr_wb_ctx);
+}
+
+static void env_close(struct env *e)
+{
+	int rc = 0;
+
+	if (e->bdi)
+		rc = pwb_bdi_close(e->bdi);
+	e->bdi = NULL;
+	ck_assert_msg(rc == 0, "pwb_bdi_close: %s", pwb_strerror(rc));
+	tu_image_remove(e->img);
+	e->img = NULL;
+	free(g_img);
+	g_img = NULL;
+}
+
+static struct pwb_stats bdi_stats(struct pwb_bdi *bdi)
+{
+	struct pwb_stats st;
+
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
+	return st;
+}
+
+static uint64_t dirty_pages(struct tu_store *st)
+{
+	uint64_t nr = ~0ull;
+
+	ck_assert_int_eq(pwb_inode_dirty_pages(st->inode, &nr), 0);
+	return nr;
+}
+
+static uint64_t pages_written(struct tu_store *st)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&st->lock);
+	n = st->pages_written;
+	pthread_mutex_unlock(&st->lock);
+	return n;
+}
+
+/* Fill pages [first, first + nr) with @version and mark them dirty. */
+static void dirty_range(struct tu_store *st, uint64_t first, uint64_t nr,
+			uint32_t version)
+{
+	uint64_t i;
+	int rc;
+
+	for (i = first; i < first + nr; i++)
+		tu_fill_page(st, i, version);
+	rc = pwb_mark_dirty(st->inode, first * PS, nr * PS);
+	ck_assert_msg(rc == 0, "pwb_mark_dirty: %s", pwb_strerror(rc));
+}
+
+static void writeback_wait(struct env *e, enum pwb_wb_reason reason)
+{
+	int rc = pwb_bdi_writeback(e->bdi, reason, PWB_WB_WAIT);
+
+	ck_assert_msg(rc == 0, "pwb_bdi_writeback(%d): %s", (int)reason,
+		      pwb_strerror(rc));
+}
+
+/* Mismatching pages between @n stores' memory and the device. */
+static long verify(struct env *e, struct tu_store *st, unsigned int n)
+{
+	long bad = tu_verify_device(e->img, st, n);
+
+	ck_assert_msg(bad >= 0, "tu_verify_device: %s", strerror((int)-bad));
+	return bad;
+}
+
+/* The version word of the device copy of page @index of @st. */
+static uint64_t device_version(struct env *e, struct tu_store *st,
+			       uint64_t index)
+{
+	void *buf;
+	uint64_t v;
+	int rc;
+
+	ck_assert(posix_memalign(&buf, 4096, PS) == 0);
+	rc = tu_read_device(e->img, st->base_off + index * PS, buf, PS);
+	ck_assert_msg(rc == 0, "tu_read_device: %s", strerror(-rc));
+	v = *(uint64_t *)buf;
+	free(buf);
+	return v;
+}
+
+static void open_store(struct env *e, struct tu_store *st, uint64_t ino,
+		       uint64_t nr_pages, uint64_t base_page,
+		       const struct pwb_inode_ops *ops)
+{
+	int rc;
+
+	tu_store_init(st, ino, PS, nr_pages, base_page * PS);
+	rc = pwb_inode_open(e->bdi, ino, ops ? ops : &tu_ops, st, &st->inode);
+	ck_assert_msg(rc == 0, "pwb_inode_open(%" PRIu64 "): %s", ino,
+		      pwb_strerror(rc));
+}
+
+static void close_store(struct tu_store *st)
+{
+	int rc = pwb_inode_close(st->inode);
+
+	ck_assert_msg(rc == 0, "pwb_inode_close(%" PRIu64 "): %s", st->ino,
+		      pwb_strerror(rc));
+	st->inode = NULL;
+}
+
+static uint64_t inode_dirtied_when(struct pwb_inode *inode)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&inode->lock);
+	t = inode->dirtied_when;
+	pthread_mutex_unlock(&inode->lock);
+	return t;
+}
+
+/* Position of @inode on its context's b_dirty (0 = head), or -1. */
+static int b_dirty_position(struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb = CMM_LOAD_SHARED(inode->wb);
+	struct pwb_inode *pos;
+	int i = 0, found = -1;
+
+	ck_assert_ptr_nonnull(wb);
+	pthread_mutex_lock(&wb->list_lock);
+	cds_list_for_each_entry(pos, &wb->b_dirty, io_list) {
+		if (pos == inode) {
+			found = i;
+			break;
+		}
+		i++;
+	}
+	pthread_mutex_unlock(&wb->list_lock);
+	return found;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Expiry and periodic writeback                                          */
+
+/*
+ * Two inodes dirtied 10 s apart: a periodic pass writes exactly those whose
+ * dirtied_when is more than dirty_expire_ms in the past.
+ */
+START_TEST(test_expired_inode_written_by_periodic_pass)
+{
+	struct env e;
+	struct tu_store a, b;
+
+	env_config(&e, 1);
+	env_open(&e, 64);
+	open_store(&e, &a, 1, 8, 0, NULL);
+	open_store(&e, &b, 2, 8, 8, NULL);
+
+	dirty_range(&a, 0, 8, 1);		/* a: dirtied at T0 */
+	tu_clock_advance_ms(&e.clock, 10000);
+	dirty_range(&b, 0, 8, 1);		/* b: dirtied at T0 + 10 s */
+
+	/* T0 + 29 s: nothing has expired yet. */
+	tu_clock_advance_ms(&e.clock, 19000);
+	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(dirty_pages(&a), 8);
+	ck_assert_uint_eq(dirty_pages(&b), 8);
+	ck_assert_uint_eq(bdi_stats(e.bdi).written_pages, 0);
+	ck_assert_int_eq(verify(&e, &a, 1), 8);
+
+	/* T0 + 31 s: a (31 s old) expired, b (21 s old) not. */
+	tu_clock_advance_ms(&e.clock, 2000);
+	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(dirty_pages(&a), 0);
+	ck_assert_uint_eq(pages_written(&a), 8);
+	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_uint_eq(dirty_pages(&b), 8);
+	ck_assert_uint_eq(pages_written(&b), 0);
+	ck_assert_int_eq(verify(&e, &b, 1), 8);
+
+	/* T0 + 41 s: b (31 s old) expired too. */
+	tu_clock_advance_ms(&e.clock, 10000);
+	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(dirty_pages(&b), 0);
+	ck_assert_uint_eq(pages_written(&b), 8);
+	ck_assert_uint_eq(pages_written(&a), 8);	/* not again */
+	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_int_eq(verify(&e, &b, 1), 0);
+	ck_assert_uint_eq(bdi_stats(e.bdi).written_pages, 16);
+
+	close_store(&a);
+	close_store(&b);
+	env_close(&e);
+	tu_store_destroy(&a);
+	tu_store_destroy(&b);
+}
+END_TEST
+
+/*
+ * Dirtying an already dirty inode neither restamps dirtied_when nor moves it
+ * behind younger inodes: it expires 30 s after its FIRST dirtying even if it
+ * was dirtied again 11 s ago.
+ */
+START_TEST(test_redirty_does_not_reset_expiry)
+{
+	struct env e;
+	struct tu_store a, b;
+
+	env_config(&e, 1);
+	env_open(&e, 64);
+	open_store(&e, &a, 1, 8, 0, NULL);
+	open_store(&e, &b, 2, 8, 8, NULL);
+
+	dirty_range(&a, 0, 1, 1);			/* T0 */
+	ck_assert_uint_eq(inode_dirtied_when(a.inode), T0);
+	ck_assert_int_eq(pwb__inode_list(a.inode), PWB__LIST_DIRTY);
+
+	tu_clock_advance_ms(&e.clock, 5000);
+	dirty_range(&b, 0, 1, 1);			/* T0 + 5 s */
+	ck_assert_int_eq(b_dirty_position(a.inode), 0);
+	ck_assert_int_eq(b_dirty_position(b.inode), 1);
+
+	tu_clock_advance_ms(&e.clock, 15000);		/* T0 + 20 s */
+	dirty_range(&a, 0, 2, 2);	/* same page again, and a new one */
+	ck_assert_uint_eq(inode_dirtied_when(a.inode), T0);
+	ck_assert_int_eq(b_dirty_position(a.inode), 0);
+	ck_assert_int_eq(b_dirty_position(b.inode), 1);
+	ck_assert_uint_eq(dirty_pages(&a), 2);
+
+	/* T0 + 31 s: a is 31 s old by its first dirtying, b 26 s. */
+	tu_clock_advance_ms(&e.clock, 11000);
+	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(dirty_pages(&a), 0);
+	ck_assert_uint_eq(pages_written(&a), 2);
+	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_uint_eq(device_version(&e, &a, 0), 2);
+	ck_assert_uint_eq(dirty_pages(&b), 1);
+	ck_assert_uint_eq(pages_written(&b), 0);
+
+	close_store(&a);
+	close_store(&b);
+	env_close(&e);
+	tu_store_destroy(&a);
+	tu_store_destroy(&b);
+}
+END_TEST
+
+/*
+ * The flusher's own timer (dirty_writeback_ms > 0) runs periodic passes:
+ * an inode is left alone while it is young and written, without any kick,
+ * once the injected clock says it expired.
+ */
+START_TEST(test_flusher_timer_writes_expired_inode_without_kick)
+{
+	struct env e;
+	struct tu_store a;
+	int i;
+
+	env_config(&e, 1);
+	e.cfg.dirty_writeback_ms = 10;	/* real-time wakeups, fake expiry */
+	env_open(&e, 64);
+	open_store(&e, &a, 1, 8, 0, NULL);
+
+	dirty_range(&a, 0, 8, 1);
+	/* Many timer periods pass, but the fake clock does not move. */
+	sleep_ms(200);
+	ck_assert_uint_eq(dirty_pages(&a), 8);
+	ck_assert_uint_eq(pages_written(&a), 0);
+
+	tu_clock_advance_ms(&e.clock, EXPIRE_MS + 1000);
+	for (i = 0; i < 3000 && pages_written(&a) < 8; i++)
+		sleep_ms(10);
+	ck_assert_uint_eq(pages_written(&a), 8);
+	ck_assert_uint_eq(dirty_pages(&a), 0);
+	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_uint_ge(bdi_stats(e.bdi).periodic_passes, 1);
+
+	close_store(&a);
+	env_close(&e);
+	tu_store_destroy(&a);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Dirty timestamps                                                       */
+
+struct time_store {
+	struct tu_store st;	/* first: priv is the tu_store too */
+	unsigned int write_inode_calls;	/* flusher writes, test reads after */
+	int last_sync;
+};
+
+static int time_write_inode(struct pwb_inode *inode, int sync)
+{
+	struct time_store *ts = pwb_inode_priv(inode);
+
+	__atomic_add_fetch(&ts->write_inode_calls, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ts->last_sync, sync, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static unsigned int write_inode_calls(struct time_store *ts)
+{
+	return __atomic_load_n(&ts->write_inode_calls, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * An inode dirty only in its timestamps (PWB_I_DIRTY_TIME) sits on
+ * b_dirty_time: periodic writeback ignores it at dirty_expire_ms and writes
+ * it (write_inode) only once dirtytime_expire_ms passed; pwb_sync writes it
+ * at once.
+ */
+START_TEST(test_dirty_time_inode_written_only_after_dirtytime_expiry_or_sync)
+{
+	struct env e;
+	struct time_store a, b;
+	struct pwb_inode_ops ops = tu_ops;
+
+	ops.write_inode = time_write_inode;
+	env_config(&e, 1);
+	e.cfg.dirtytime_expire_ms = 60000;
+	env_open(&e, 64);
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	open_store(&e, &a.st, 1, 8, 0, &ops);
+	open_store(&e, &b.st, 2, 8, 8, &ops);
+
+	ck_assert_int_eq(pwb_mark_inode_dirty(a.st.inode, PWB_I_DIRTY_TIME), 0);
+	ck_assert_int_eq(pwb__inode_list(a.st.inode), PWB__LIST_DIRTY_TIME);
+	ck_assert_uint_eq(bdi_stats(e.bdi).nr_dirty_time_inodes, 1);
+
+	/* Past dirty_expire_ms, not past dirtytime_expire_ms. */
+	tu_clock_advance_ms(&e.clock, EXPIRE_MS + 1000);
+	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(write_inode_calls(&a), 0);
+	ck_assert_int_eq(pwb__inode_list(a.st.inode), PWB__LIST_DIRTY_TIME);
+
+	/* Past dirtytime_expire_ms (T0 + 61 s). */
+	tu_clock_advance_ms(&e.clock, 30000);
+	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(write_inode_calls(&a), 1);
+	ck_assert_int_eq(pwb__inode_list(a.st.inode), PWB__LIST_NONE);
+	ck_assert_uint_eq(bdi_stats(e.bdi).nr_dirty_time_inodes, 0);
+
+	/* A fresh timestamp-only inode is written by sync right away. */
+	ck_assert_int_eq(pwb_mark_inode_dirty(b.st.inode, PWB_I_DIRTY_TIME), 0);
+	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(write_inode_calls(&b), 0);
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+	ck_assert_uint_eq(write_inode_calls(&b), 1);
+	ck_assert_int_eq(__atomic_load_n(&b.last_sync, __ATOMIC_SEQ_CST), 1);
+	ck_assert_int_eq(pwb__inode_list(b.st.inode), PWB__LIST_NONE);
+	ck_assert_uint_eq(write_inode_calls(&a), 1);
+
+	close_store(&a.st);
+	close_store(&b.st);
+	env_close(&e);
+	tu_store_destroy(&a.st);
+	tu_store_destroy(&b.st);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Background writeback                                                   */
+
+#define BG_INODES 16
+#define BG_PAGES 16
+#define BG_THRESH_PAGES 128
+
+/*
+ * Above dirty_background_bytes a background pass writes the oldest inodes
+ * until the bdi is at or below the threshold, then stops: here 256 dirty
+ * pages in 16 inodes and a threshold of 128 pages leave exactly the 8
+ * youngest inodes dirty. At the threshold a background pass does nothing.
+ */
+START_TEST(test_background_pass_stops_at_threshold)
+{
+	struct env e;
+	struct tu_store st[BG_INODES];
+	struct pwb_stats s;
+	uint64_t written;
+	int i;
+
+	env_config(&e, 1);
+	e.cfg.dirty_background_bytes = BG_THRESH_PAGES * PS;
+	env_open(&e, BG_INODES * BG_PAGES);
+	for (i = 0; i < BG_INODES; i++)
+		open_store(&e, &st[i], 100 + i, BG_PAGES, i * BG_PAGES, NULL);
+
+	/* Oldest first: inode i dirtied at T0 + i ms. */
+	for (i = 0; i < BG_INODES; i++) {
+		dirty_range(&st[i], 0, BG_PAGES, 1);
+		tu_clock_advance_ms(&e.clock, 1);
+	}
+	tu_clock_advance_ms(&e.clock, 1000);
+
+	writeback_wait(&e, PWB_WB_BACKGROUND);
+	s = bdi_stats(e.bdi);
+	ck_assert_uint_eq(s.dirty_pages, BG_THRESH_PAGES);
+	ck_assert_uint_eq(s.written_pages, BG_INODES * BG_PAGES -
+					   BG_THRESH_PAGES);
+	for (i = 0; i < BG_INODES; i++) {
+		bool old = i < BG_INODES - BG_THRESH_PAGES / BG_PAGES;
+
+		ck_assert_msg(dirty_pages(&st[i]) == (old ? 0 : BG_PAGES),
+			      "inode %d: %" PRIu64 " dirty pages", i,
+			      dirty_pages(&st[i]));
+		ck_assert_uint_eq(pages_written(&st[i]), old ? BG_PAGES : 0);
+	}
+	ck_assert_uint_ge(s.background_passes, 1);
+
+	/* At (not above) the threshold: a background pass writes nothing. */
+	written = s.written_pages;
+	writeback_wait(&e, PWB_WB_BACKGROUND);
+	s = bdi_stats(e.bdi);
+	ck_assert_uint_eq(s.written_pages, written);
+	ck_assert_uint_eq(s.dirty_pages, BG_THRESH_PAGES);
+
+	/* PWB_WB_ALL writes the rest. */
+	writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(bdi_stats(e.bdi).dirty_pages, 0);
+	ck_assert_int_eq(verify(&e, st, BG_INODES), 0);
+
+	env_close(&e);
+	for (i = 0; i < BG_INODES; i++)
+		tu_store_destroy(&st[i]);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Chunking                                                               */
+
+/* end_write order across inodes of one pass. */
+struct order_store {
+	struct tu_store st;
+	uint64_t first_seq;	/* seq of the first end_write, 0 = none */
+	uint64_t last_seq;	/* seq of the last end_write */
+};
+
+static uint64_t g_end_seq;
+
+static void order_end_write(struct pwb_inode *inode, uint64_t index,
+			    uint64_t nr, int err)
+{
+	struct order_store *os = pwb_inode_priv(inode);
+	uint64_t seq = __atomic_add_fetch(&g_end_seq, 1, __ATOMIC_SEQ_CST);
+
+	tu_ops.end_write(inode, index, nr, err);
+	pthread_mutex_lock(&os->st.lock);
+	if (!os->first_seq)
+		os->first_seq = seq;
+	os->last_seq = seq;
+	pthread_mutex_unlock(&os->st.lock);
+}
+
+#define HUGE_PAGES 6000
+#define SMALL_PAGES 8
+#define MIN_CHUNK_PAGES ((4u << 20) / PS)
+
+/*
+ * A non-integrity pass writes at most a chunk (max(4 MiB, half a second of
+ * bandwidth)) of one inode per visit and then moves on: a small inode
+ * dirtied after a huge one is written before the huge one is finished, in
+ * the same pass, and the pass still writes everything.
+ */
+START_TEST(test_chunking_lets_small_inode_be_written_during_huge_one)
+{
+	struct env e;
+	struct order_store huge, small;
+	struct pwb_inode_ops ops = tu_ops;
+	struct pwb__wb_ctx *wb;
+	struct pwb_stats s;
+	uint64_t chunk_pages;
+
+	ops.end_write = order_end_write;
+	env_config(&e, 1);
+	env_open(&e, HUGE_PAGES + SMALL_PAGES);
+	memset(&huge, 0, sizeof(huge));
+	memset(&small, 0, sizeof(small));
+	open_store(&e, &huge.st, 1, HUGE_PAGES, 0, &ops);
+	open_store(&e, &small.st, 2, SMALL_PAGES, HUGE_PAGES, &ops);
+
+	/*
+	 * The chunk follows the context's measured bandwidth (100 MiB/s at
+	 * first: 50 MiB, more than the huge inode). Bring the estimate down
+	 * so that the 4 MiB minimum applies; the flusher is idle and the
+	 * work queue's lock orders this store before its next pass, and the
+	 * frozen clock keeps the estimate where it is.
+	 */
+	wb = e.bdi->ctxs->ctx[0];
+	CMM_STORE_SHARED(wb->avg_write_bw, 1u << 20);
+	ck_assert_int_eq(pwb_wb_ctx_stats(e.bdi, 0, &s), 0);
+	chunk_pages = PWB__MAX((uint64_t)MIN_CHUNK_PAGES,
+			       s.write_bandwidth / 2 / PS);
+	ck_assert_msg(chunk_pages * 2 <= HUGE_PAGES,
+		      "chunk of %" PRIu64 " pages: bandwidth estimate %" PRIu64
+		      " did not take", chunk_pages, s.write_bandwidth);
+
+	dirty_range(&huge.st, 0, HUGE_PAGES, 1);
+	tu_clock_advance_ms(&e.clock, 1);
+	dirty_range(&small.st, 0, SMALL_PAGES, 1);
+	tu_clock_advance_ms(&e.clock, 1);
+
+	writeback_wait(&e, PWB_WB_ALL);
+
+	ck_assert_uint_eq(dirty_pages(&huge.st), 0);
+	ck_assert_uint_eq(dirty_pages(&small.st), 0);
+	ck_assert_uint_eq(pages_written(&huge.st), HUGE_PAGES);
+	ck_assert_uint_eq(pages_written(&small.st), SMALL_PAGES);
+	ck_assert_uint_ne(small.first_seq, 0);
+	ck_assert_msg(small.last_seq < huge.last_seq,
+		      "small inode finished at write #%" PRIu64
+		      ", after the huge one finished at #%" PRIu64,
+		      small.last_seq, huge.last_seq);
+	ck_assert_msg(huge.first_seq < small.first_seq,
+		      "huge inode (dirtied first) was not started first");
+	ck_assert_int_eq(verify(&e, &huge.st, 1), 0);
+	ck_assert_int_eq(verify(&e, &small.st, 1), 0);
+
+	close_store(&huge.st);
+	close_store(&small.st);
+	env_close(&e);
+	tu_store_destroy(&huge.st);
+	tu_store_destroy(&small.st);
+}
+END_TEST
+
+/*
+ * Integrity sync is not chunked: pwb_fsync of the huge inode writes it
+ * completely in one visit, and leaves the other inode alone.
+ */
+START_TEST(test_fsync_writes_huge_inode_completely)
+{
+	struct env e;
+	struct order_store huge, small;
+	struct pwb_inode_ops ops = tu_ops;
+
+	ops.end_write = order_end_write;
+	env_config(&e, 1);
+	env_open(&e, HUGE_PAGES + SMALL_PAGES);
+	memset(&huge, 0, sizeof(huge));
+	memset(&small, 0, sizeof(small));
+	open_store(&e, &huge.st, 1, HUGE_PAGES, 0, &ops);
+	open_store(&e, &small.st, 2, SMALL_PAGES, HUGE_PAGES, &ops);
+	CMM_STORE_SHARED(e.bdi->ctxs->ctx[0]->avg_write_bw, 1u << 20);
+
+	dirty_range(&huge.st, 0, HUGE_PAGES, 1);
+	dirty_range(&small.st, 0, SMALL_PAGES, 1);
+	ck_assert_int_eq(pwb_fsync(huge.st.inode), 0);
+	ck_assert_uint_eq(dirty_pages(&huge.st), 0);
+	ck_assert_uint_eq(pages_written(&huge.st), HUGE_PAGES);
+	ck_assert_int_eq(verify(&e, &huge.st, 1), 0);
+	ck_assert_uint_eq(dirty_pages(&small.st), SMALL_PAGES);
+	ck_assert_uint_eq(pages_written(&small.st), 0);
+
+	close_store(&huge.st);
+	close_store(&small.st);
+	env_close(&e);
+	tu_store_destroy(&huge.st);
+	tu_store_destroy(&small.st);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Re-dirtying during writeback                                           */
+
+/*
+ * The application changes a page right after libpwb read it for I/O: on the
+ * first get_page of each page, hand out a snapshot of the current (old)
+ * contents, then write version 2 into the page memory and mark it dirty.
+ * A library that cleared the dirty bit after reading the data would lose
+ * that mark_dirty and leave version 1 on the device for good.
+ */
+struct redirty_store {
+	struct tu_store st;	/* first */
+	uint8_t *shadow;	/* snapshots handed to the I/O */
+	uint8_t *seen;		/* per page: first get_page happened */
+	unsigned int get_calls;
+	int mark_err;
+};
+
+static int redirty_get_page(struct pwb_inode *inode, uint64_t index,
+			    const void **data)
+{
+	struct redirty_store *rs = pwb_inode_priv(inode);
+	int rc;
+
+	if (index >= rs->st.nr_pages)
+		return -ERANGE;
+	rs->get_calls++;
+	if (rs->seen[index]) {
+		*data = rs->st.mem + index * PS;
+		return 0;
+	}
+	rs->seen[index] = 1;
+	memcpy(rs->shadow + index * PS, rs->st.mem + index * PS, PS);
+	*data = rs->shadow + index * PS;
+	tu_fill_page(&rs->st, index, 2);
+	rc = pwb_mark_dirty(inode, index * PS, PS);
+	if (rc && !rs->mark_err)
+		rs->mark_err = rc;
+	return 0;
+}
+
+#define REDIRTY_PAGES 16
+
+static void redirty_store_open(struct env *e, struct redirty_store *rs,
+			       const struct pwb_inode_ops *ops)
+{
+	memset(rs, 0, sizeof(*rs));
+	open_store(e, &rs->st, 7, REDIRTY_PAGES, 0, ops);
+	ck_assert(posix_memalign((void **)&rs->shadow, 4096,
+				 REDIRTY_PAGES * PS) == 0);
+	rs->seen = calloc(REDIRTY_PAGES, 1);
+	ck_assert_ptr_nonnull(rs->seen);
+}
+
+static void redirty_store_destroy(struct redirty_store *rs)
+{
+	free(rs->shadow);
+	free(rs->seen);
+	tu_store_destroy(&rs->st);
+}
+
+/*
+ * Integrity path: the first pwb_sync writes the snapshots (version 1) and
+ * exactly the pages tagged at its start; the pages re-dirtied during it
+ * stay dirty, with the inode back on b_dirty; the next pwb_sync puts
+ * version 2, the last contents, on the device.
+ */
+START_TEST(test_redirty_during_sync_ends_with_last_contents)
+{
+	struct env e;
+	struct redirty_store rs;
+	struct pwb_inode_ops ops = tu_ops;
+	uint64_t i;
+
+	ops.get_page = redirty_get_page;
+	env_config(&e, 1);
+	env_open(&e, REDIRTY_PAGES);
+	redirty_store_open(&e, &rs, &ops);
+
+	dirty_range(&rs.st, 0, REDIRTY_PAGES, 1);
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+	ck_assert_int_eq(rs.mark_err, 0);
+	for (i = 0; i < REDIRTY_PAGES; i++) {
+		ck_assert(rs.seen[i]);
+		/* The snapshot was written: the I/O read after get_page. */
+		ck_assert_uint_eq(device_version(&e, &rs.st, i), 1);
+	}
+	ck_assert_uint_eq(dirty_pages(&rs.st), REDIRTY_PAGES);
+	ck_assert_int_eq(pwb__inode_list(rs.st.inode), PWB__LIST_DIRTY);
+
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+	ck_assert_uint_eq(dirty_pages(&rs.st), 0);
+	ck_assert_int_eq(verify(&e, &rs.st, 1), 0);
+	for (i = 0; i < REDIRTY_PAGES; i++)
+		ck_assert_uint_eq(device_version(&e, &rs.st, i), 2);
+	ck_assert_uint_eq(rs.get_calls, 2 * REDIRTY_PAGES);
+
+	close_store(&rs.st);
+	env_close(&e);
+	redirty_store_destroy(&rs);
+}
+END_TEST
+
+/*
+ * Non-integrity path: after a PWB_WB_ALL pass the re-dirtied pages are
+ * either written again already or still dirty with the inode on b_dirty;
+ * either way a later PWB_WB_ALL pass (no sync) leaves version 2 on the
+ * device and nothing dirty.
+ */
+START_TEST(test_redirty_during_writeback_pass_written_by_later_pass)
+{
+	struct env e;
+	struct redirty_store rs;
+	struct pwb_inode_ops ops = tu_ops;
+	uint64_t i, left;
+
+	ops.get_page = redirty_get_page;
+	env_config(&e, 1);
+	env_open(&e, REDIRTY_PAGES);
+	redirty_store_open(&e, &rs, &ops);
+
+	dirty_range(&rs.st, 0, REDIRTY_PAGES, 1);
+	tu_clock_advance_ms(&e.clock, 1);
+	writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_int_eq(rs.mark_err, 0);
+	for (i = 0; i < REDIRTY_PAGES; i++)
+		ck_assert(rs.seen[i]);
+	left = dirty_pages(&rs.st);
+	if (left)
+		ck_assert_int_eq(pwb__inode_list(rs.st.inode),
+				 PWB__LIST_DIRTY);
+	else
+		ck_assert_int_eq(verify(&e, &rs.st, 1), 0);
+
+	tu_clock_advance_ms(&e.clock, 1);
+	writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(dirty_pages(&rs.st), 0);
+	ck_assert_int_eq(verify(&e, &rs.st, 1), 0);
+	for (i = 0; i < REDIRTY_PAGES; i++)
+		ck_assert_uint_eq(device_version(&e, &rs.st, i), 2);
+	ck_assert_int_eq(pwb__inode_list(rs.st.inode), PWB__LIST_NONE);
+
+	close_store(&rs.st);
+	env_close(&e);
+	redirty_store_destroy(&rs);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Sync under constant re-dirtying                                        */
+
+#define LL_INODES 6
+#define LL_PAGES 32
+#define LL_WRITERS 3
+#define LL_SYNCS 5
+
+struct ll_shared {
+	struct tu_store *st;	/* LL_INODES */
+	int stop;		/* atomic */
+};
+
+struct ll_writer {
+	struct ll_shared *sh;
+	pthread_t tid;
+	unsigned int id;
+	uint64_t seed;
+	uint64_t marks;		/* atomic: mark_dirty calls done */
+	int err;		/* first mark_dirty error */
+	uint32_t version[LL_INODES][LL_PAGES];
+};
+
+/* Writer @id owns inodes id, id + LL_WRITERS, ...: no two threads write
+ * the same page memory. */
+static void *ll_writer_fn(void *arg)
+{
+	struct ll_writer *w = arg;
+
+	while (!__atomic_load_n(&w->sh->stop, __ATOMIC_ACQUIRE)) {
+		unsigned int n = LL_INODES / LL_WRITERS;
+		unsigned int i = w->id + LL_WRITERS *
+				 (unsigned int)(tu_rand(&w->seed) % n);
+		struct tu_store *st = &w->sh->st[i];
+		uint64_t first = tu_rand(&w->seed) % LL_PAGES;
+		uint64_t nr = 1 + tu_rand(&w->seed) % (LL_PAGES - first);
+		uint64_t p;
+		int rc;
+
+		if (nr > 4)
+			nr = 4;
+		for (p = first; p < first + nr; p++)
+			tu_fill_page(st, p, ++w->version[i][p]);
+		rc = pwb_mark_dirty(st->inode, first * PS, nr * PS);
+		if (rc && !w->err)
+			w->err = rc;
+		__atomic_add_fetch(&w->marks, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static uint64_t ll_total_marks(struct ll_writer *w)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < LL_WRITERS; i++)
+		n += __atomic_load_n(&w[i].marks, __ATOMIC_ACQUIRE);
+	return n;
+}
+
+/*
+ * Three threads re-dirty pages as fast as they can while pwb_sync runs
+ * again and again: each sync returns 0 (a sync that chased the re-dirtied
+ * pages would never return: the tcase timeout catches that). Once the
+ * writers stop, a last sync leaves the device equal to memory.
+ */
+START_TEST(test_sync_completes_while_other_threads_redirty)
+{
+	struct env e;
+	struct tu_store st[LL_INODES];
+	struct ll_shared sh;
+	struct ll_writer *w;
+	int rc[LL_SYNCS], i, k, created = 0;
+	uint64_t before;
+
+	env_config(&e, 2);
+	env_open(&e, LL_INODES * LL_PAGES);
+	for (i = 0; i < LL_INODES; i++) {
+		open_store(&e, &st[i], 10 + i, LL_PAGES, i * LL_PAGES, NULL);
+		dirty_range(&st[i], 0, LL_PAGES, 0);
+	}
+	sh.st = st;
+	sh.stop = 0;
+	w = calloc(LL_WRITERS, sizeof(*w));
+	ck_assert_ptr_nonnull(w);
+	for (i = 0; i < LL_WRITERS; i++) {
+		w[i].sh = &sh;
+		w[i].id = i;
+		w[i].seed = 0x9e3779b97f4a7c15ull * (i + 1);
+		if (pthread_create(&w[i].tid, NULL, ll_writer_fn, &w[i]))
+			break;
+		created++;
+	}
+
+	for (k = 0; k < LL_SYNCS && created == LL_WRITERS; k++) {
+		/* Let the writers get going before each sync. */
+		before = ll_total_marks(w);
+		for (i = 0; i < 10000 && ll_total_marks(w) < before + 1000;
+		     i++)
+			sched_yield();
+		rc[k] = pwb_sync(e.bdi);
+	}
+	__atomic_store_n(&sh.stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < created; i++)
+		pthread_join(w[i].tid, NULL);
+
+	ck_assert_int_eq(created, LL_WRITERS);
+	for (k = 0; k < LL_SYNCS; k++)
+		ck_assert_msg(rc[k] == 0, "sync %d: %s", k,
+			      pwb_strerror(rc[k]));
+	for (i = 0; i < LL_WRITERS; i++) {
+		ck_assert_msg(w[i].err == 0, "writer %d: %s", i,
+			      pwb_strerror(w[i].err));
+		ck_assert_uint_gt(w[i].marks, 0);
+	}
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+	ck_assert_uint_eq(bdi_stats(e.bdi).dirty_pages, 0);
+	ck_assert_int_eq(verify(&e, st, LL_INODES), 0);
+
+	env_close(&e);
+	for (i = 0; i < LL_INODES; i++)
+		tu_store_destroy(&st[i]);
+	free(w);
+}
+END_TEST
+
+/*
+ * The deterministic form of the livelock: every get_page re-dirties its
+ * page (new version, pwb_mark_dirty), as another thread could at that very
+ * moment. An integrity sync writes the pages tagged at its start once each
+ * and returns; one that chased dirty pages would go on until CHASE_CAP
+ * get_page calls switch the re-dirtying off, and the call count shows it.
+ */
+#define CHASE_PAGES 16
+#define CHASE_CAP 10000
+
+struct chase_store {
+	struct tu_store st;	/* first */
+	int redirty;		/* atomic: re-dirty in get_page */
+	unsigned int get_calls;	/* atomic */
+	int mark_err;
+	uint32_t version[CHASE_PAGES];	/* the flusher's, then the test's */
+};
+
+static int chase_get_page(struct pwb_inode *inode, uint64_t index,
+			  const void **data)
+{
+	struct chase_store *cs = pwb_inode_priv(inode);
+	unsigned int calls;
+	int rc;
+
+	if (index >= CHASE_PAGES)
+		return -ERANGE;
+	calls = __atomic_add_fetch(&cs->get_calls, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&cs->redirty, __ATOMIC_SEQ_CST) &&
+	    calls < CHASE_CAP) {
+		tu_fill_page(&cs->st, index, ++cs->version[index]);
+		rc = pwb_mark_dirty(inode, index * PS, PS);
+		if (rc && !cs->mark_err)
+			cs->mark_err = rc;
+	}
+	*data = cs->st.mem + index * PS;
+	return 0;
+}
+
+START_TEST(test_sync_writes_only_pages_dirty_at_its_start)
+{
+	struct env e;
+	struct chase_store cs;
+	struct pwb_inode_ops ops = tu_ops;
+
+	ops.get_page = chase_get_page;
+	env_config(&e, 1);
+	env_open(&e, CHASE_PAGES);
+	memset(&cs, 0, sizeof(cs));
+	open_store(&e, &cs.st, 3, CHASE_PAGES, 0, &ops);
+	dirty_range(&cs.st, 0, CHASE_PAGES, 1);
+	__atomic_store_n(&cs.redirty, 1, __ATOMIC_SEQ_CST);
+
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+	ck_assert_uint_eq(__atomic_load_n(&cs.get_calls, __ATOMIC_SEQ_CST),
+			  CHASE_PAGES);
+	ck_assert_int_eq(cs.mark_err, 0);
+	ck_assert_uint_eq(dirty_pages(&cs.st), CHASE_PAGES);
+
+	/* pwb_fsync: the same rule. */
+	__atomic_store_n(&cs.get_calls, 0, __ATOMIC_SEQ_CST);
+	ck_assert_int_eq(pwb_fsync(cs.st.inode), 0);
+	ck_assert_uint_eq(__atomic_load_n(&cs.get_calls, __ATOMIC_SEQ_CST),
+			  CHASE_PAGES);
+	ck_assert_uint_eq(dirty_pages(&cs.st), CHASE_PAGES);
+
+	/* Quiet again: one more sync and the device has the last versions. */
+	__atomic_store_n(&cs.redirty, 0, __ATOMIC_SEQ_CST);
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+	ck_assert_uint_eq(dirty_pages(&cs.st), 0);
+	ck_assert_int_eq(verify(&e, &cs.st, 1), 0);
+
+	close_store(&cs.st);
+	env_close(&e);
+	tu_store_destroy(&cs.st);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Coalescing                                                             */
+
+/* Like tu_ops' map_page, with a one-page hole in the device after page 7. */
+static int gap_map_page(struct pwb_inode *inode, uint64_t index,
+			uint64_t *dev_off)
+{
+	struct tu_store *st = pwb_inode_priv(inode);
+
+	if (index >= st->nr_pages)
+		return -ERANGE;
+	*dev_off = st->base_off + (index < 8 ? index : index + 1) * PS;
+	return 0;
+}
+
+static uint64_t store_writes(struct tu_store *st)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&st->lock);
+	n = st->writes;
+	pthread_mutex_unlock(&st->lock);
+	return n;
+}
+
+/*
+ * Contiguous dirty pages with contiguous device offsets become one write of
+ * up to max_io_bytes (1 MiB = 256 pages): 256 pages -> 1 I/O, two separate
+ * ranges -> 2, 512 pages -> 2, and 16 pages with a hole in their device
+ * mapping -> 2.
+ */
+START_TEST(test_contiguous_pages_coalesce_into_one_io)
+{
+	struct env e;
+	struct tu_store a, g;
+	struct pwb_inode_ops gap_ops = tu_ops;
+	struct pwb_stats s0, s1;
+
+	gap_ops.map_page = gap_map_page;
+	env_config(&e, 1);
+	ck_assert_uint_eq(e.cfg.max_io_bytes, 1u << 20);
+	env_open(&e, 512 + 32);
+	open_store(&e, &a, 1, 512, 0, NULL);
+	open_store(&e, &g, 2, 16, 512, &gap_ops);
+
+	/* 256 contiguous pages: one write. */
+	dirty_range(&a, 0, 256, 1);
+	s0 = bdi_stats(e.bdi);
+	ck_assert_int_eq(pwb_fsync(a.inode), 0);
+	s1 = bdi_stats(e.bdi);
+	ck_assert_uint_eq(s1.io_submitted - s0.io_submitted, 1);
+	ck_assert_uint_eq(s1.written_pages - s0.written_pages, 256);
+	ck_assert_uint_eq(s1.bytes_written - s0.bytes_written, 256 * PS);
+	ck_assert_uint_eq(store_writes(&a), 1);
+
+	/* Two separate ranges: two writes. */
+	dirty_range(&a, 10, 10, 2);
+	dirty_range(&a, 100, 10, 2);
+	s0 = s1;
+	ck_assert_int_eq(pwb_fsync(a.inode), 0);
+	s1 = bdi_stats(e.bdi);
+	ck_assert_uint_eq(s1.io_submitted - s0.io_submitted, 2);
+	ck_assert_uint_eq(s1.written_pages - s0.written_pages, 20);
+	ck_assert_uint_eq(store_writes(&a), 3);
+
+	/* 512 contiguous pages: split at max_io_bytes. */
+	dirty_range(&a, 0, 512, 3);
+	s0 = s1;
+	ck_assert_int_eq(pwb_fsync(a.inode), 0);
+	s1 = bdi_stats(e.bdi);
+	ck_assert_uint_eq(s1.io_submitted - s0.io_submitted, 2);
+	ck_assert_uint_eq(s1.written_pages - s0.written_pages, 512);
+	ck_assert_int_eq(verify(&e, &a, 1), 0);
+
+	/* Contiguous pages, discontiguous device offsets: two writes. */
+	dirty_range(&g, 0, 16, 1);
+	s0 = s1;
+	ck_assert_int_eq(pwb_fsync(g.inode), 0);
+	s1 = bdi_stats(e.bdi);
+	ck_assert_uint_eq(s1.io_submitted - s0.io_submitted, 2);
+	ck_assert_uint_eq(s1.written_pages - s0.written_pages, 16);
+	ck_assert_uint_eq(device_version(&e, &g, 7), 1);
+	ck_assert_uint_eq(device_version(&e, &g, 9), 1);  /* holds page 8 */
+
+	close_store(&a);
+	close_store(&g);
+	env_close(&e);
+	tu_store_destroy(&a);
+	tu_store_destroy(&g);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Close with dirty data                                                  */
+
+START_TEST(test_inode_close_writes_dirty_data)
+{
+	struct env e;
+	struct tu_store a, b;
+
+	env_config(&e, 2);
+	env_open(&e, 64);
+	open_store(&e, &a, 1, 16, 0, NULL);
+	open_store(&e, &b, 2, 16, 16, NULL);
+	dirty_range(&a, 0, 16, 1);
+	dirty_range(&b, 3, 5, 1);
+	ck_assert_int_eq(verify(&e, &a, 1), 16);	/* nothing written yet */
+	ck_assert_int_eq(verify(&e, &b, 1), 5);
+
+	close_store(&a);
+	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_uint_eq(pages_written(&a), 16);
+	ck_assert_uint_eq(pages_written(&b), 0);	/* only that inode */
+	close_store(&b);
+	ck_assert_int_eq(verify(&e, &b, 1), 0);
+	ck_assert_uint_eq(bdi_stats(e.bdi).dirty_pages, 0);
+
+	env_close(&e);
+	tu_store_destroy(&a);
+	tu_store_destroy(&b);
+}
+END_TEST
+
+/*
+ * pwb_bdi_close writes the dirty data of inodes that are still open (their
+ * handles die with the bdi): every byte is on the device afterwards.
+ */
+START_TEST(test_bdi_close_writes_dirty_data_of_open_inodes)
+{
+	struct env e;
+	struct tu_store st[4];
+	int i, rc;
+
+	env_config(&e, 2);
+	env_open(&e, 4 * 32);
+	for (i = 0; i < 4; i++) {
+		open_store(&e, &st[i], 20 + i, 32, i * 32, NULL);
+		dirty_range(&st[i], i, 32 - 2 * i, 1 + i);
+	}
+	ck_assert_int_eq(verify(&e, st, 4), 32 + 30 + 28 + 26);
+
+	rc = pwb_bdi_close(e.bdi);
+	e.bdi = NULL;
+	ck_assert_msg(rc == 0, "pwb_bdi_close: %s", pwb_strerror(rc));
+	ck_assert_int_eq(verify(&e, st, 4), 0);
+	for (i = 0; i < 4; i++)
+		ck_assert_uint_eq(pages_written(&st[i]), 32 - 2 * i);
+
+	env_close(&e);
+	for (i = 0; i < 4; i++)
+		tu_store_destroy(&st[i]);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+/* Write errors                                                           */
+
+/*
+ * map_page fails with -EIO for pages 4..7: pwb_fsync reports -EIO once, the
+ * failed pages stay dirty, the good ones are on the device. Once the fault
+ * is gone the next fsync writes them and returns 0 (the old error is not
+ * reported again); pwb_sync, which has its own cursor, reports the error
+ * once too.
+ */
+START_TEST(test_write_error_reported_once_by_fsync_then_data_lands)
+{
+	struct env e;
+	struct tu_store a;
+	struct pwb_stats s;
+	uint64_t i;
+
+	env_config(&e, 1);
+	env_open(&e, 64);
+	open_store(&e, &a, 1, 8, 0, NULL);
+	a.map_err = EIO;
+	a.fail_from = 4;
+
+	dirty_range(&a, 0, 8, 1);
+	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
+	ck_assert_uint_eq(dirty_pages(&a), 4);
+	for (i = 0; i < 4; i++)
+		ck_assert_uint_eq(device_version(&e, &a, i), 1);
+	for (i = 4; i < 8; i++)
+		ck_assert_uint_eq(device_version(&e, &a, i), 0);
+	s = bdi_stats(e.bdi);
+	ck_assert_uint_eq(s.written_pages, 4);
+	ck_assert_uint_eq(s.dirty_pages, 4);
+
+	/* Fault gone: the data lands, the old error is not reported again. */
+	a.map_err = 0;
+	ck_assert_int_eq(pwb_fsync(a.inode), 0);
+	ck_assert_uint_eq(dirty_pages(&a), 0);
+	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_int_eq(pwb_fsync(a.inode), 0);
+
+	/* pwb_sync has not seen it yet: once, then never again. */
+	ck_assert_int_eq(pwb_sync(e.bdi), -EIO);
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+
+	close_store(&a);
+	env_close(&e);
+	tu_store_destroy(&a);
+}
+END_TEST
+
+/*
+ * A failed write is retried by a later pass once the fault is gone: the
+ * pages stayed dirty and the inode on a list. The error is reported once to
+ * pwb_fsync, and pwb_bdi_close reports it because no pwb_sync did.
+ */
+START_TEST(test_failed_pages_rewritten_by_later_pass)
+{
+	struct env e;
+	struct tu_store a;
+
+	env_config(&e, 1);
+	env_open(&e, 64);
+	open_store(&e, &a, 1, 8, 0, NULL);
+	a.map_err = EIO;
+	a.fail_from = 0;
+
+	dirty_range(&a, 0, 8, 1);
+	tu_clock_advance_ms(&e.clock, 1);
+	writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(dirty_pages(&a), 8);
+	ck_assert_int_ne(pwb__inode_list(a.inode), PWB__LIST_NONE);
+	ck_assert_int_eq(verify(&e, &a, 1), 8);
+
+	a.map_err = 0;
+	tu_clock_advance_ms(&e.clock, 1);
+	writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(dirty_pages(&a), 0);
+	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	/* The error of the first pass is still reported, once. */
+	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
+	ck_assert_int_eq(pwb_fsync(a.inode), 0);
+	close_store(&a);	/* reported already: 0 */
+
+	/* No pwb_sync ever saw it: closing the bdi reports it. */
+	ck_assert_int_eq(pwb_bdi_close(e.bdi), -EIO);
+	e.bdi = NULL;
+	env_close(&e);
+	tu_store_destroy(&a);
+}
+END_TEST
+
+/*
+ * An error that no pwb_fsync reported is returned by pwb_inode_close, even
+ * though a later pass wrote the pages fine; pwb_bdi_close returns it too,
+ * since no pwb_sync reported it either.
+ */
+START_TEST(test_unreported_write_error_returned_by_close)
+{
+	struct env e;
+	struct tu_store a;
+	int rc;
+
+	env_config(&e, 1);
+	env_open(&e, 64);
+	open_store(&e, &a, 1, 8, 0, NULL);
+	a.map_err = EIO;
+	a.fail_from = 2;
+
+	dirty_range(&a, 0, 8, 1);
+	tu_clock_advance_ms(&e.clock, 1);
+	writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(dirty_pages(&a), 6);
+
+	a.map_err = 0;
+	tu_clock_advance_ms(&e.clock, 1);
+	writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(dirty_pages(&a), 0);
+	ck_assert_int_eq(verify(&e, &a, 1), 0);
+
+	rc = pwb_inode_close(a.inode);
+	a.inode = NULL;
+	ck_assert_int_eq(rc, -EIO);
+	rc = pwb_bdi_close(e.bdi);
+	e.bdi = NULL;
+	ck_assert_int_eq(rc, -EIO);
+	env_close(&e);
+	tu_store_destroy(&a);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------- */
+
+static Suite *writeback_suite(void)
+{
+	Suite *s = suite_create("writeback");
+	TCase *tc;
+
+	tc = tcase_create("expiry");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_expired_inode_written_by_periodic_pass);
+	tcase_add_test(tc, test_redirty_does_not_reset_expiry);
+	tcase_add_test(tc, test_flusher_timer_writes_expired_inode_without_kick);
+	tcase_add_test(tc,
+		test_dirty_time_inode_written_only_after_dirtytime_expiry_or_sync);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("background");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_background_pass_stops_at_threshold);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("chunking");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_chunking_lets_small_inode_be_written_during_huge_one);
+	tcase_add_test(tc, test_fsync_writes_huge_inode_completely);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("redirty");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_redirty_during_sync_ends_with_last_contents);
+	tcase_add_test(tc, test_redirty_during_writeback_pass_written_by_later_pass);
+	tcase_add_test(tc, test_sync_completes_while_other_threads_redirty);
+	tcase_add_test(tc, test_sync_writes_only_pages_dirty_at_its_start);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("io");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_contiguous_pages_coalesce_into_one_io);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("close");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_inode_close_writes_dirty_data);
+	tcase_add_test(tc, test_bdi_close_writes_dirty_data_of_open_inodes);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_write_error_reported_once_by_fsync_then_data_lands);
+	tcase_add_test(tc, test_failed_pages_rewritten_by_later_pass);
+	tcase_add_test(tc, test_unreported_write_error_returned_by_close);
+	suite_add_tcase(s, tc);
+
+	return s;
+}
+
+/* O_DIRECT needs a real file system: skip (77) if the test directory is on
+ * one that refuses it, saying so. */
+static int odirect_unsupported(void)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/pwb-probe-XXXXXX", tu_test_dir());
+	fd = mkstemp(path);
+	if (fd < 0)
+		return 0;	/* let the tests report it */
+	close(fd);
+	fd = open(path, O_RDWR | O_DIRECT);
+	unlink(path);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EINVAL)
+		return 0;
+	fprintf(stderr, "SKIP: %s refuses O_DIRECT (tmpfs?); set PWB_TEST_DIR "
+		"to a directory on a real file system\n", tu_test_dir());
+	return 1;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	if (odirect_unsupported())
+		return 77;
+	atexit(remove_stale_image);
+	sr = srunner_create(writeback_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
