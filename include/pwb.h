@@ -217,7 +217,8 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
  *  -EINVAL: NULL @path or @bdip; page_size zero, not a power of two, below
  *           the logical block size or above 1 MiB or max_io_bytes;
  *           max_io_bytes not a page multiple or above 64 MiB; nr_wb_ctx
- *           above PWB_MAX_WB_CTX; dirty_bytes below dirty_background_bytes;
+ *           or nr_flushers above PWB_MAX_WB_CTX; io_depth outside
+ *           1..4096; dirty_bytes below dirty_background_bytes;
  *           unknown flags; a file system that refuses O_DIRECT; a device
  *           smaller than one page;
  *  -ENOENT: unknown policy or backend name, or @path does not exist;
@@ -424,7 +425,8 @@ PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode);
  * pwb_inode_wb_ctx() - the writeback context the inode is affined to
  *
  * The shard policy picks the context when the inode is first dirtied; the
- * inode stays with it afterwards, clean or dirty.
+ * inode stays with it afterwards, clean or dirty, until a re-shard
+ * (pwb_bdi_set_nr_wb_ctx) moves it.
  *
  * Context: any thread.
  * Return: the context index (0 .. pwb_bdi_nr_wb_ctx() - 1); -EINVAL for a
@@ -454,9 +456,15 @@ PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr);
  * page being written is dirtied again, and written again later, so the last
  * contents always reach the device. @len == 0 does nothing.
  *
- * Context: any thread, including ops callbacks; never sleeps on I/O.
+ * With PWB_BDI_THROTTLE set on the bdi it then calls pwb_balance_dirty()
+ * (not from ops callbacks), and may sleep there.
+ *
+ * Context: any thread, including ops callbacks; never sleeps on I/O unless
+ * PWB_BDI_THROTTLE is set.
  * Return: 0; -EINVAL for a NULL @inode; -EOVERFLOW if @off + @len wraps past
- *         2^64; -EBADF if @inode is being closed; -ENOMEM.
+ *         2^64; -EBADF if @inode is being closed; -ENOMEM; with
+ *         PWB_BDI_THROTTLE, -ETIMEDOUT as pwb_balance_dirty() (the range is
+ *         dirty all the same).
  */
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len);
 
@@ -489,7 +497,9 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  * Return: 0; -EINVAL for a NULL @inode; -EBADF if @inode is being closed;
  *         -EDEADLK from an ops callback; -ENOMEM; or a write or flush error
  *         (-EIO, -ENOSPC, ...) of this inode that no earlier pwb_fsync()
- *         returned: each error is reported once. Pages whose write failed
+ *         returned: each error is reported once. A page that map_page put
+ *         (partly) outside the device fails with -ERANGE, one not aligned
+ *         to the logical block size with -EINVAL. Pages whose write failed
  *         stay dirty.
  */
 PWB_API int pwb_fsync(struct pwb_inode *inode);

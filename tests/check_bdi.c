@@ -459,7 +459,7 @@ static int find_nodirect_dir(char *dir, size_t len, int *mounted, char *why,
 		return 0;
 	}
 	if (unshare(CLONE_NEWNS) ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL)) {
 		snprintf(why, wlen,
 			 "/dev/shm accepts O_DIRECT and no private mount "
 			 "namespace for a ramfs: %s",
