@@ -279,6 +279,26 @@ PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi);
 PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr);
 
 /**
+ * pwb_bdi_set_policy() - switch the shard policy live
+ * @bdi: the bdi
+ * @spec: "name[:key=value,...]" as in pwb_bdi_config.policy; NULL means
+ *        "inode-hash". Copied.
+ *
+ * The new policy is created first (a bad spec changes nothing), then
+ * installed the way pwb_bdi_set_nr_wb_ctx() re-shards: flushers parked,
+ * every affined inode moved to the context the new policy gives it, the
+ * policy published with RCU, the old one destroyed after a grace period.
+ * Writers, syncs and fsyncs may run meanwhile and lose nothing.
+ *
+ * Context: any thread but a flusher; sleeps. Calls are serialised with
+ * re-shards.
+ * Return: 0; -EINVAL for a NULL @bdi or bad arguments in @spec; -ENOENT
+ *         for an unknown policy name; -EDEADLK from an ops callback;
+ *         -ENOMEM; or the error of the policy's init.
+ */
+PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec);
+
+/**
  * struct pwb_bdi_info - facts a bdi found about its device
  */
 struct pwb_bdi_info {

@@ -445,9 +445,13 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		goto fail_table;
 	/* Last, so that a policy's init sees a whole bdi (pwb_bdi_info,
 	 * pwb_wb_ctx_stats); no inode exists yet to be placed. */
-	ret = pwb__policy_create(bdi, cfg->policy, &bdi->policy);
-	if (ret)
+	bdi->policy = calloc(1, sizeof(*bdi->policy));
+	ret = bdi->policy ? pwb__policy_create(bdi, cfg->policy, bdi->policy)
+			  : pwb__err(-ENOMEM, "out of memory");
+	if (ret) {
+		free(bdi->policy);
 		goto fail_ctxs;
+	}
 	*bdip = bdi;
 	return 0;
 
@@ -494,7 +498,7 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	info->nr_flushers = uatomic_read(&bdi->nr_flushers);
 	info->is_blockdev = bdi->is_blockdev;
 	snprintf(info->policy, sizeof(info->policy), "%s",
-		 bdi->policy.ops->name);
+		 CMM_LOAD_SHARED(bdi->policy)->ops->name);
 	snprintf(info->backend, sizeof(info->backend), "%s", bdi->io->name);
 	return 0;
 }
@@ -716,7 +720,8 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	/* No flusher left to consult the rule; replaced rules are freed by
 	 * the rcu_barrier() below. */
 	pwb__fault_destroy(bdi);
-	pwb__policy_destroy(&bdi->policy);
+	pwb__policy_destroy(bdi->policy);
+	free(bdi->policy);
 	cds_lfht_destroy(bdi->inodes, NULL);
 	/* Run the inodes' delayed frees before the caller can exit. */
 	rcu_barrier();

@@ -122,7 +122,8 @@ static struct pwb__wb_ctx *choose_wb(struct pwb_inode *inode, uint64_t index)
 
 	rcu_read_lock();
 	arr = rcu_dereference(bdi->ctxs);
-	wb = arr->ctx[pwb__policy_select(&bdi->policy, inode, index,
+	wb = arr->ctx[pwb__policy_select(rcu_dereference(bdi->policy), inode,
+					 index,
 					 arr->nr)];
 	rcu_read_unlock();
 	return wb;

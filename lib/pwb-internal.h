@@ -485,7 +485,10 @@ struct pwb_bdi {
 	pthread_mutex_t inflight_lock;	/* max_inflight accounting */
 	pthread_cond_t inflight_cond;
 	unsigned int inflight;		/* inflight_lock */
-	struct pwb__policy policy;
+	struct pwb__policy *policy;	/* RCU-published: select() runs
+					 * under rcu_read_lock; replaced by
+					 * pwb_bdi_set_policy with the
+					 * flushers parked */
 	const struct pwb__io_backend *io;
 
 	struct cds_lfht *inodes;	/* ino -> inode, RCU */

@@ -81,7 +81,7 @@ static struct pwb__wb_ctx *new_home(struct pwb_bdi *bdi,
 	pthread_mutex_lock(&inode->lock);
 	pwb__map_find(&inode->map, PWB__TAG_DIRTY, 0, &first);
 	pthread_mutex_unlock(&inode->lock);
-	return arr->ctx[pwb__policy_select(&bdi->policy, inode, first,
+	return arr->ctx[pwb__policy_select(bdi->policy, inode, first,
 					   arr->nr)];
 }
 
@@ -103,47 +103,39 @@ static void add_cumulative(struct pwb_stats *acc, const struct pwb_stats *st)
 	uatomic_add(&acc->io_extents, st->io_extents);
 }
 
-PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
+/*
+ * Re-shard to @nr contexts and, if @pol is not NULL, to policy @pol (which
+ * then belongs to the bdi; the old one is destroyed). Caller holds
+ * reshard_lock.
+ */
+static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
+			  struct pwb__policy *pol)
 {
-	struct pwb__wb_ctx_array *old, *arr;
+	struct pwb__wb_ctx_array *old = bdi->ctxs, *arr;
+	struct pwb__policy *old_pol = bdi->policy;
 	unsigned int i, old_nf, new_nf;
 	struct pwb_inode **inodes;
 	size_t n_inodes, k;
-	int ret = 0;
 
-	pwb__err_clear();
-	if (!bdi)
-		return pwb__err(-EINVAL, "pwb_bdi_set_nr_wb_ctx: NULL bdi");
-	if (nr > PWB_MAX_WB_CTX)
-		return pwb__err(-EINVAL, "nr_wb_ctx %u is above the limit %u",
-				nr, PWB_MAX_WB_CTX);
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_bdi_set_nr_wb_ctx called from an "
-					  "ops callback (a flusher thread)");
-	if (!nr)
-		nr = pwb__auto_nr_wb_ctx(bdi);
-
-	pthread_mutex_lock(&bdi->reshard_lock);
-	old = bdi->ctxs;
-	if (nr == old->nr)
-		goto out;
 	arr = pwb__ctx_array_alloc(bdi, old, nr);
-	if (!arr) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!arr)
+		return -ENOMEM;
 	/* Snapshot the inodes before parking: the walk itself may sleep. */
 	inodes = pwb__bdi_collect_inodes(bdi, &n_inodes);
 
 	pwb__flushers_park(bdi);
 	uatomic_inc(&bdi->reshard_gen);
 	rcu_assign_pointer(bdi->ctxs, arr);
-	pwb__policy_nr_changed(&bdi->policy, nr);
+	if (pol)
+		rcu_assign_pointer(bdi->policy, pol);
+	if (nr != old->nr)
+		pwb__policy_nr_changed(bdi->policy, nr);
 
 	/*
 	 * Every inode, affined or not, takes its lock here: a first dirtying
-	 * that chose from the old array either finished before (and is
-	 * moved now) or sees the new reshard_gen and chooses again.
+	 * that chose from the old array (or with the old policy) either
+	 * finished before, and is moved now, or sees the new reshard_gen and
+	 * chooses again.
 	 */
 	for (k = 0; k < n_inodes; k++) {
 		struct pwb_inode *inode = inodes[k];
@@ -198,15 +190,70 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 	for (i = 0; i < new_nf; i++)
 		pwb__flusher_kick(bdi->flushers[i]);
 
-	/* Readers of the old array (stats, sync, wakeups) are done after a
-	 * grace period. */
+	/* Readers of the old array and policy (stats, sync, wakeups, first
+	 * dirtyings) are done after a grace period. */
 	synchronize_rcu();
 	for (i = nr; i < old->nr; i++) {
 		pwb__wb_ctx_destroy(old->ctx[i]);
 		free(old->ctx[i]);
 	}
 	free(old);
-out:
+	if (pol) {
+		pwb__policy_destroy(old_pol);
+		free(old_pol);
+	}
+	return 0;
+}
+
+PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
+{
+	int ret = 0;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_set_nr_wb_ctx: NULL bdi");
+	if (nr > PWB_MAX_WB_CTX)
+		return pwb__err(-EINVAL, "nr_wb_ctx %u is above the limit %u",
+				nr, PWB_MAX_WB_CTX);
+	if (pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_bdi_set_nr_wb_ctx called from an "
+					  "ops callback (a flusher thread)");
+	if (!nr)
+		nr = pwb__auto_nr_wb_ctx(bdi);
+
+	pthread_mutex_lock(&bdi->reshard_lock);
+	if (nr != bdi->ctxs->nr)
+		ret = reshard_locked(bdi, nr, NULL);
 	pthread_mutex_unlock(&bdi->reshard_lock);
+	return ret;
+}
+
+PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
+{
+	struct pwb__policy *pol;
+	int ret;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_set_policy: NULL bdi");
+	if (pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_bdi_set_policy called from an "
+					  "ops callback (a flusher thread)");
+	pol = calloc(1, sizeof(*pol));
+	if (!pol)
+		return pwb__err(-ENOMEM, "out of memory");
+	/* Built apart from the live one: a bad spec changes nothing. */
+	ret = pwb__policy_create(bdi, spec, pol);
+	if (ret) {
+		free(pol);
+		return ret;
+	}
+	pthread_mutex_lock(&bdi->reshard_lock);
+	ret = reshard_locked(bdi, bdi->ctxs->nr, pol);
+	pthread_mutex_unlock(&bdi->reshard_lock);
+	if (ret) {
+		pwb__policy_destroy(pol);
+		free(pol);
+	}
 	return ret;
 }

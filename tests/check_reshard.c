@@ -9,6 +9,7 @@
  */
 #include "pwb-internal.h"
 #include "test-util.h"
+#include "pwb-policy.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -182,9 +183,9 @@ struct writer_arg {
 };
 
 /* Each writer owns inodes idx, idx + nr, ...: no two write one page. */
-static void *writer(void *p)
+static void *writer(void *arg)
 {
-	struct writer_arg *a = p;
+	struct writer_arg *a = arg;
 	struct stress *s = a->s;
 	uint64_t seed = 0x9e3779b97f4a7c15ull * (a->idx + 1);
 	uint32_t version = 1;
@@ -220,6 +221,9 @@ static void run_stress(unsigned int nr_flushers)
 {
 	enum { N = 48, PAGES = 32, WRITERS = 3 };
 	static const unsigned int plan[] = { 1, 8, 2, 1, 4, 8, 1, 2 };
+	static const char *const policies[] = {
+		"least-loaded", "alloc-group:groups=4", "inode-hash", "hint",
+	};
 	struct tu_store st[N];
 	struct stress s = { .st = st, .n = N };
 	struct writer_arg wa[WRITERS];
@@ -238,9 +242,14 @@ static void run_stress(unsigned int nr_flushers)
 	}
 	ck_assert_int_eq(pthread_create(&sy, NULL, syncer, &s), 0);
 	for (round = 0; round < 3; round++)
-		for (i = 0; i < sizeof(plan) / sizeof(*plan); i++)
+		for (i = 0; i < sizeof(plan) / sizeof(*plan); i++) {
 			ck_assert_int_eq(pwb_bdi_set_nr_wb_ctx(s.bdi, plan[i]),
 					 0);
+			ck_assert_int_eq(
+				pwb_bdi_set_policy(s.bdi,
+						   policies[(round + i) % 4]),
+				0);
+		}
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < WRITERS; i++)
 		pthread_join(w[i], NULL);
@@ -304,6 +313,47 @@ START_TEST(test_one_flusher_serves_many_contexts)
 }
 END_TEST
 
+START_TEST(test_policy_switch_moves_inodes_and_bad_spec_changes_nothing)
+{
+	enum { N = 16, PAGES = 4 };
+	struct tu_store st[N];
+	struct pwb_bdi *bdi = open_bdi(4, 0, false);
+	char spec[128];
+	unsigned int i;
+
+	for (i = 0; i < N; i++) {
+		tu_store_init(&st[i], i, PS, PAGES, (uint64_t)i * PAGES * PS);
+		ck_assert_int_eq(tu_store_open(&st[i], bdi), 0);
+		tu_fill_page(&st[i], 1, 3);
+		ck_assert_int_eq(pwb_mark_dirty(st[i].inode, PS, PS), 0);
+		ck_assert_int_eq(pwb_inode_wb_ctx(st[i].inode), (int)(i % 4));
+	}
+	/* Every inode hinted to context 3: the hint policy moves them all. */
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(pwb_inode_set_wb_hint(st[i].inode, 3), 0);
+	ck_assert_int_eq(pwb_bdi_set_policy(bdi, "hint"), 0);
+	ck_assert_int_eq(pwb_bdi_policy(bdi, spec, sizeof(spec)), 0);
+	ck_assert_str_eq(spec, "hint");
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(pwb_inode_wb_ctx(st[i].inode), 3);
+	check_lists_consistent(bdi, st, N);
+
+	ck_assert_int_eq(pwb_bdi_set_policy(bdi, "no-such-policy"), -ENOENT);
+	ck_assert_int_eq(pwb_bdi_set_policy(bdi, "inode-hash:bogus=1"),
+			 -EINVAL);
+	ck_assert_int_eq(pwb_bdi_policy(bdi, spec, sizeof(spec)), 0);
+	ck_assert_str_eq(spec, "hint");
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(pwb_inode_wb_ctx(st[i].inode), 3);
+
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(tu_verify_device(image, st, N), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	for (i = 0; i < N; i++)
+		tu_store_destroy(&st[i]);
+}
+END_TEST
+
 START_TEST(test_bad_reshard_counts_are_rejected)
 {
 	struct pwb_bdi *bdi = open_bdi(2, 0, false);
@@ -328,6 +378,8 @@ static Suite *reshard_suite(void)
 	tcase_add_test(tc, test_reshard_under_writers_and_syncs_loses_nothing);
 	tcase_add_test(tc, test_reshard_with_two_fixed_flushers_loses_nothing);
 	tcase_add_test(tc, test_one_flusher_serves_many_contexts);
+	tcase_add_test(tc,
+		       test_policy_switch_moves_inodes_and_bad_spec_changes_nothing);
 	tcase_add_test(tc, test_bad_reshard_counts_are_rejected);
 	suite_add_tcase(s, tc);
 	return s;
