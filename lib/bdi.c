@@ -289,8 +289,8 @@ static int create_ctxs(struct pwb_bdi *bdi, unsigned int nr)
 
 	if (!arr)
 		return -ENOMEM;
-	rcu_assign_pointer(bdi->ctxs, arr);
-	uatomic_set(&bdi->nr_flushers, nf);
+	PWB__RCU_ASSIGN(bdi->ctxs, arr);
+	pwb__aset(&bdi->nr_flushers, nf);
 	for (i = 0; i < nf; i++) {
 		ret = pwb__flusher_start(bdi, i);
 		if (ret) {
@@ -478,8 +478,8 @@ PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
 	if (!bdi)
 		return 0;
 	rcu_read_lock();
-	nr = rcu_dereference(bdi->ctxs)->nr;
-	rcu_read_unlock();
+	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
+	pwb__rcu_read_unlock();
 	return nr;
 }
 
@@ -495,10 +495,10 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	info->page_size = pwb__page_size(bdi);
 	info->nr_wb_ctx = pwb_bdi_nr_wb_ctx(bdi);
 	info->rotational = bdi->rotational;
-	info->nr_flushers = uatomic_read(&bdi->nr_flushers);
+	info->nr_flushers = pwb__aread(&bdi->nr_flushers);
 	info->is_blockdev = bdi->is_blockdev;
 	snprintf(info->policy, sizeof(info->policy), "%s",
-		 CMM_LOAD_SHARED(bdi->policy)->ops->name);
+		 PWB__READ(bdi->policy)->ops->name);
 	snprintf(info->backend, sizeof(info->backend), "%s", bdi->io->name);
 	return 0;
 }
@@ -510,10 +510,10 @@ uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
 	unsigned int i;
 
 	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
+	arr = PWB__RCU_DEREF(bdi->ctxs);
 	for (i = 0; i < arr->nr; i++)
-		sum += uatomic_read(&arr->ctx[i]->stats.dirty_pages);
-	rcu_read_unlock();
+		sum += pwb__aread(&arr->ctx[i]->stats.dirty_pages);
+	pwb__rcu_read_unlock();
 	return sum;
 }
 
@@ -528,7 +528,7 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
 	/* A flush that started after our writes finished covers us. */
 	if (bdi->flushed_seq >= seq)
 		goto out;
-	target = uatomic_read(&bdi->write_seq);
+	target = pwb__aread(&bdi->write_seq);
 	bdi->nr_device_flushes++;
 	if (fdatasync(bdi->fd)) {
 		err = -errno;
@@ -569,11 +569,11 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 					  "from an ops callback");
 
 	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
+	arr = PWB__RCU_DEREF(bdi->ctxs);
 	nr = arr->nr;
 	works = calloc(nr, sizeof(*works));
 	if (!works) {
-		rcu_read_unlock();
+		pwb__rcu_read_unlock();
 		return pwb__err(-ENOMEM, "out of memory");
 	}
 	if (wait)
@@ -595,12 +595,12 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 		if (reason == PWB_WB_BACKGROUND)
 			w->nr_pages = INT64_MAX;
 		else	/* bounded by what is dirty now, like the kernel */
-			w->nr_pages = (int64_t)uatomic_read(
+			w->nr_pages = (int64_t)pwb__aread(
 					      &arr->ctx[i]->stats.dirty_pages) +
 				      1024;
 		pwb__wb_queue_work(arr->ctx[i], w);
 	}
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	if (wait) {
 		pwb__completion_wait(&done);
 		pwb__completion_destroy(&done);
@@ -626,7 +626,7 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	since = bdi->sync_cursor;
 	pthread_mutex_unlock(&bdi->flush_lock);
 	werr = pwb__sync_and_wait(bdi, NULL);
-	ferr = pwb__bdi_flush_device(bdi, uatomic_read(&bdi->write_seq));
+	ferr = pwb__bdi_flush_device(bdi, pwb__aread(&bdi->write_seq));
 	pthread_mutex_lock(&bdi->flush_lock);
 	err = pwb__errseq_check_and_advance(&bdi->wb_err, &since);
 	bdi->sync_cursor = since;
@@ -673,7 +673,7 @@ struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi, size_t *nr)
 		}
 		v[n++] = inode;
 	}
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	*nr = n;
 	return v;
 }
@@ -699,7 +699,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	pthread_mutex_unlock(&bdi->lock);
 
 	werr = pwb__sync_and_wait(bdi, NULL);
-	ferr = pwb__bdi_flush_device(bdi, uatomic_read(&bdi->write_seq));
+	ferr = pwb__bdi_flush_device(bdi, pwb__aread(&bdi->write_seq));
 
 	/* Inodes the application left open: written above, freed here. A
 	 * failed allocation only means more rounds. */

@@ -69,7 +69,7 @@ void pwb__errseq_set(pwb__errseq_t *eseq, int err)
 
 	if (err >= 0 || err < -(int)ERRSEQ_ERRMASK)
 		err = -EIO;
-	old = uatomic_read(eseq);
+	old = pwb__aread(eseq);
 	for (;;) {
 		uint32_t prev;
 
@@ -88,7 +88,7 @@ void pwb__errseq_set(pwb__errseq_t *eseq, int err)
 
 int pwb__errseq_check_and_advance(pwb__errseq_t *eseq, pwb__errseq_t *cursor)
 {
-	uint32_t cur = uatomic_read(eseq);
+	uint32_t cur = pwb__aread(eseq);
 
 	if ((cur | ERRSEQ_SEEN) == (*cursor | ERRSEQ_SEEN))
 		return 0;
@@ -138,7 +138,7 @@ void pwb__wb_write_result_locked(struct pwb_inode *inode,
 		return;
 	}
 	now = pwb__now(inode->bdi);
-	inode->fail_pass = uatomic_read(&wb->stats.wb_passes);
+	inode->fail_pass = pwb__aread(&wb->stats.wb_passes);
 	if (err == -ENOSPC) {
 		/* A full file system fails every inode alike: pause the
 		 * whole context, not each inode after its own failure. */
@@ -180,7 +180,7 @@ bool pwb__wb_backing_off_locked(struct pwb_inode *inode,
 	if (!inode->wb_failures)
 		return false;
 	/* Failed in this very pass: retrying at once would spin. */
-	if (inode->fail_pass == uatomic_read(&wb->stats.wb_passes))
+	if (inode->fail_pass == pwb__aread(&wb->stats.wb_passes))
 		return true;
 	return periodic && pwb__now(inode->bdi) < inode->retry_after;
 }

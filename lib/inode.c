@@ -76,7 +76,7 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	rcu_read_lock();
 	node = cds_lfht_add_unique(bdi->inodes, ino_hash(ino), ino_match,
 				   &inode->ino, &inode->hnode);
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	if (node != &inode->hnode) {
 		pthread_mutex_unlock(&bdi->lock);
 		pwb__map_destroy(&inode->map);
@@ -103,6 +103,8 @@ static void inode_free_rcu(struct rcu_head *head)
 {
 	struct pwb_inode *inode = caa_container_of(head, struct pwb_inode, rcu);
 
+	PWB__TSAN_ACQUIRE(inode);
+
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_mutex_destroy(&inode->lock);
@@ -121,11 +123,11 @@ static struct pwb__wb_ctx *choose_wb(struct pwb_inode *inode, uint64_t index)
 	struct pwb__wb_ctx *wb;
 
 	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
-	wb = arr->ctx[pwb__policy_select(rcu_dereference(bdi->policy), inode,
+	arr = PWB__RCU_DEREF(bdi->ctxs);
+	wb = arr->ctx[pwb__policy_select(PWB__RCU_DEREF(bdi->policy), inode,
 					 index,
 					 arr->nr)];
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	return wb;
 }
 
@@ -137,7 +139,7 @@ static struct pwb__wb_ctx *assign_wb_locked(struct pwb_inode *inode,
 	if (inode->wb)
 		return inode->wb;
 	uatomic_inc(&wb->stats.nr_inodes);
-	CMM_STORE_SHARED(inode->wb, wb);
+	PWB__RCU_ASSIGN(inode->wb, wb);
 	return wb;
 }
 
@@ -155,10 +157,10 @@ static struct pwb__wb_ctx *lock_inode_wb(struct pwb_inode *inode)
 		 * freed before we hold its lock; once we hold it with the
 		 * inode still on it, the re-shard waits for us. */
 		rcu_read_lock();
-		wb = CMM_LOAD_SHARED(inode->wb);
+		wb = PWB__RCU_DEREF(inode->wb);
 		pthread_mutex_lock(&wb->list_lock);
 		pthread_mutex_lock(&inode->lock);
-		rcu_read_unlock();
+		pwb__rcu_read_unlock();
 		if (inode->wb == wb)
 			return wb;
 		pthread_mutex_unlock(&inode->lock);
@@ -223,15 +225,15 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 	first = off >> bdi->page_shift;
 	last = (off + (len - 1)) >> bdi->page_shift;
 again:
-	gen = uatomic_read(&bdi->reshard_gen);
-	wb = CMM_LOAD_SHARED(inode->wb);
+	gen = pwb__aread(&bdi->reshard_gen);
+	wb = PWB__RCU_DEREF(inode->wb);
 	if (caa_unlikely(!wb))
 		wb = choose_wb(inode, first);
 
 	pthread_mutex_lock(&inode->lock);
 	/* A re-shard may have retired the context we chose: choose again. */
 	if (caa_unlikely(!inode->wb) &&
-	    uatomic_read(&bdi->reshard_gen) != gen) {
+	    pwb__aread(&bdi->reshard_gen) != gen) {
 		pthread_mutex_unlock(&inode->lock);
 		goto again;
 	}
@@ -259,7 +261,7 @@ again:
 
 	if (attach)
 		pwb__inode_attach_dirty(inode);
-	if (bdi->bg_thresh_pages && !uatomic_read(&bdi->bg_active) &&
+	if (bdi->bg_thresh_pages && !pwb__aread(&bdi->bg_active) &&
 	    pwb__bdi_dirty_pages(bdi) > bdi->bg_thresh_pages)
 		pwb__kick_background(bdi);
 	if (bdi->cfg.flags & PWB_BDI_THROTTLE) {
@@ -295,12 +297,12 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 				(unsigned long long)inode->ino);
 	}
 	while (!inode->wb) {
-		unsigned long gen = uatomic_read(&inode->bdi->reshard_gen);
+		unsigned long gen = pwb__aread(&inode->bdi->reshard_gen);
 
 		pthread_mutex_unlock(&inode->lock);
 		wb = choose_wb(inode, 0);
 		pthread_mutex_lock(&inode->lock);
-		if (uatomic_read(&inode->bdi->reshard_gen) == gen)
+		if (pwb__aread(&inode->bdi->reshard_gen) == gen)
 			assign_wb_locked(inode, wb);
 	}
 	if (flags & PWB_I_DIRTY_META) {
@@ -339,7 +341,7 @@ PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_wb_ctx: NULL inode");
-	wb = CMM_LOAD_SHARED(inode->wb);
+	wb = PWB__RCU_DEREF(inode->wb);
 	if (!wb)
 		return pwb__err(-ENODATA, "inode %llu was never dirtied: its "
 					  "context is chosen at first "
@@ -365,7 +367,7 @@ enum pwb__list pwb__inode_list(struct pwb_inode *inode)
 	struct pwb__wb_ctx *wb;
 	enum pwb__list l;
 
-	if (!CMM_LOAD_SHARED(inode->wb))
+	if (!PWB__RCU_DEREF(inode->wb))
 		return PWB__LIST_NONE;
 	wb = lock_inode_wb(inode);
 	l = inode->on_list;
@@ -470,7 +472,7 @@ int pwb__inode_close(struct pwb_inode *inode)
 
 	werr = inode_sync(inode, &ferr);
 
-	if (CMM_LOAD_SHARED(inode->wb)) {
+	if (PWB__RCU_DEREF(inode->wb)) {
 		uint64_t dropped;
 
 		/* A background pass may still hold it if a write failed. */
@@ -496,11 +498,12 @@ int pwb__inode_close(struct pwb_inode *inode)
 		err = inode->failed_err;	/* never cleared */
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	pthread_mutex_lock(&bdi->lock);
 	bdi->nr_open_inodes--;
 	pthread_mutex_unlock(&bdi->lock);
 	/* Lock-free lookups may still see it until a grace period passes. */
+	PWB__TSAN_RELEASE(inode);
 	call_rcu(&inode->rcu, inode_free_rcu);
 
 	if (!err)

@@ -9,7 +9,7 @@
  * with RCU:
  *
  *   - pwb_bdi_inject_fault() builds a new state, swaps it in with
- *     rcu_xchg_pointer() (so concurrent callers need no lock; the last one
+ *     an atomic exchange (so concurrent callers need no lock; the last one
  *     wins) and frees the old one with call_rcu() after a grace period;
  *   - pwb__fault_check() runs on any flusher: with no rule it is a single
  *     load of bdi->fault; otherwise it reads the state under rcu_read_lock
@@ -68,7 +68,7 @@ static bool fault_take_hit(struct pwb__fault_state *fs)
 		uatomic_inc(&fs->hits);
 		return true;
 	}
-	old = uatomic_read(&fs->hits);
+	old = pwb__aread(&fs->hits);
 	while (old < max) {
 		uint64_t prev = uatomic_cmpxchg(&fs->hits, old, old + 1);
 
@@ -113,11 +113,11 @@ enum pwb__fault_action pwb__fault_check(struct pwb_bdi *bdi, uint64_t dev_off,
 	/* The common case, no rule: one load, no RCU read-side section. The
 	 * pointer is only tested here; it is dereferenced below, under
 	 * rcu_read_lock, after a fresh rcu_dereference. */
-	if (caa_likely(!CMM_LOAD_SHARED(bdi->fault)))
+	if (caa_likely(!PWB__READ(bdi->fault)))
 		return PWB__FAULT_PASS;
 
 	rcu_read_lock();
-	fs = rcu_dereference(bdi->fault);
+	fs = PWB__RCU_DEREF(bdi->fault);
 	if (!fs)
 		goto out;
 	if (dev_off >= fs->rule.dev_end || dev_off + len <= fs->rule.dev_start)
@@ -149,7 +149,7 @@ enum pwb__fault_action pwb__fault_check(struct pwb_bdi *bdi, uint64_t dev_off,
 		break;
 	}
 out:
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	/* Sleep outside the read-side section: a long delay must not hold
 	 * up the grace period that frees a replaced rule. */
 	if (delay_ms)
@@ -159,12 +159,16 @@ out:
 
 static void fault_free_rcu(struct rcu_head *head)
 {
-	free(caa_container_of(head, struct pwb__fault_state, rcu));
+	struct pwb__fault_state *st =
+		caa_container_of(head, struct pwb__fault_state, rcu);
+
+	PWB__TSAN_ACQUIRE(st);
+	free(st);
 }
 
 void pwb__fault_destroy(struct pwb_bdi *bdi)
 {
-	struct pwb__fault_state *old = rcu_xchg_pointer(&bdi->fault, NULL);
+	struct pwb__fault_state *old = __atomic_exchange_n(&bdi->fault, NULL, __ATOMIC_ACQ_REL);
 
 	/* Called once the flushers have stopped: nothing reads it any more,
 	 * so there is no grace period to wait for. */
@@ -228,10 +232,12 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 			fs->rule.dev_end = UINT64_MAX;
 	}
 	/* The swap orders the new state's initialisation before its
-	 * publication (rcu_xchg_pointer implies the barrier). */
-	old = rcu_xchg_pointer(&bdi->fault, fs);
-	if (old)
+	 * publication (the exchange is a release). */
+	old = __atomic_exchange_n(&bdi->fault, fs, __ATOMIC_ACQ_REL);
+	if (old) {
+		PWB__TSAN_RELEASE(old);
 		call_rcu(&old->rcu, fault_free_rcu);
+	}
 	return 0;
 }
 
@@ -241,7 +247,7 @@ PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits)
 	if (!bdi || !hits)
 		return pwb__err(-EINVAL, "pwb_fault_hits: NULL %s",
 				!bdi ? "bdi" : "hits");
-	*hits = uatomic_read(&bdi->fault_hits);
+	*hits = pwb__aread(&bdi->fault_hits);
 	return 0;
 }
 

@@ -46,6 +46,6 @@ PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx)
 					 "clears the hint)",
 				ctx, nr);
 	/* Read lock-free by select(); an int store is atomic. */
-	CMM_STORE_SHARED(inode->wb_hint, ctx);
+	PWB__WRITE(inode->wb_hint, ctx);
 	return 0;
 }

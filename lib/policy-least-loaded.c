@@ -32,19 +32,19 @@ static int least_loaded_select(void *state,
 
 	/* Nests inside the caller's read-side section, if any. */
 	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
+	arr = PWB__RCU_DEREF(bdi->ctxs);
 	n = PWB__MIN(nr_wb_ctx, arr->nr);
 	start = best = pwb__policy_hash(info->ino, n);
-	best_pages = uatomic_read(&arr->ctx[best]->stats.dirty_pages);
+	best_pages = pwb__aread(&arr->ctx[best]->stats.dirty_pages);
 	for (k = 1; k < n && best_pages; k++) {
 		i = (start + k) % n;
-		pages = uatomic_read(&arr->ctx[i]->stats.dirty_pages);
+		pages = pwb__aread(&arr->ctx[i]->stats.dirty_pages);
 		if (pages < best_pages) {
 			best = i;
 			best_pages = pages;
 		}
 	}
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	return (int)best;
 }
 

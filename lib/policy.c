@@ -494,7 +494,7 @@ static void report_fallback(struct pwb__policy *pol, struct pwb_inode *inode,
 			    int idx, unsigned int nr_wb_ctx)
 {
 	uatomic_inc(&pol->nr_fallbacks);
-	if (uatomic_read(&pol->fallback_reported) ||
+	if (pwb__aread(&pol->fallback_reported) ||
 	    uatomic_cmpxchg(&pol->fallback_reported, 0, 1) != 0)
 		return;
 	if (idx < 0)
@@ -520,7 +520,7 @@ unsigned int pwb__policy_select(struct pwb__policy *pol,
 		.inode = inode,
 		.ino = inode->ino,
 		.index = index,
-		.hint = CMM_LOAD_SHARED(inode->wb_hint),
+		.hint = PWB__READ(inode->wb_hint),
 	};
 	int idx;
 

@@ -58,6 +58,56 @@
 
 #define PWB__INTERNAL __attribute__((visibility("hidden")))
 
+/*
+ * Shared-memory accessors. liburcu 0.13's uatomic_read/uatomic_set and
+ * CMM_LOAD_SHARED/CMM_STORE_SHARED are volatile accesses, and its
+ * rcu_dereference/rcu_assign_pointer order with barriers; ThreadSanitizer
+ * models neither. These are the same operations as C11 atomics (relaxed;
+ * acquire/release for RCU publication), the same instructions on x86, and
+ * visible to TSan. Read-modify-write stays with uatomic_add/cmpxchg, which
+ * are __sync builtins TSan understands.
+ */
+#define PWB__READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define PWB__WRITE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define pwb__aread(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define pwb__aset(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define PWB__RCU_DEREF(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+#define PWB__RCU_ASSIGN(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+
+/*
+ * The grace period between call_rcu() and its callback orders the
+ * callback after every earlier access; liburcu 0.13 does not tell TSan, so
+ * we do, at the two ends of that edge.
+ */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define PWB__TSAN_RELEASE(a) __tsan_release(a)
+#define PWB__TSAN_ACQUIRE(a) __tsan_acquire(a)
+#else
+#define PWB__TSAN_RELEASE(a) ((void)(a))
+#define PWB__TSAN_ACQUIRE(a) ((void)(a))
+#endif
+
+/*
+ * Likewise for synchronize_rcu(): every read-side critical section that
+ * began before it ends before it returns. Readers release a token at
+ * rcu_read_unlock, the updater acquires it after the grace period.
+ */
+extern char pwb__rcu_tsan_token PWB__INTERNAL;
+
+static inline void pwb__rcu_read_unlock(void)
+{
+	PWB__TSAN_RELEASE(&pwb__rcu_tsan_token);
+	rcu_read_unlock();
+}
+
+static inline void pwb__synchronize_rcu(void)
+{
+	synchronize_rcu();
+	PWB__TSAN_ACQUIRE(&pwb__rcu_tsan_token);
+}
+
 #define PWB__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define PWB__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define PWB__NSEC_PER_MSEC 1000000ull
@@ -590,10 +640,10 @@ struct pwb_inode {
 
 	/* Chosen by the shard policy at first dirtying, under inode->lock;
 	 * a later move between contexts holds both list_locks and
-	 * inode->lock. Readers hold inode->lock or use CMM_LOAD_SHARED. */
+	 * inode->lock. Readers hold inode->lock or use PWB__READ. */
 	struct pwb__wb_ctx *wb;
 	/* pwb_inode_set_wb_hint(): a context index or -1. CMM_STORE_SHARED
-	 * by the application, CMM_LOAD_SHARED by the shard policy. */
+	 * by the application, PWB__READ by the shard policy. */
 	int wb_hint;
 
 	pthread_mutex_t lock;		/* the fields below, to the marker */

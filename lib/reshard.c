@@ -60,7 +60,7 @@ static void switch_inode(struct pwb_inode *inode, struct pwb__wb_ctx *from,
 		uatomic_add(&to->stats.dirty_pages, dirty);
 		uatomic_dec(&from->stats.nr_inodes);
 		uatomic_inc(&to->stats.nr_inodes);
-		CMM_STORE_SHARED(inode->wb, to);
+		PWB__RCU_ASSIGN(inode->wb, to);
 		if (l == PWB__LIST_DIRTY)
 			insert_dirty_sorted(to, inode);
 		else if (l != PWB__LIST_NONE)
@@ -125,9 +125,9 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 
 	pwb__flushers_park(bdi);
 	uatomic_inc(&bdi->reshard_gen);
-	rcu_assign_pointer(bdi->ctxs, arr);
+	PWB__RCU_ASSIGN(bdi->ctxs, arr);
 	if (pol)
-		rcu_assign_pointer(bdi->policy, pol);
+		PWB__RCU_ASSIGN(bdi->policy, pol);
 	if (nr != old->nr)
 		pwb__policy_nr_changed(bdi->policy, nr);
 
@@ -166,7 +166,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	 * is ever served by two threads: surplus ones are told to stop, new
 	 * ones start and park at once, then everyone resumes.
 	 */
-	old_nf = uatomic_read(&bdi->nr_flushers);
+	old_nf = pwb__aread(&bdi->nr_flushers);
 	new_nf = pwb__nr_flushers_for(bdi, nr);
 	for (i = new_nf; i < old_nf; i++) {
 		struct pwb__flusher *fl = bdi->flushers[i];
@@ -182,7 +182,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 			break;
 		}
 	}
-	uatomic_set(&bdi->nr_flushers, new_nf);
+	pwb__aset(&bdi->nr_flushers, new_nf);
 	pwb__flushers_resume(bdi);
 	for (i = new_nf; i < old_nf; i++)
 		pwb__flusher_stop(bdi, i);
@@ -192,7 +192,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 
 	/* Readers of the old array and policy (stats, sync, wakeups, first
 	 * dirtyings) are done after a grace period. */
-	synchronize_rcu();
+	pwb__synchronize_rcu();
 	for (i = nr; i < old->nr; i++) {
 		pwb__wb_ctx_destroy(old->ctx[i]);
 		free(old->ctx[i]);

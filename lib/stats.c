@@ -20,7 +20,7 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 				!bdi ? "bdi" : "st");
 	memset(st, 0, sizeof(*st));
 	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
+	arr = PWB__RCU_DEREF(bdi->ctxs);
 	for (i = 0; i < arr->nr; i++) {
 		uint64_t before = st->dirty_pages;
 
@@ -31,28 +31,28 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	if (st->dirty_pages)
 		st->imbalance_milli = max_dirty * arr->nr * 1000 /
 				      st->dirty_pages;
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	/* Device flushes belong to the bdi, not to one context. */
 	pthread_mutex_lock(&bdi->flush_lock);
 	st->device_flushes += bdi->nr_device_flushes;
 	pthread_mutex_unlock(&bdi->flush_lock);
 	/* What contexts retired by re-shards had done. */
-	st->dirtied_pages += uatomic_read(&bdi->retired_stats.dirtied_pages);
-	st->written_pages += uatomic_read(&bdi->retired_stats.written_pages);
-	st->io_submitted += uatomic_read(&bdi->retired_stats.io_submitted);
-	st->io_errors += uatomic_read(&bdi->retired_stats.io_errors);
-	st->bytes_written += uatomic_read(&bdi->retired_stats.bytes_written);
-	st->wb_passes += uatomic_read(&bdi->retired_stats.wb_passes);
+	st->dirtied_pages += pwb__aread(&bdi->retired_stats.dirtied_pages);
+	st->written_pages += pwb__aread(&bdi->retired_stats.written_pages);
+	st->io_submitted += pwb__aread(&bdi->retired_stats.io_submitted);
+	st->io_errors += pwb__aread(&bdi->retired_stats.io_errors);
+	st->bytes_written += pwb__aread(&bdi->retired_stats.bytes_written);
+	st->wb_passes += pwb__aread(&bdi->retired_stats.wb_passes);
 	st->periodic_passes +=
-		uatomic_read(&bdi->retired_stats.periodic_passes);
+		pwb__aread(&bdi->retired_stats.periodic_passes);
 	st->background_passes +=
-		uatomic_read(&bdi->retired_stats.background_passes);
-	st->sync_passes += uatomic_read(&bdi->retired_stats.sync_passes);
-	st->inodes_written += uatomic_read(&bdi->retired_stats.inodes_written);
-	st->flush_ns += uatomic_read(&bdi->retired_stats.flush_ns);
-	st->io_extents += uatomic_read(&bdi->retired_stats.io_extents);
-	st->throttle_ns = uatomic_read(&bdi->throttle_ns);
-	st->throttle_events = uatomic_read(&bdi->throttle_events);
+		pwb__aread(&bdi->retired_stats.background_passes);
+	st->sync_passes += pwb__aread(&bdi->retired_stats.sync_passes);
+	st->inodes_written += pwb__aread(&bdi->retired_stats.inodes_written);
+	st->flush_ns += pwb__aread(&bdi->retired_stats.flush_ns);
+	st->io_extents += pwb__aread(&bdi->retired_stats.io_extents);
+	st->throttle_ns = pwb__aread(&bdi->throttle_ns);
+	st->throttle_events = pwb__aread(&bdi->throttle_events);
 	return 0;
 }
 
@@ -68,13 +68,13 @@ PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
 				!bdi ? "bdi" : "st");
 	memset(st, 0, sizeof(*st));
 	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
+	arr = PWB__RCU_DEREF(bdi->ctxs);
 	if (idx >= arr->nr)
 		ret = pwb__err(-ERANGE, "context %u does not exist (the bdi "
 					"has %u)",
 			       idx, arr->nr);
 	else
 		pwb__wb_stats_read(arr->ctx[idx], st);
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	return ret;
 }

@@ -41,15 +41,15 @@ static uint64_t bdi_dirty_state(struct pwb_bdi *bdi, uint64_t *bw)
 
 	*bw = 0;
 	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
+	arr = PWB__RCU_DEREF(bdi->ctxs);
 	for (i = 0; i < arr->nr; i++) {
 		struct pwb__wb_ctx *wb = arr->ctx[i];
 
-		sum += uatomic_read(&wb->stats.dirty_pages) +
-		       uatomic_read(&wb->stats.writeback_pages);
-		*bw += uatomic_read(&wb->avg_write_bw);
+		sum += pwb__aread(&wb->stats.dirty_pages) +
+		       pwb__aread(&wb->stats.writeback_pages);
+		*bw += pwb__aread(&wb->avg_write_bw);
 	}
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	return sum;
 }
 
@@ -58,14 +58,14 @@ void pwb__kick_background(struct pwb_bdi *bdi)
 	struct pwb__wb_ctx_array *arr;
 	unsigned int i;
 
-	if (uatomic_read(&bdi->bg_active) ||
+	if (pwb__aread(&bdi->bg_active) ||
 	    uatomic_cmpxchg(&bdi->bg_active, 0, 1) != 0)
 		return;
 	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
+	arr = PWB__RCU_DEREF(bdi->ctxs);
 	for (i = 0; i < arr->nr; i++)
 		pwb__wb_kick_background(arr->ctx[i]);
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 }
 
 static void sleep_ns(uint64_t ns)

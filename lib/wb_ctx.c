@@ -24,6 +24,9 @@
 #include <string.h>
 #include <time.h>
 
+/* See pwb__synchronize_rcu(): only its address is used. */
+char pwb__rcu_tsan_token;
+
 static __thread int pwb__flusher_idx = -1;
 
 bool pwb__in_flusher(void)
@@ -121,9 +124,9 @@ void pwb__wb_ctx_retire(struct pwb__wb_ctx *wb)
 static struct pwb__flusher *serving_flusher(struct pwb__wb_ctx *wb)
 {
 	struct pwb_bdi *bdi = wb->bdi;
-	unsigned int nr = uatomic_read(&bdi->nr_flushers);
+	unsigned int nr = pwb__aread(&bdi->nr_flushers);
 
-	return bdi->flushers[nr ? wb->idx % nr : 0];
+	return PWB__RCU_DEREF(bdi->flushers[nr ? wb->idx % nr : 0]);
 }
 
 void pwb__flusher_kick(struct pwb__flusher *fl)
@@ -180,8 +183,8 @@ static bool park_point(struct pwb__flusher *fl)
 
 	pthread_mutex_lock(&bdi->park_lock);
 	if (bdi->park_req) {
-		struct pwb__wb_ctx_array *arr = rcu_dereference(bdi->ctxs);
-		unsigned int nr = uatomic_read(&bdi->nr_flushers), c;
+		struct pwb__wb_ctx_array *arr = PWB__RCU_DEREF(bdi->ctxs);
+		unsigned int nr = pwb__aread(&bdi->nr_flushers), c;
 
 		/* Nothing of ours may be in flight while inodes move. A
 		 * fresh flusher has nothing and must not touch the rings of
@@ -204,7 +207,7 @@ static bool park_point(struct pwb__flusher *fl)
 
 static bool park_requested(struct pwb_bdi *bdi)
 {
-	return CMM_LOAD_SHARED(bdi->park_req);
+	return PWB__READ(bdi->park_req);
 }
 
 /* Run @wb's queued work, then its periodic and background checks. Returns
@@ -245,11 +248,13 @@ static void *flusher_main(void *arg)
 	for (;;) {
 		struct pwb__wb_ctx_array *arr;
 		unsigned int nr, c;
+		bool parked;
 
-		if (park_point(fl))
-			fl->kicked = true;	/* rescan everything after */
+		parked = park_point(fl);
 
 		pthread_mutex_lock(&fl->lock);
+		if (parked)
+			fl->kicked = true;	/* rescan everything after */
 		if (!fl->kicked && !fl->stop && !park_requested(bdi)) {
 			if (bdi->writeback_interval_ns) {
 				struct timespec ts;
@@ -272,14 +277,14 @@ static void *flusher_main(void *arg)
 		pthread_mutex_unlock(&fl->lock);
 
 		/* The array only changes while every flusher is parked. */
-		arr = rcu_dereference(bdi->ctxs);
-		nr = uatomic_read(&bdi->nr_flushers);
+		arr = PWB__RCU_DEREF(bdi->ctxs);
+		nr = pwb__aread(&bdi->nr_flushers);
 		/* A flusher a re-shard is about to stop serves nothing. */
 		if (fl->idx >= nr)
 			continue;
 		for (c = fl->idx; c < arr->nr; c += nr) {
 			if (!serve_ctx(fl, arr->ctx[c])) {
-				fl->kicked = true;
+				pwb__flusher_kick(fl);
 				break;
 			}
 		}
@@ -307,11 +312,14 @@ int pwb__flusher_start(struct pwb_bdi *bdi, unsigned int idx)
 		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 		pthread_cond_init(&fl->cond, &attr);
 		pthread_condattr_destroy(&attr);
-		bdi->flushers[idx] = fl;
+		/* Published whole: kickers read the slot without a lock. */
+		PWB__RCU_ASSIGN(bdi->flushers[idx], fl);
 	}
+	pthread_mutex_lock(&fl->lock);
 	fl->stop = false;
 	fl->kicked = true;	/* look at its contexts once at start */
 	fl->fresh = true;
+	pthread_mutex_unlock(&fl->lock);
 	ret = pthread_create(&fl->thread, NULL, flusher_main, fl);
 	if (ret)
 		return pwb__err(-ret, "cannot start flusher thread %u: %s",
@@ -336,10 +344,10 @@ void pwb__flusher_stop(struct pwb_bdi *bdi, unsigned int idx)
 
 void pwb__flushers_park(struct pwb_bdi *bdi)
 {
-	unsigned int i, nr = uatomic_read(&bdi->nr_flushers);
+	unsigned int i, nr = pwb__aread(&bdi->nr_flushers);
 
 	pthread_mutex_lock(&bdi->park_lock);
-	CMM_STORE_SHARED(bdi->park_req, true);
+	PWB__WRITE(bdi->park_req, true);
 	pthread_mutex_unlock(&bdi->park_lock);
 	for (i = 0; i < nr; i++)
 		pwb__flusher_kick(bdi->flushers[i]);
@@ -352,7 +360,7 @@ void pwb__flushers_park(struct pwb_bdi *bdi)
 void pwb__flushers_resume(struct pwb_bdi *bdi)
 {
 	pthread_mutex_lock(&bdi->park_lock);
-	CMM_STORE_SHARED(bdi->park_req, false);
+	PWB__WRITE(bdi->park_req, false);
 	pthread_cond_broadcast(&bdi->park_cond);
 	pthread_mutex_unlock(&bdi->park_lock);
 }
@@ -361,23 +369,23 @@ void pwb__wb_stats_read(struct pwb__wb_ctx *wb, struct pwb_stats *st)
 {
 	struct pwb__wb_stats *s = &wb->stats;
 
-	st->nr_dirty_inodes += uatomic_read(&s->nr_dirty_inodes);
-	st->dirty_pages += uatomic_read(&s->dirty_pages);
-	st->writeback_pages += uatomic_read(&s->writeback_pages);
-	st->dirtied_pages += uatomic_read(&s->dirtied_pages);
-	st->written_pages += uatomic_read(&s->written_pages);
-	st->io_submitted += uatomic_read(&s->io_submitted);
-	st->io_errors += uatomic_read(&s->io_errors);
-	st->bytes_written += uatomic_read(&s->bytes_written);
-	st->nr_inodes += uatomic_read(&s->nr_inodes);
-	st->nr_dirty_time_inodes += uatomic_read(&s->nr_dirty_time_inodes);
-	st->wb_passes += uatomic_read(&s->wb_passes);
-	st->periodic_passes += uatomic_read(&s->periodic_passes);
-	st->background_passes += uatomic_read(&s->background_passes);
-	st->sync_passes += uatomic_read(&s->sync_passes);
-	st->inodes_written += uatomic_read(&s->inodes_written);
-	st->device_flushes += uatomic_read(&s->device_flushes);
-	st->flush_ns += uatomic_read(&s->flush_ns);
-	st->io_extents += uatomic_read(&s->io_extents);
-	st->write_bandwidth += uatomic_read(&wb->avg_write_bw);
+	st->nr_dirty_inodes += pwb__aread(&s->nr_dirty_inodes);
+	st->dirty_pages += pwb__aread(&s->dirty_pages);
+	st->writeback_pages += pwb__aread(&s->writeback_pages);
+	st->dirtied_pages += pwb__aread(&s->dirtied_pages);
+	st->written_pages += pwb__aread(&s->written_pages);
+	st->io_submitted += pwb__aread(&s->io_submitted);
+	st->io_errors += pwb__aread(&s->io_errors);
+	st->bytes_written += pwb__aread(&s->bytes_written);
+	st->nr_inodes += pwb__aread(&s->nr_inodes);
+	st->nr_dirty_time_inodes += pwb__aread(&s->nr_dirty_time_inodes);
+	st->wb_passes += pwb__aread(&s->wb_passes);
+	st->periodic_passes += pwb__aread(&s->periodic_passes);
+	st->background_passes += pwb__aread(&s->background_passes);
+	st->sync_passes += pwb__aread(&s->sync_passes);
+	st->inodes_written += pwb__aread(&s->inodes_written);
+	st->device_flushes += pwb__aread(&s->device_flushes);
+	st->flush_ns += pwb__aread(&s->flush_ns);
+	st->io_extents += pwb__aread(&s->io_extents);
+	st->write_bandwidth += pwb__aread(&wb->avg_write_bw);
 }

@@ -540,7 +540,7 @@ static int64_t chunk_pages(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 
 	if (work->sync_mode == PWB__SYNC_ALL)
 		return INT64_MAX;
-	pages = (uatomic_read(&wb->avg_write_bw) / 2) >> bdi->page_shift;
+	pages = (pwb__aread(&wb->avg_write_bw) / 2) >> bdi->page_shift;
 	if (work->nr_pages > 0)
 		pages = PWB__MIN(pages, (uint64_t)work->nr_pages);
 	pages = (pages + min) / min * min;
@@ -613,7 +613,7 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 static void update_bandwidth(struct pwb__wb_ctx *wb, bool starting)
 {
 	uint64_t now = pwb__now(wb->bdi);
-	uint64_t written = uatomic_read(&wb->stats.bytes_written);
+	uint64_t written = pwb__aread(&wb->stats.bytes_written);
 	uint64_t elapsed = now - wb->bw_stamp;
 
 	if (starting) {
@@ -629,9 +629,9 @@ static void update_bandwidth(struct pwb__wb_ctx *wb, bool starting)
 	if (written > wb->bw_written) {
 		uint64_t bw = (written - wb->bw_written) * PWB__NSEC_PER_SEC /
 			      elapsed;
-		uint64_t avg = uatomic_read(&wb->avg_write_bw);
+		uint64_t avg = pwb__aread(&wb->avg_write_bw);
 
-		uatomic_set(&wb->avg_write_bw, (avg * 7 + bw) / 8);
+		pwb__aset(&wb->avg_write_bw, (avg * 7 + bw) / 8);
 	}
 	wb->bw_stamp = now;
 	wb->bw_written = written;
@@ -715,7 +715,7 @@ static int writeback_one_inode(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 	};
 
 	pthread_mutex_lock(&wb->list_lock);
-	if (CMM_LOAD_SHARED(inode->wb) != wb) {
+	if (PWB__RCU_DEREF(inode->wb) != wb) {
 		pthread_mutex_unlock(&wb->list_lock);
 		return -EAGAIN;
 	}
@@ -767,7 +767,7 @@ void pwb__wb_check_old_data_flush(struct pwb__wb_ctx *wb)
 		return;
 	wb->last_old_flush = now;
 	/* Bounded like the kernel's: what is dirty now, plus some slack. */
-	work.nr_pages = (int64_t)uatomic_read(&wb->stats.dirty_pages) + 1024;
+	work.nr_pages = (int64_t)pwb__aread(&wb->stats.dirty_pages) + 1024;
 	pwb__wb_do_work(wb, &work);
 }
 
@@ -782,7 +782,7 @@ void pwb__wb_check_background_flush(struct pwb__wb_ctx *wb)
 	};
 
 	/* Let dirtiers kick again once this round has started. */
-	uatomic_set(&bdi->bg_active, 0);
+	pwb__aset(&bdi->bg_active, 0);
 	if (over_bg_thresh(bdi))
 		pwb__wb_do_work(wb, &work);
 }
@@ -804,10 +804,10 @@ static int sync_inode_once(struct pwb_inode *inode)
 	/* RCU: a context retired meanwhile is not freed under us; work
 	 * queued on it completes with -EAGAIN. */
 	rcu_read_lock();
-	wb = CMM_LOAD_SHARED(inode->wb);
+	wb = PWB__RCU_DEREF(inode->wb);
 	if (wb)
 		pwb__wb_queue_work(wb, &work);
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	if (!wb) {
 		pwb__completion_destroy(&done);
 		return 0;	/* never dirtied: nothing to write */
@@ -830,11 +830,11 @@ static int sync_all_once(struct pwb_bdi *bdi)
 	int err;
 
 	rcu_read_lock();
-	arr = rcu_dereference(bdi->ctxs);
+	arr = PWB__RCU_DEREF(bdi->ctxs);
 	nr = arr->nr;
 	works = calloc(nr, sizeof(*works));
 	if (!works) {
-		rcu_read_unlock();
+		pwb__rcu_read_unlock();
 		return pwb__err(-ENOMEM, "cannot allocate sync work");
 	}
 	pwb__completion_init(&done, nr);
@@ -844,7 +844,7 @@ static int sync_all_once(struct pwb_bdi *bdi)
 		works[i].done = &done;
 		pwb__wb_queue_work(arr->ctx[i], &works[i]);
 	}
-	rcu_read_unlock();
+	pwb__rcu_read_unlock();
 	err = pwb__completion_wait(&done);
 	pwb__completion_destroy(&done);
 	free(works);
@@ -854,7 +854,7 @@ static int sync_all_once(struct pwb_bdi *bdi)
 int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 {
 	for (;;) {
-		unsigned long gen = uatomic_read(&bdi->reshard_gen);
+		unsigned long gen = pwb__aread(&bdi->reshard_gen);
 		int err = inode ? sync_inode_once(inode) : sync_all_once(bdi);
 
 		/*
@@ -862,7 +862,7 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 		 * context we had not reached yet to one we had already done:
 		 * go again (re-shards are rare; this terminates).
 		 */
-		if (err != -EAGAIN && uatomic_read(&bdi->reshard_gen) == gen)
+		if (err != -EAGAIN && pwb__aread(&bdi->reshard_gen) == gen)
 			return err;
 	}
 }
