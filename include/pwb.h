@@ -182,6 +182,11 @@ struct pwb_bdi_config {
 	 *  network storage that cannot take more); 0 means no cap.
 	 *  Default 0. */
 	unsigned int max_inflight;
+	/** Consecutive failed writeback visits of an inode after which it is
+	 *  marked failed: pwb_fsync() and pwb_inode_close() then return the
+	 *  error, even after later writes succeed, until
+	 *  pwb_inode_clear_error(). 0 never marks an inode. Default 8. */
+	unsigned int max_write_failures;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -487,6 +492,27 @@ PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr);
  *         dirty all the same).
  */
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len);
+
+/**
+ * pwb_inode_error() - the inode's failed mark, without consuming it
+ *
+ * Context: any thread.
+ * Return: 0 if the inode is not marked failed, else the -errno it was
+ *         marked with (see max_write_failures); -EINVAL for a NULL @inode.
+ */
+PWB_API int pwb_inode_error(struct pwb_inode *inode);
+
+/**
+ * pwb_inode_clear_error() - forget the failed mark and the failure count
+ *
+ * Errors recorded but not yet reported are still reported once by the next
+ * pwb_fsync(). Writeback retries the inode's dirty pages from now on without
+ * back-off.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL @inode; -EBADF if it is being closed.
+ */
+PWB_API int pwb_inode_clear_error(struct pwb_inode *inode);
 
 /** pwb_mark_inode_dirty() flags. */
 #define PWB_I_DIRTY_META 0x1u	/* metadata changed: written with the pages */

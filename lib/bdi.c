@@ -48,6 +48,7 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg)
 	cfg->flags = 0;
 	cfg->io_depth = 32;
 	cfg->throttle_timeout_ms = 30000;
+	cfg->max_write_failures = 8;
 }
 
 static bool is_pow2(uint64_t v)
@@ -531,8 +532,29 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
 	target = pwb__aread(&bdi->write_seq);
 	bdi->nr_device_flushes++;
 	if (fdatasync(bdi->fd)) {
+		struct pwb_inode *inode;
+		struct cds_lfht_iter iter;
+
 		err = -errno;
 		pwb__errseq_set(&bdi->wb_err, err);
+		/*
+		 * "fsyncgate": Linux may report a failed flush once and then
+		 * drop the cached data, so a second fdatasync can succeed
+		 * with the data gone. Every inode whose writes this flush
+		 * was to cover gets the error too.
+		 */
+		rcu_read_lock();
+		cds_lfht_first(bdi->inodes, &iter);
+		while (cds_lfht_iter_get_node(&iter)) {
+			inode = caa_container_of(cds_lfht_iter_get_node(&iter),
+						 struct pwb_inode, hnode);
+			pthread_mutex_lock(&inode->lock);
+			if (inode->last_write_seq > bdi->flushed_seq)
+				pwb__errseq_set(&inode->wb_err, err);
+			pthread_mutex_unlock(&inode->lock);
+			cds_lfht_next(bdi->inodes, &iter);
+		}
+		pwb__rcu_read_unlock();
 		pwb__err(err, "fdatasync of %s: %s", bdi->path,
 			 strerror(-err));
 	} else {

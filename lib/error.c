@@ -152,7 +152,9 @@ void pwb__wb_write_result_locked(struct pwb_inode *inode,
 	inode->wb_failures++;
 	inode->backoff_ns = next_backoff(inode->backoff_ns);
 	inode->retry_after = now + inode->backoff_ns;
-	if (inode->wb_failures >= PWB__WB_FAIL_LIMIT && !inode->failed_err)
+	if (inode->bdi->cfg.max_write_failures &&
+	    inode->wb_failures >= inode->bdi->cfg.max_write_failures &&
+	    !inode->failed_err)
 		inode->failed_err = err;
 }
 

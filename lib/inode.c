@@ -528,3 +528,34 @@ PWB_API int pwb_inode_close(struct pwb_inode *inode)
 		pwb__err(err, "closing inode: %s", pwb_strerror(err));
 	return err;
 }
+
+PWB_API int pwb_inode_error(struct pwb_inode *inode)
+{
+	int err;
+
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_inode_error: NULL inode");
+	pthread_mutex_lock(&inode->lock);
+	err = inode->failed_err;
+	pthread_mutex_unlock(&inode->lock);
+	return err;
+}
+
+PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)
+{
+	bool closing;
+
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_inode_clear_error: NULL inode");
+	pthread_mutex_lock(&inode->lock);
+	closing = inode->state & PWB__I_FREEING;
+	pthread_mutex_unlock(&inode->lock);
+	if (closing)
+		return pwb__err(-EBADF, "pwb_inode_clear_error: inode %llu is "
+					"being closed",
+				(unsigned long long)inode->ino);
+	pwb__inode_clear_error(inode);
+	return 0;
+}

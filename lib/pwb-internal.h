@@ -138,14 +138,13 @@ int pwb__errseq_check_and_advance(pwb__errseq_t *eseq,
  * passes skip it until retry_after (PWB__WB_BACKOFF_MIN_NS, doubled per
  * failed visit up to PWB__WB_BACKOFF_MAX_NS), no SYNC_NONE pass retries it
  * in the pass where it failed, integrity sync always retries. After
- * PWB__WB_FAIL_LIMIT consecutive failed visits the inode is marked failed:
+ * max_write_failures consecutive failed visits the inode is marked failed:
  * pwb_fsync returns the error until pwb__inode_clear_error(). -ENOSPC also
  * pauses the context's periodic and background passes (the same back-off),
  * until a write succeeds there again.
  */
 #define PWB__WB_BACKOFF_MIN_NS (100 * PWB__NSEC_PER_MSEC)
 #define PWB__WB_BACKOFF_MAX_NS (10 * PWB__NSEC_PER_SEC)
-#define PWB__WB_FAIL_LIMIT 8u	/* proposed: pwb_bdi_config.max_write_failures */
 struct pwb_inode;
 struct pwb__wb_ctx;
 /* A write of @inode by @wb ended with @err (non-zero) or succeeded (0).
@@ -665,7 +664,7 @@ struct pwb_inode {
 	uint64_t backoff_ns;		/* current back-off, doubled per failure */
 	uint64_t retry_after;		/* clock ns: periodic/background skip
 					 * the inode until then */
-	int failed_err;			/* after PWB__WB_FAIL_LIMIT failures:
+	int failed_err;			/* after max_write_failures failures:
 					 * fsync returns it until cleared */
 	/* ---- end of inode->lock ---- */
 

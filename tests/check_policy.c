@@ -352,7 +352,7 @@ START_TEST(test_alloc_group)
 	st[12].fail_from = 0;
 	ck_assert_int_eq(dirty_range(&st[12], 0, 4), 3);
 	st[12].map_err = 0;	/* no flusher has looked at it yet */
-	ck_assert_uint_eq(uatomic_read(&bdi->policy.nr_fallbacks), 0);
+	ck_assert_uint_eq(uatomic_read(&bdi->policy->nr_fallbacks), 0);
 	sync_and_verify(bdi, img, st, NR);
 	close_stores(st, NR);
 	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
@@ -614,7 +614,7 @@ START_TEST(test_plugin_stripe)
 		ck_assert_int_eq(dirty_range(&st[i], 0, 8),
 				 (int)(base[i] % 4));
 	}
-	ck_assert_uint_eq(uatomic_read(&bdi->policy.nr_fallbacks), 0);
+	ck_assert_uint_eq(uatomic_read(&bdi->policy->nr_fallbacks), 0);
 	sync_and_verify(bdi, img, st, 6);
 	close_stores(st, 6);
 	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
@@ -725,8 +725,8 @@ static void bad_select_run(void *arg)
 		if (dirty_range(&st[i], 0, 8) != (int)((5 * i + 1) % r->nr))
 			r->placed_wrong++;
 	}
-	r->fallbacks = uatomic_read(&bdi->policy.nr_fallbacks);
-	ck_assert_int_eq(uatomic_read(&bdi->policy.fallback_reported), 1);
+	r->fallbacks = uatomic_read(&bdi->policy->nr_fallbacks);
+	ck_assert_int_eq(uatomic_read(&bdi->policy->fallback_reported), 1);
 	sync_and_verify(bdi, img, st, BS_INODES);
 	close_stores(st, BS_INODES);
 	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
@@ -922,7 +922,7 @@ START_TEST(test_integrity)
 		written += r->st[i].pages_written;
 	}
 	ck_assert_uint_gt(written, 0);
-	ck_assert_uint_eq(uatomic_read(&r->bdi->policy.nr_fallbacks), 0);
+	ck_assert_uint_eq(uatomic_read(&r->bdi->policy->nr_fallbacks), 0);
 	for (i = 0; i < INT_INODES; i++)
 		ck_assert_int_eq(pwb_inode_close(r->st[i].inode), 0);
 	ck_assert_int_eq(pwb_bdi_close(r->bdi), 0);
