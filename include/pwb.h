@@ -156,7 +156,11 @@ struct pwb_bdi_config {
 	/** An inode whose only dirty state is its timestamps is written after
 	 *  this long (or by sync). Default 43200000 (12 h, the kernel's). */
 	unsigned int dirtytime_expire_ms;
-	/** I/O backend name; NULL or "psync" for pwritev(). */
+	/** I/O backend: NULL or "psync" (default: pwritev, one write in
+	 *  flight per context); "io_uring" (io_depth writes in flight per
+	 *  context; needs liburing at build time and a kernel that allows
+	 *  io_uring); "null" (completes writes without doing them: measures
+	 *  the engine's own cost, nothing is durable). */
 	const char *backend;
 	/** Clock used for every time decision (expiry, periodic interval,
 	 *  bandwidth), in nanoseconds, monotonic. NULL means CLOCK_MONOTONIC.
@@ -228,6 +232,9 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
  *           smaller than one page;
  *  -ENOENT: unknown policy or backend name, or @path does not exist;
  *  -ENOTBLK: @path is neither a block device nor a regular file;
+ *  -EOPNOTSUPP: backend "io_uring" but libpwb was built without liburing;
+ *           or io_uring_queue_init()'s error (-ENOSYS, -EPERM, -ENOMEM)
+ *           when the kernel refuses io_uring (use "psync");
  *  -ENOMEM; or the errno of open(), a device ioctl or pthread_create().
  */
 PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
@@ -487,7 +494,8 @@ PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr);
  * Context: any thread, including ops callbacks; never sleeps on I/O unless
  * PWB_BDI_THROTTLE is set.
  * Return: 0; -EINVAL for a NULL @inode; -EOVERFLOW if @off + @len wraps past
- *         2^64; -EBADF if @inode is being closed; -ENOMEM; with
+ *         2^64; -EFBIG if the range covers more pages than the device
+ *         holds; -EBADF if @inode is being closed; -ENOMEM; with
  *         PWB_BDI_THROTTLE, -ETIMEDOUT as pwb_balance_dirty() (the range is
  *         dirty all the same).
  */

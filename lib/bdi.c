@@ -251,7 +251,7 @@ static void free_flushers(struct pwb_bdi *bdi)
 
 struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 					       struct pwb__wb_ctx_array *old,
-					       unsigned int nr)
+					       unsigned int nr, int *err)
 {
 	struct pwb__wb_ctx_array *arr;
 	unsigned int i, keep = old ? PWB__MIN(old->nr, nr) : 0;
@@ -259,7 +259,7 @@ struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 
 	arr = calloc(1, sizeof(*arr) + nr * sizeof(arr->ctx[0]));
 	if (!arr) {
-		pwb__err(-ENOMEM, "out of memory");
+		*err = pwb__err(-ENOMEM, "out of memory");
 		return NULL;
 	}
 	arr->nr = nr;
@@ -276,6 +276,7 @@ struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 				free(arr->ctx[i]);
 			}
 			free(arr);
+			*err = ret;	/* e.g. the backend's ctx_init */
 			return NULL;
 		}
 	}
@@ -284,12 +285,13 @@ struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 
 static int create_ctxs(struct pwb_bdi *bdi, unsigned int nr)
 {
-	struct pwb__wb_ctx_array *arr = pwb__ctx_array_alloc(bdi, NULL, nr);
 	unsigned int i, nf = pwb__nr_flushers_for(bdi, nr);
-	int ret;
+	struct pwb__wb_ctx_array *arr;
+	int ret = 0;
 
+	arr = pwb__ctx_array_alloc(bdi, NULL, nr, &ret);
 	if (!arr)
-		return -ENOMEM;
+		return ret;
 	PWB__RCU_ASSIGN(bdi->ctxs, arr);
 	pwb__aset(&bdi->nr_flushers, nf);
 	for (i = 0; i < nf; i++) {

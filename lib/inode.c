@@ -224,6 +224,14 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 	bdi = inode->bdi;
 	first = off >> bdi->page_shift;
 	last = (off + (len - 1)) >> bdi->page_shift;
+	/* More pages than the device holds cannot all be written; tracking
+	 * them would only exhaust memory (found by the fuzzer). */
+	if (last - first >= bdi->capacity >> bdi->page_shift)
+		return pwb__err(-EFBIG, "pwb_mark_dirty: range of %llu pages "
+					"is larger than the device (%llu pages)",
+				(unsigned long long)(last - first + 1),
+				(unsigned long long)(bdi->capacity >>
+						     bdi->page_shift));
 again:
 	gen = pwb__aread(&bdi->reshard_gen);
 	wb = PWB__RCU_DEREF(inode->wb);

@@ -587,10 +587,12 @@ void pwb__set_flusher_ctx(int idx) PWB__INTERNAL;
 unsigned int pwb__nr_flushers_for(const struct pwb_bdi *bdi,
 				  unsigned int nr_ctx) PWB__INTERNAL;
 /* A context array of @nr: the first ones taken from @old, the rest new
- * (initialised, not served yet). NULL on failure (message set). */
+ * (initialised, not served yet). NULL on failure, with *@err set to the
+ * negative errno (message set). */
 struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 					       struct pwb__wb_ctx_array *old,
-					       unsigned int nr) PWB__INTERNAL;
+					       unsigned int nr,
+					       int *err) PWB__INTERNAL;
 /* Number of contexts nr_wb_ctx = 0 asks for on this device. */
 unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Every open inode (a snapshot, for walks that sleep); free() the array. */

@@ -116,10 +116,11 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	unsigned int i, old_nf, new_nf;
 	struct pwb_inode **inodes;
 	size_t n_inodes, k;
+	int ret = 0;
 
-	arr = pwb__ctx_array_alloc(bdi, old, nr);
+	arr = pwb__ctx_array_alloc(bdi, old, nr, &ret);
 	if (!arr)
-		return -ENOMEM;
+		return ret;
 	/* Snapshot the inodes before parking: the walk itself may sleep. */
 	inodes = pwb__bdi_collect_inodes(bdi, &n_inodes);
 

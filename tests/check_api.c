@@ -211,6 +211,12 @@ static int dirty_huge_len(void)
 	return pwb_mark_dirty(st1.inode, 4096, UINT64_MAX);
 }
 
+static int dirty_more_than_device(void)
+{
+	/* One page more than the device holds, far from page 0. */
+	return pwb_mark_dirty(st1.inode, 1ull << 50, IMAGE_SIZE + 4096);
+}
+
 static int dirty_len_0(void)
 {
 	return pwb_mark_dirty(st1.inode, 4096, 0);
@@ -558,6 +564,8 @@ static const struct api_row rows[] = {
 	 post_st1_untouched},
 	{"mark_dirty: len UINT64_MAX", dirty_huge_len, -EOVERFLOW,
 	 post_st1_untouched},
+	{"mark_dirty: more pages than the device", dirty_more_than_device,
+	 -EFBIG, post_st1_untouched},
 	{"mark_dirty: len 0 does nothing", dirty_len_0, 0, post_st1_untouched},
 	{"mark_dirty: len 0 at UINT64_MAX does nothing", dirty_len_0_at_end, 0,
 	 post_st1_untouched},

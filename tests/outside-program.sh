@@ -24,6 +24,15 @@ PKG_CONFIG=${PKG_CONFIG:-pkg-config}
 PWB_TEST_DIR=${PWB_TEST_DIR:-/var/tmp}
 export PWB_TEST_DIR
 
+# A sanitizer build's library needs an instrumented program (and its
+# runtime loaded first); a program built with nothing but pkg-config's
+# flags is not one. The plain build runs this test.
+if [ -n "${PWB_SANITIZERS:-}" ]; then
+	echo "SKIP: library built with -fsanitize=$PWB_SANITIZERS; an outside" \
+		"program built with only pkg-config's flags cannot load it"
+	exit 77
+fi
+
 if ! command -v "$PKG_CONFIG" >/dev/null 2>&1; then
 	echo "SKIP: $PKG_CONFIG not found; cannot build an outside program"
 	exit 77

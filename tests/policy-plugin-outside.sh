@@ -25,6 +25,15 @@ MAKE=${MAKE:-make}
 CC=${CC:-cc}
 PKG_CONFIG=${PKG_CONFIG:-pkg-config}
 
+# A sanitizer build's library needs an instrumented program (and its
+# runtime loaded first); a program built with nothing but pkg-config's
+# flags is not one. The plain build runs this test.
+if [ -n "${PWB_SANITIZERS:-}" ]; then
+	echo "SKIP: library built with -fsanitize=$PWB_SANITIZERS; an outside" \
+		"program built with only pkg-config's flags cannot load it"
+	exit 77
+fi
+
 if ! command -v "$PKG_CONFIG" >/dev/null 2>&1; then
 	echo "SKIP: $PKG_CONFIG not found; cannot build the plugin"
 	exit 77
