@@ -12,22 +12,6 @@
 #include <limits.h>
 #include <unistd.h>
 
-/* Advance @iov past @done bytes; return the new first entry. */
-static struct iovec *iov_advance(struct iovec *iov, unsigned int *cnt,
-				 size_t done)
-{
-	while (*cnt && done >= iov->iov_len) {
-		done -= iov->iov_len;
-		iov++;
-		(*cnt)--;
-	}
-	if (*cnt) {
-		iov->iov_base = (char *)iov->iov_base + done;
-		iov->iov_len -= done;
-	}
-	return iov;
-}
-
 static int psync_submit(void *state, struct pwb__io *io)
 {
 	int fd = io->inode->bdi->fd;
@@ -65,7 +49,7 @@ static int psync_submit(void *state, struct pwb__io *io)
 			break;
 		}
 		off += (uint64_t)n;
-		iov = iov_advance(iov, &cnt, (size_t)n);
+		iov = pwb__iov_advance(iov, &cnt, (size_t)n);
 	}
 	pwb__io_end(io, err);
 	return 0;

@@ -68,22 +68,6 @@ struct uring_state {
 	struct uring_req reqs[];	/* depth slots */
 };
 
-/* Advance @iov past @done bytes; return the new first entry. */
-static struct iovec *iov_advance(struct iovec *iov, unsigned int *cnt,
-				 size_t done)
-{
-	while (*cnt && done >= iov->iov_len) {
-		done -= iov->iov_len;
-		iov++;
-		(*cnt)--;
-	}
-	if (*cnt) {
-		iov->iov_base = (char *)iov->iov_base + done;
-		iov->iov_len -= done;
-	}
-	return iov;
-}
-
 /*
  * Prepare the next SQE of @r: at most UIO_MAXIOV entries and, for an
  * injected short write, at most r->limit bytes (the last entry is cut in
@@ -149,7 +133,7 @@ static void complete_one(struct uring_state *s, unsigned int slot, int res)
 		return;
 	}
 	r->off += (uint64_t)res;
-	r->iov = iov_advance(r->iov, &r->cnt, (size_t)res);
+	r->iov = pwb__iov_advance(r->iov, &r->cnt, (size_t)res);
 	if (r->cnt)
 		prep_sqe(s, slot);	/* short: continue with the rest */
 	else

@@ -55,6 +55,23 @@ enum pwb__fault_action pwb__io_fault_check(struct pwb__io *io, int *err,
 	return PWB__FAULT_PASS;
 }
 
+/* Advance @iov past @done bytes (a short write's progress), shrinking
+ * *@cnt; return the new first entry. Shared by the backends. */
+struct iovec *pwb__iov_advance(struct iovec *iov, unsigned int *cnt,
+			       size_t done)
+{
+	while (*cnt && done >= iov->iov_len) {
+		done -= iov->iov_len;
+		iov++;
+		(*cnt)--;
+	}
+	if (*cnt) {
+		iov->iov_base = (char *)iov->iov_base + done;
+		iov->iov_len -= done;
+	}
+	return iov;
+}
+
 unsigned int pwb__iov_cut(struct iovec *iov, unsigned int cnt, uint64_t max,
 			  size_t *cut)
 {

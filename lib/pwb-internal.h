@@ -329,6 +329,9 @@ enum pwb__fault_action pwb__io_fault_check(struct pwb__io *io, int *err,
  * how many entries to pass; if @max ends inside the last of them, that
  * entry is shortened in place by *@cut bytes, which the caller adds back
  * after the write (0 if nothing was cut). */
+/* Advance @iov past @done bytes, shrinking *@cnt; the new first entry. */
+struct iovec *pwb__iov_advance(struct iovec *iov, unsigned int *cnt,
+			       size_t done) PWB__INTERNAL;
 unsigned int pwb__iov_cut(struct iovec *iov, unsigned int cnt, uint64_t max,
 			  size_t *cut) PWB__INTERNAL;
 
