@@ -694,35 +694,12 @@ static Suite *io_suite(void)
 	return s;
 }
 
-static int odirect_unsupported(void)
-{
-	char path[4096];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/pwb-probe-XXXXXX", tu_test_dir());
-	fd = mkstemp(path);
-	if (fd < 0)
-		return 0;
-	close(fd);
-	fd = open(path, O_RDWR | O_DIRECT);
-	unlink(path);
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	if (errno != EINVAL)
-		return 0;
-	fprintf(stderr, "SKIP: %s refuses O_DIRECT (tmpfs?); set PWB_TEST_DIR "
-		"to a directory on a real file system\n", tu_test_dir());
-	return 1;
-}
-
 int main(void)
 {
 	SRunner *sr;
 	int failed;
 
-	if (odirect_unsupported())
+	if (tu_odirect_unsupported())
 		return 77;
 	i_ops = tu_ops;
 	i_ops.end_write = i_end_write;

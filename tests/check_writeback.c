@@ -1349,35 +1349,12 @@ static Suite *writeback_suite(void)
 
 /* O_DIRECT needs a real file system: skip (77) if the test directory is on
  * one that refuses it, saying so. */
-static int odirect_unsupported(void)
-{
-	char path[4096];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/pwb-probe-XXXXXX", tu_test_dir());
-	fd = mkstemp(path);
-	if (fd < 0)
-		return 0;	/* let the tests report it */
-	close(fd);
-	fd = open(path, O_RDWR | O_DIRECT);
-	unlink(path);
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	if (errno != EINVAL)
-		return 0;
-	fprintf(stderr, "SKIP: %s refuses O_DIRECT (tmpfs?); set PWB_TEST_DIR "
-		"to a directory on a real file system\n", tu_test_dir());
-	return 1;
-}
-
 int main(void)
 {
 	SRunner *sr;
 	int failed;
 
-	if (odirect_unsupported())
+	if (tu_odirect_unsupported())
 		return 77;
 	atexit(remove_stale_image);
 	sr = srunner_create(writeback_suite());

@@ -18,6 +18,29 @@ const char *tu_test_dir(void)
 	return d && *d ? d : "/var/tmp";
 }
 
+int tu_odirect_unsupported(void)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/pwb-probe-XXXXXX", tu_test_dir());
+	fd = mkstemp(path);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	fd = open(path, O_RDWR | O_DIRECT);
+	unlink(path);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EINVAL)
+		return 0;
+	fprintf(stderr, "SKIP: %s refuses O_DIRECT (tmpfs?); set PWB_TEST_DIR "
+		"to a directory on a real file system\n", tu_test_dir());
+	return 1;
+}
+
 char *tu_image_create(uint64_t size)
 {
 	char *path;

@@ -21,6 +21,10 @@
 /* Directory for test images; never NULL. */
 const char *tu_test_dir(void);
 
+/* 1 (after printing why) if tu_test_dir() refuses O_DIRECT, so a suite
+ * can exit 77 (skipped); 0 otherwise. */
+int tu_odirect_unsupported(void);
+
 /* Create a zero-filled image of @size bytes; return a malloc'd path. The
  * file is removed by tu_image_remove(). Aborts the test on failure. */
 char *tu_image_create(uint64_t size);
