@@ -422,6 +422,9 @@ struct pwb__wb_stats {
 	uint64_t flush_ns;
 	uint64_t io_extents;	/* contiguous dirty extents written */
 };
+/* pwb__wb_counters_add() relies on this. */
+_Static_assert(sizeof(struct pwb__wb_stats) % sizeof(uint64_t) == 0,
+	       "struct pwb__wb_stats holds only uint64_t counters");
 
 /*
  * A writeback context: the kernel's struct bdi_writeback, one of several per
@@ -467,6 +470,12 @@ void pwb__wb_queue_work(struct pwb__wb_ctx *wb,
 void pwb__wb_kick_background(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 void pwb__wb_stats_read(struct pwb__wb_ctx *wb,
 			struct pwb_stats *st) PWB__INTERNAL;
+/* Add the counters of @s to @st (lock-free reads). */
+void pwb__wb_counters_read(const struct pwb__wb_stats *s,
+			   struct pwb_stats *st) PWB__INTERNAL;
+/* @dst += @src, every counter, with atomic adds. */
+void pwb__wb_counters_add(struct pwb__wb_stats *dst,
+			  const struct pwb__wb_stats *src) PWB__INTERNAL;
 /* Retire @wb: complete its queued work with -EAGAIN. Flushers parked. */
 void pwb__wb_ctx_retire(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 
@@ -533,7 +542,9 @@ struct pwb_bdi {
 	unsigned int nr_parked;		/* park_lock */
 	pthread_mutex_t reshard_lock;	/* serialises re-shards, close */
 	unsigned long reshard_gen;	/* uatomic: bumped by each re-shard */
-	struct pwb_stats retired_stats;	/* uatomic: retired contexts' sums */
+	struct pwb__wb_stats retired_stats; /* uatomic: retired contexts'
+					     * counters (their "now" ones
+					     * are 0: inodes moved away) */
 	pthread_mutex_t inflight_lock;	/* max_inflight accounting */
 	pthread_cond_t inflight_cond;
 	unsigned int inflight;		/* inflight_lock */

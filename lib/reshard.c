@@ -20,7 +20,6 @@
 #include "pwb-internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* Insert @inode into @wb's b_dirty keeping it sorted by dirtied_when.
  * Caller holds wb->list_lock and inode->lock; @inode is on no list. */
@@ -85,24 +84,6 @@ static struct pwb__wb_ctx *new_home(struct pwb_bdi *bdi,
 					   arr->nr)];
 }
 
-/* Keep a retired context's cumulative counters (read lock-free by
- * pwb_bdi_stats, hence uatomic). */
-static void add_cumulative(struct pwb_stats *acc, const struct pwb_stats *st)
-{
-	uatomic_add(&acc->dirtied_pages, st->dirtied_pages);
-	uatomic_add(&acc->written_pages, st->written_pages);
-	uatomic_add(&acc->io_submitted, st->io_submitted);
-	uatomic_add(&acc->io_errors, st->io_errors);
-	uatomic_add(&acc->bytes_written, st->bytes_written);
-	uatomic_add(&acc->wb_passes, st->wb_passes);
-	uatomic_add(&acc->periodic_passes, st->periodic_passes);
-	uatomic_add(&acc->background_passes, st->background_passes);
-	uatomic_add(&acc->sync_passes, st->sync_passes);
-	uatomic_add(&acc->inodes_written, st->inodes_written);
-	uatomic_add(&acc->flush_ns, st->flush_ns);
-	uatomic_add(&acc->io_extents, st->io_extents);
-}
-
 /*
  * Re-shard to @nr contexts and, if @pol is not NULL, to policy @pol (which
  * then belongs to the bdi; the old one is destroyed). Caller holds
@@ -154,12 +135,8 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	free(inodes);
 
 	for (i = nr; i < old->nr; i++) {
-		struct pwb_stats st;
-
-		memset(&st, 0, sizeof(st));
 		pwb__wb_ctx_retire(old->ctx[i]);
-		pwb__wb_stats_read(old->ctx[i], &st);
-		add_cumulative(&bdi->retired_stats, &st);
+		pwb__wb_counters_add(&bdi->retired_stats, &old->ctx[i]->stats);
 	}
 
 	/*

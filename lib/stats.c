@@ -37,20 +37,7 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	st->device_flushes += bdi->nr_device_flushes;
 	pthread_mutex_unlock(&bdi->flush_lock);
 	/* What contexts retired by re-shards had done. */
-	st->dirtied_pages += pwb__aread(&bdi->retired_stats.dirtied_pages);
-	st->written_pages += pwb__aread(&bdi->retired_stats.written_pages);
-	st->io_submitted += pwb__aread(&bdi->retired_stats.io_submitted);
-	st->io_errors += pwb__aread(&bdi->retired_stats.io_errors);
-	st->bytes_written += pwb__aread(&bdi->retired_stats.bytes_written);
-	st->wb_passes += pwb__aread(&bdi->retired_stats.wb_passes);
-	st->periodic_passes +=
-		pwb__aread(&bdi->retired_stats.periodic_passes);
-	st->background_passes +=
-		pwb__aread(&bdi->retired_stats.background_passes);
-	st->sync_passes += pwb__aread(&bdi->retired_stats.sync_passes);
-	st->inodes_written += pwb__aread(&bdi->retired_stats.inodes_written);
-	st->flush_ns += pwb__aread(&bdi->retired_stats.flush_ns);
-	st->io_extents += pwb__aread(&bdi->retired_stats.io_extents);
+	pwb__wb_counters_read(&bdi->retired_stats, st);
 	st->throttle_ns = pwb__aread(&bdi->throttle_ns);
 	st->throttle_events = pwb__aread(&bdi->throttle_events);
 	return 0;

@@ -365,10 +365,8 @@ void pwb__flushers_resume(struct pwb_bdi *bdi)
 	pthread_mutex_unlock(&bdi->park_lock);
 }
 
-void pwb__wb_stats_read(struct pwb__wb_ctx *wb, struct pwb_stats *st)
+void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
 {
-	struct pwb__wb_stats *s = &wb->stats;
-
 	st->nr_dirty_inodes += pwb__aread(&s->nr_dirty_inodes);
 	st->dirty_pages += pwb__aread(&s->dirty_pages);
 	st->writeback_pages += pwb__aread(&s->writeback_pages);
@@ -387,5 +385,23 @@ void pwb__wb_stats_read(struct pwb__wb_ctx *wb, struct pwb_stats *st)
 	st->device_flushes += pwb__aread(&s->device_flushes);
 	st->flush_ns += pwb__aread(&s->flush_ns);
 	st->io_extents += pwb__aread(&s->io_extents);
+}
+
+void pwb__wb_counters_add(struct pwb__wb_stats *dst,
+			  const struct pwb__wb_stats *src)
+{
+	const uint64_t *from = (const uint64_t *)src;
+	uint64_t *to = (uint64_t *)dst;
+	size_t i;
+
+	/* Every field is a uint64_t counter: add them word by word, so a
+	 * field added to the struct is never forgotten here. */
+	for (i = 0; i < sizeof(*src) / sizeof(uint64_t); i++)
+		uatomic_add(&to[i], pwb__aread(&from[i]));
+}
+
+void pwb__wb_stats_read(struct pwb__wb_ctx *wb, struct pwb_stats *st)
+{
+	pwb__wb_counters_read(&wb->stats, st);
 	st->write_bandwidth += pwb__aread(&wb->avg_write_bw);
 }

@@ -120,7 +120,7 @@ START_TEST(test_reshard_moves_inodes_and_keeps_dirty_pages)
 	enum { N = 32, PAGES = 16 };
 	struct tu_store st[N];
 	struct pwb_bdi *bdi = open_bdi(1, 0, false);
-	uint64_t dirty_before, dirty_after;
+	uint64_t dirty_before, dirty_after, written;
 	struct pwb_stats s;
 	unsigned int i;
 
@@ -149,9 +149,15 @@ START_TEST(test_reshard_moves_inodes_and_keeps_dirty_pages)
 	check_lists_consistent(bdi, st, N);
 	ck_assert_int_eq(tu_verify_device(image, st, N), 0);
 
+	pwb_bdi_stats(bdi, &s);
+	written = s.written_pages;
+	ck_assert_uint_eq(written, N);
 	ck_assert_int_eq(pwb_bdi_set_nr_wb_ctx(bdi, 3), 0);
 	for (i = 0; i < N; i++)
 		ck_assert_int_eq(pwb_inode_wb_ctx(st[i].inode), (int)(i % 3));
+	/* Five contexts retired: what they wrote still counts. */
+	pwb_bdi_stats(bdi, &s);
+	ck_assert_uint_eq(s.written_pages, written);
 	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
 	for (i = 0; i < N; i++)
 		tu_store_destroy(&st[i]);
