@@ -126,8 +126,9 @@ struct pwb_inode;
 struct pwb_bdi_config {
 	/** Writeback contexts (lists + flusher thread each). 1 is the legacy
 	 *  single-threaded behaviour; 0 picks automatically: 1 on a rotational
-	 *  device, else the online CPUs capped at PWB_AUTO_MAX_WB_CTX.
-	 *  At most PWB_MAX_WB_CTX. Default 0. */
+	 *  device, else the online CPUs capped at PWB_AUTO_MAX_WB_CTX. That
+	 *  pick is made once, at open; flag PWB_BDI_AUTO_WB_CTX tunes the
+	 *  count while the bdi works. At most PWB_MAX_WB_CTX. Default 0. */
 	unsigned int nr_wb_ctx;
 	/** Shard policy spec, "name[:key=value,...]"; NULL means the default
 	 *  "inode-hash" (inode number modulo contexts). The string is copied. */
@@ -191,12 +192,43 @@ struct pwb_bdi_config {
 	 *  error, even after later writes succeed, until
 	 *  pwb_inode_clear_error(). 0 never marks an inode. Default 8. */
 	unsigned int max_write_failures;
+	/** With PWB_BDI_AUTO_WB_CTX: the fewest contexts the tuner may
+	 *  choose; 0 means 1. At most PWB_MAX_WB_CTX (checked even without
+	 *  the flag). Default 0. */
+	unsigned int auto_min_wb_ctx;
+	/** With PWB_BDI_AUTO_WB_CTX: the most contexts the tuner may choose;
+	 *  0 means PWB_AUTO_MAX_WB_CTX, or auto_min_wb_ctx if that is more.
+	 *  At most PWB_MAX_WB_CTX and not below auto_min_wb_ctx (checked
+	 *  even without the flag). Default 0. */
+	unsigned int auto_max_wb_ctx;
+	/** With PWB_BDI_AUTO_WB_CTX: length of one measurement window in
+	 *  milliseconds of cfg.clock; 0 means 200. Otherwise 10 .. 600000
+	 *  (checked even without the flag). Default 0. */
+	unsigned int auto_interval_ms;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
 #define PWB_BDI_THROTTLE 0x1u
+/**
+ * Automatic parallelism: a tuner thread measures the bdi's write bandwidth
+ * in windows of auto_interval_ms and moves the number of contexts within
+ * [auto_min_wb_ctx, auto_max_wb_ctx] by hill climbing, re-sharding live as
+ * pwb_bdi_set_nr_wb_ctx() does. It starts from nr_wb_ctx if that is not 0
+ * (it must then lie within the bounds), else from the pick nr_wb_ctx = 0
+ * makes, moved into the bounds. Only windows in which writeback had work
+ * all along (dirty or in-flight pages at both ends, at least 64 pages
+ * written) count: an idle bdi is never tuned. A count must be more than
+ * 5% faster than the fastest fewer-context count to be preferred, so noise
+ * and flat curves settle on the smaller count; a settled bdi re-checks a
+ * neighbouring count every 30 measured windows. pwb_bdi_set_nr_wb_ctx()
+ * with a count pauses tuning (the caller's count wins); with 0 it resumes.
+ * What the tuner chose and why is in pwb_bdi_stats() (auto_* fields, see
+ * enum pwb_auto_reason). doc/design.md, "Automatic parallelism", has the
+ * algorithm.
+ */
+#define PWB_BDI_AUTO_WB_CTX 0x2u
 /** Every flag this release knows; other bits give -EINVAL. */
-#define PWB_BDI_FLAGS_ALL (PWB_BDI_THROTTLE)
+#define PWB_BDI_FLAGS_ALL (PWB_BDI_THROTTLE | PWB_BDI_AUTO_WB_CTX)
 
 /**
  * pwb_bdi_config_init() - set every field of @cfg to its default
@@ -228,8 +260,11 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
  *           max_io_bytes not a page multiple or above 64 MiB; nr_wb_ctx
  *           or nr_flushers above PWB_MAX_WB_CTX; io_depth outside
  *           1..4096; dirty_bytes below dirty_background_bytes;
- *           unknown flags; a file system that refuses O_DIRECT; a device
- *           smaller than one page;
+ *           unknown flags; auto_min_wb_ctx or auto_max_wb_ctx above
+ *           PWB_MAX_WB_CTX, auto_max_wb_ctx below auto_min_wb_ctx,
+ *           auto_interval_ms outside 10..600000, or, with
+ *           PWB_BDI_AUTO_WB_CTX, a nr_wb_ctx outside those bounds; a file
+ *           system that refuses O_DIRECT; a device smaller than one page;
  *  -ENOENT: unknown policy or backend name, or @path does not exist;
  *  -ENOTBLK: @path is neither a block device nor a regular file;
  *  -EOPNOTSUPP: backend "io_uring" but libpwb was built without liburing;
@@ -282,6 +317,11 @@ PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi);
  * Cumulative counters of retired contexts stay in pwb_bdi_stats().
  * With nr_flushers = 0 (one thread per context) threads are started and
  * stopped to match.
+ *
+ * On a bdi opened with PWB_BDI_AUTO_WB_CTX the caller wins over the tuner:
+ * a non-zero @nr pauses tuning (auto_reason PWB_AUTO_USER) after any
+ * re-shard the tuner has begun, and @nr 0 resumes it with fresh
+ * measurements, from the count pwb_bdi_open() would start with.
  *
  * Context: any thread but a flusher; sleeps. Calls are serialised.
  * Return: 0; -EINVAL for a NULL @bdi or @nr above PWB_MAX_WB_CTX; -EDEADLK
@@ -709,7 +749,61 @@ struct pwb_stats {
 	/** Now, pwb_bdi_stats only: max over mean of the contexts' dirty
 	 *  pages, times 1000 (1000 = perfectly even; 0 if nothing dirty). */
 	uint64_t imbalance_milli;
+	/* ---- automatic parallelism (PWB_BDI_AUTO_WB_CTX), pwb_bdi_stats
+	 * only; all 0 without the flag ---- */
+	uint64_t auto_nr_wb_ctx;	/* now: the count the tuner chose */
+	uint64_t auto_reason;		/* now: enum pwb_auto_reason of its last
+					 * decision (pwb_auto_reason_str) */
+	uint64_t auto_steps;		/* re-shards the tuner made */
+	uint64_t auto_windows;		/* windows measured (busy enough) */
+	uint64_t auto_best_bw;		/* now: bytes/s of the fastest count
+					 * measured in the current search */
+	uint64_t auto_best_nr_wb_ctx;	/* now: that count (0: none yet) */
 };
+
+/**
+ * enum pwb_auto_reason - why the tuner holds its current count
+ *
+ * The value of pwb_stats.auto_reason; pwb_auto_reason_str() names it.
+ * Values may be added in later releases.
+ */
+enum pwb_auto_reason {
+	/** Tuning is off (the bdi has no PWB_BDI_AUTO_WB_CTX). */
+	PWB_AUTO_OFF = 0,
+	/** Tuning is on; no window has been measured yet. */
+	PWB_AUTO_START = 1,
+	/** The last window had too little writeback to measure (nothing
+	 *  dirty at one of its ends, or under 64 pages written): count kept. */
+	PWB_AUTO_IDLE = 2,
+	/** Trying more contexts than the fastest count measured so far. */
+	PWB_AUTO_PROBE_UP = 3,
+	/** Trying fewer contexts than the fastest count measured so far. */
+	PWB_AUTO_PROBE_DOWN = 4,
+	/** Both neighbouring counts measured no faster: holding the fastest
+	 *  (the fewest contexts within 5% of the fastest). */
+	PWB_AUTO_SETTLED = 5,
+	/** The periodic re-check of a neighbour of the settled count. */
+	PWB_AUTO_REPROBE = 6,
+	/** pwb_bdi_set_nr_wb_ctx() set a count: tuning paused until it is
+	 *  called with 0. */
+	PWB_AUTO_USER = 7,
+	/** The contexts were re-sharded by someone else (a policy switch) or
+	 *  tuning resumed: measurements dropped, the search starts again. */
+	PWB_AUTO_RESET = 8,
+	/** A re-shard failed (-ENOMEM, thread creation): the count stays and
+	 *  the next window decides again. */
+	PWB_AUTO_FAILED = 9,
+};
+
+/**
+ * pwb_auto_reason_str() - name an enum pwb_auto_reason value
+ * @reason: a value of pwb_stats.auto_reason
+ *
+ * Context: any thread.
+ * Return: a static string ("settled", "probe-up", ...), never NULL;
+ *         "unknown" for values this release does not know.
+ */
+PWB_API const char *pwb_auto_reason_str(unsigned int reason);
 
 /**
  * pwb_bdi_stats() - counters summed over every context of @bdi

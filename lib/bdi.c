@@ -91,7 +91,7 @@ static int check_config(const struct pwb_bdi_config *cfg)
 	if (cfg->flags & ~PWB_BDI_FLAGS_ALL)
 		return pwb__err(-EINVAL, "unknown flags 0x%x",
 				cfg->flags & ~PWB_BDI_FLAGS_ALL);
-	return 0;
+	return pwb__autotune_check(cfg);
 }
 
 /* 1 if device maj:min (or, for a partition, its disk) is rotational, 0 if
@@ -442,7 +442,10 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		ret = pwb__err(-ENOMEM, "cannot create the inode table");
 		goto fail;
 	}
-	nr = cfg->nr_wb_ctx ? cfg->nr_wb_ctx : pwb__auto_nr_wb_ctx(bdi);
+	if (cfg->flags & PWB_BDI_AUTO_WB_CTX)
+		nr = pwb__autotune_start_nr(bdi);
+	else
+		nr = cfg->nr_wb_ctx ? cfg->nr_wb_ctx : pwb__auto_nr_wb_ctx(bdi);
 	ret = create_ctxs(bdi, nr);
 	if (ret)
 		goto fail_table;
@@ -452,6 +455,13 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	ret = bdi->policy ? pwb__policy_create(bdi, cfg->policy, bdi->policy)
 			  : pwb__err(-ENOMEM, "out of memory");
 	if (ret) {
+		free(bdi->policy);
+		goto fail_ctxs;
+	}
+	/* After the policy: the tuner may re-shard at once. */
+	ret = pwb__autotune_start(bdi);
+	if (ret) {
+		pwb__policy_destroy(bdi->policy);
 		free(bdi->policy);
 		goto fail_ctxs;
 	}
@@ -721,6 +731,8 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	}
 	bdi->closing = true;
 	pthread_mutex_unlock(&bdi->lock);
+	/* No automatic re-shard from here on. */
+	pwb__autotune_stop(bdi);
 
 	werr = pwb__sync_and_wait(bdi, NULL);
 	ferr = pwb__bdi_flush_device(bdi, pwb__aread(&bdi->write_seq));

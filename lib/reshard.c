@@ -183,8 +183,14 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	return 0;
 }
 
+int pwb__reshard_locked(struct pwb_bdi *bdi, unsigned int nr)
+{
+	return nr == bdi->ctxs->nr ? 0 : reshard_locked(bdi, nr, NULL);
+}
+
 PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 {
+	unsigned int want = nr;
 	int ret = 0;
 
 	pwb__err_clear();
@@ -197,11 +203,14 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 		return pwb__err(-EDEADLK, "pwb_bdi_set_nr_wb_ctx called from an "
 					  "ops callback (a flusher thread)");
 	if (!nr)
-		nr = pwb__auto_nr_wb_ctx(bdi);
+		nr = bdi->autotune ? pwb__autotune_start_nr(bdi)
+				   : pwb__auto_nr_wb_ctx(bdi);
 
 	pthread_mutex_lock(&bdi->reshard_lock);
-	if (nr != bdi->ctxs->nr)
-		ret = reshard_locked(bdi, nr, NULL);
+	/* Under the lock the tuner decides under: the caller's count wins
+	 * over any decision the tuner makes after this. */
+	pwb__autotune_user_locked(bdi, want);
+	ret = pwb__reshard_locked(bdi, nr);
 	pthread_mutex_unlock(&bdi->reshard_lock);
 	return ret;
 }

@@ -40,6 +40,7 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	pwb__wb_counters_read(&bdi->retired_stats, st);
 	st->throttle_ns = pwb__aread(&bdi->throttle_ns);
 	st->throttle_events = pwb__aread(&bdi->throttle_events);
+	pwb__autotune_stats(bdi, st);
 	return 0;
 }
 
