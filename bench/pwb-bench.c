@@ -51,6 +51,8 @@
 #define MAX_RESULTS 256
 #define MAX_RUNS 15
 #define BENCH_MAX(a, b) ((a) > (b) ? (a) : (b))
+/* In --contexts lists: "auto", the bdi tunes itself (PWB_BDI_AUTO_WB_CTX). */
+#define CTX_AUTO 0u
 
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		NR_WL };
@@ -79,6 +81,8 @@ struct opts {
 	uint64_t null_pages;		/* null: dirty pages per run */
 	uint64_t md_pages;		/* markdirty: pages per thread */
 	uint64_t dirty_bg;		/* dirty_background_bytes, 0 = default */
+	unsigned int auto_min, auto_max;	/* tuner bounds, 0 = default */
+	unsigned int auto_ms;		/* tuner window, 0 = default */
 	bool json, csv, no_fio, no_kernel, keep, throttle, verbose;
 };
 
@@ -91,13 +95,17 @@ struct result {
 	const char *unit;
 	double secs;
 	uint64_t io_submitted, io_extents, written_pages;
-	char note[96];
+	unsigned int auto_nr;		/* auto: the count chosen at the end */
+	unsigned int auto_reason;	/* auto: enum pwb_auto_reason */
+	uint64_t auto_steps;		/* auto: re-shards made */
+	char note[128];
 };
 
 static struct opts o;
 static struct result results[MAX_RESULTS];
 static unsigned int nr_results;
 static FILE *tbl;			/* where the table goes */
+static char g_summary[NR_WL][256];	/* under the table: auto vs sweep */
 
 static double now_s(void)
 {
@@ -260,6 +268,12 @@ static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = ctx;
+	if (ctx == CTX_AUTO) {
+		cfg.flags |= PWB_BDI_AUTO_WB_CTX;
+		cfg.auto_min_wb_ctx = o.auto_min;
+		cfg.auto_max_wb_ctx = o.auto_max;
+		cfg.auto_interval_ms = o.auto_ms;
+	}
 	cfg.nr_flushers = o.flushers;
 	cfg.policy = o.policy;
 	cfg.backend = backend;
@@ -625,6 +639,16 @@ static double run_pwb(const struct plan *p, unsigned int ctx,
 	res->io_extents = st.io_extents;
 	res->written_pages = st.written_pages;
 	res->secs = t1 - t0;
+	res->auto_nr = (unsigned int)st.auto_nr_wb_ctx;
+	res->auto_reason = (unsigned int)st.auto_reason;
+	res->auto_steps = st.auto_steps;
+	if (o.verbose && ctx == CTX_AUTO)
+		fprintf(stderr, "  auto: chose %u (%s), %" PRIu64 " steps, %"
+			PRIu64 " windows, best %u at %.1f MiB/s\n",
+			res->auto_nr, pwb_auto_reason_str(res->auto_reason),
+			st.auto_steps, st.auto_windows,
+			(unsigned int)st.auto_best_nr_wb_ctx,
+			(double)st.auto_best_bw / MIB);
 	if (res->wl == WL_SKEW)
 		print_ctx_balance(bdi);
 	res->bytes = bytes;
@@ -1055,6 +1079,16 @@ static void fmt_ratio(char *buf, size_t n, double a, double b)
 		snprintf(buf, n, "%.2f", a / b);
 }
 
+/* The context count of a row: a number, or "auto". */
+static const char *ctx_str(char *buf, size_t n, unsigned int ctx)
+{
+	if (ctx == CTX_AUTO)
+		snprintf(buf, n, "auto");
+	else
+		snprintf(buf, n, "%u", ctx);
+	return buf;
+}
+
 static void print_table(FILE *f)
 {
 	unsigned int i;
@@ -1068,7 +1102,7 @@ static void print_table(FILE *f)
 		"kernel", "pwb/fio", "pwb/kern", "unit", "io/ext", "notes");
 	for (i = 0; i < nr_results; i++) {
 		const struct result *r = &results[i];
-		char a[16], b[16], c[16], d[16], e[16], x[16];
+		char a[16], b[16], c[16], d[16], e[16], x[16], n[16];
 
 		fmt_val(a, sizeof(a), r->pwb);
 		fmt_val(b, sizeof(b), r->fio);
@@ -1081,11 +1115,15 @@ static void print_table(FILE *f)
 					 (double)r->io_extents);
 		else
 			snprintf(x, sizeof(x), "-");
-		fprintf(f, "%-9s %-8s %4u %5u %4u %9s %9s %9s %8s %8s %-9s "
+		fprintf(f, "%-9s %-8s %4s %5u %4u %9s %9s %9s %8s %8s %-9s "
 			"%6s  %s\n",
-			wl_name[r->wl], r->backend, r->ctx, r->depth,
+			wl_name[r->wl], r->backend,
+			ctx_str(n, sizeof(n), r->ctx), r->depth,
 			r->threads, a, b, c, d, e, r->unit, x, r->note);
 	}
+	for (i = 0; i < NR_WL; i++)
+		if (g_summary[i][0])
+			fprintf(f, "%s\n", g_summary[i]);
 }
 
 static void print_csv(FILE *f)
@@ -1096,10 +1134,12 @@ static void print_csv(FILE *f)
 		"kernel,unit,io_submitted,io_extents,secs\n");
 	for (i = 0; i < nr_results; i++) {
 		const struct result *r = &results[i];
+		char n[16];
 
-		fprintf(f, "%s,%s,%u,%u,%u,%" PRIu64 ",%.3f,%.3f,%.3f,%s,%"
+		fprintf(f, "%s,%s,%s,%u,%u,%" PRIu64 ",%.3f,%.3f,%.3f,%s,%"
 			PRIu64 ",%" PRIu64 ",%.4f\n",
-			wl_name[r->wl], r->backend, r->ctx, r->depth,
+			wl_name[r->wl], r->backend,
+			ctx_str(n, sizeof(n), r->ctx), r->depth,
 			r->threads, r->bytes, r->pwb, r->fio, r->kern,
 			r->unit, r->io_submitted, r->io_extents, r->secs);
 	}
@@ -1120,11 +1160,16 @@ static void print_json(FILE *f)
 	fprintf(f, "[\n");
 	for (i = 0; i < nr_results; i++) {
 		const struct result *r = &results[i];
+		char n[16];
 
+		/* "contexts": a number, or "auto" (then "auto_chose" too). */
 		fprintf(f, "  {\"workload\": \"%s\", \"backend\": \"%s\", "
-			"\"contexts\": %u, \"depth\": %u, \"threads\": %u, "
+			"\"contexts\": %s%s%s, \"depth\": %u, \"threads\": %u, "
 			"\"bytes\": %" PRIu64 ", \"unit\": \"%s\", ",
-			wl_name[r->wl], r->backend, r->ctx, r->depth,
+			wl_name[r->wl], r->backend,
+			r->ctx == CTX_AUTO ? "\"" : "",
+			ctx_str(n, sizeof(n), r->ctx),
+			r->ctx == CTX_AUTO ? "\"" : "", r->depth,
 			r->threads, r->bytes, r->unit);
 		json_num(f, "libpwb", r->pwb, false);
 		json_num(f, "fio", r->fio, false);
@@ -1133,6 +1178,8 @@ static void print_json(FILE *f)
 			 false);
 		json_num(f, "pwb_over_kernel",
 			 r->kern > 0 ? r->pwb / r->kern : -1, false);
+		if (r->ctx == CTX_AUTO)
+			fprintf(f, "\"auto_chose\": %u, ", r->auto_nr);
 		fprintf(f, "\"io_submitted\": %" PRIu64 ", \"io_extents\": %"
 			PRIu64 ", \"secs\": %.4f, \"note\": \"%s\"}%s\n",
 			r->io_submitted, r->io_extents, r->secs, r->note,
@@ -1170,6 +1217,10 @@ static void parse_sweep(const char *s)
 	     tok = strtok_r(NULL, ",", &save)) {
 		unsigned long v = strtoul(tok, NULL, 10);
 
+		if (!strcmp(tok, "auto")) {
+			o.sweep[o.nr_sweep++] = CTX_AUTO;
+			continue;
+		}
 		if (!v || v > PWB_MAX_WB_CTX)
 			die("bad context count \"%s\"", tok);
 		o.sweep[o.nr_sweep++] = (unsigned int)v;
@@ -1177,6 +1228,16 @@ static void parse_sweep(const char *s)
 	free(copy);
 	if (!o.nr_sweep)
 		die("empty --sweep");
+}
+
+static bool sweep_has_auto(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < o.nr_sweep; i++)
+		if (o.sweep[i] == CTX_AUTO)
+			return true;
+	return false;
 }
 
 static void parse_workloads(const char *s)
@@ -1207,7 +1268,13 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: pwb-bench [options]\n"
 "  --workload LIST   seed,rand4k,skew,fsync,markdirty,null or all (seed)\n"
-"  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several\n"
+"  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
+"                    \"auto\" in the list: the bdi tunes itself\n"
+"                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
+"  --auto-sweep      --contexts 1,2,4,6,8,auto and a line comparing auto\n"
+"                    with the best fixed count\n"
+"  --auto-min N, --auto-max N, --auto-interval MS  the tuner's bounds and\n"
+"                    window (library defaults 1, 8, 200)\n"
 "  --flushers N      flusher threads (0: one per context)\n"
 "  --policy SPEC     shard policy (default inode-hash)\n"
 "  --backend NAME    psync, io_uring or null (io_uring)\n"
@@ -1237,7 +1304,7 @@ static void parse_opts(int argc, char **argv)
 	enum { O_WL = 256, O_CTX, O_FL, O_POL, O_BE, O_DEPTH, O_SIZE, O_THR,
 	       O_DUR, O_DEV, O_DIR, O_JSON, O_CSV, O_SWEEP, O_NOFIO, O_NOK,
 	       O_INO, O_FSE, O_REP, O_NP, O_MDP, O_KEEP, O_THROT, O_RUNS,
-	       O_DBG };
+	       O_DBG, O_AMIN, O_AMAX, O_AMS, O_ASW };
 	static const struct option lo[] = {
 		{ "workload", 1, NULL, O_WL }, { "contexts", 1, NULL, O_CTX },
 		{ "flushers", 1, NULL, O_FL }, { "policy", 1, NULL, O_POL },
@@ -1252,6 +1319,9 @@ static void parse_opts(int argc, char **argv)
 		{ "md-pages", 1, NULL, O_MDP }, { "keep", 0, NULL, O_KEEP },
 		{ "throttle", 0, NULL, O_THROT }, { "runs", 1, NULL, O_RUNS },
 		{ "dirty-bg", 1, NULL, O_DBG },
+		{ "auto-min", 1, NULL, O_AMIN }, { "auto-max", 1, NULL, O_AMAX },
+		{ "auto-interval", 1, NULL, O_AMS },
+		{ "auto-sweep", 0, NULL, O_ASW },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1301,6 +1371,10 @@ static void parse_opts(int argc, char **argv)
 		case O_THROT: o.throttle = true; break;
 		case O_RUNS: o.runs = (unsigned int)atoi(optarg); break;
 		case O_DBG: o.dirty_bg = parse_size(optarg); break;
+		case O_AMIN: o.auto_min = (unsigned int)atoi(optarg); break;
+		case O_AMAX: o.auto_max = (unsigned int)atoi(optarg); break;
+		case O_AMS: o.auto_ms = (unsigned int)atoi(optarg); break;
+		case O_ASW: parse_sweep("1,2,4,6,8,auto"); break;
 		case 'v': o.verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
@@ -1324,6 +1398,8 @@ static void parse_opts(int argc, char **argv)
 		o.null_pages = 8 * 256;
 	if (o.json && o.csv)
 		die("--json and --csv exclude each other");
+	if (sweep_has_auto() && (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL]))
+		die("\"auto\" contexts apply to seed, rand4k, skew and fsync");
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1344,72 +1420,126 @@ static double median(double *v, unsigned int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Counts auto chose in each run, "3,3,2", into @buf. */
+static void fmt_chosen(char *buf, size_t n, const unsigned int *chosen,
+		       unsigned int runs)
+{
+	size_t l = 0;
+	unsigned int k;
+
+	buf[0] = 0;
+	for (k = 0; k < runs && l < n; k++)
+		l += (size_t)snprintf(buf + l, n - l, "%s%u", k ? "," : "",
+				      chosen[k]);
+}
+
 /*
  * One workload over the context sweep. Each figure is the median of
- * o.runs runs, and the contenders take turns run by run (libpwb, fio,
- * kernel, libpwb, ...) so that a slow spell of a shared host hits all of
- * them alike. The kernel path does not depend on the context count: it
- * is measured with the first sweep entry and repeated on every row.
+ * o.runs runs. Run by run, every count of the sweep takes its turn and the
+ * contenders take turns within it (libpwb, fio, kernel, ...), so that a
+ * slow spell of a shared host hits all of them alike. The kernel path does
+ * not depend on the context count: it is measured with the first sweep
+ * entry and repeated on every row. An "auto" entry has no fio figure; if
+ * the sweep also has fixed counts, the auto row's note and a line under
+ * the table compare it with the best of them.
  */
 static void bench_io(enum workload wl)
 {
 	/* The region written: 2 x --size, even on a larger device. */
 	uint64_t dev = device_size(g_img);
 	uint64_t img = dev < 2 * o.size ? dev : 2 * o.size;
-	double kern = -1, base_pwb = 0, base_fio = 0;
+	double kern = -1, base_pwb = 0, base_fio = 0, best = -1;
 	bool fio = !o.no_fio && strcmp(o.backend, "null") && have_fio();
 	bool kernel = !o.no_kernel && strcmp(o.backend, "null");
-	double pv[MAX_RUNS], fv[MAX_RUNS], kv[MAX_RUNS];
+	static double pv[MAX_SWEEP][MAX_RUNS], fv[MAX_SWEEP][MAX_RUNS];
+	static unsigned int chosen[MAX_SWEEP][MAX_RUNS];
+	static struct result rs[MAX_SWEEP];
+	double kv[MAX_RUNS];
+	unsigned int i, k, best_ctx = 0;
 	struct plan p;
-	unsigned int i, k;
 
 	plan_build(&p, wl, img, o.threads);
 	if (!p.bytes)
 		die("%s: --size too small for %u threads", wl_name[wl],
 		    o.threads);
 	for (i = 0; i < o.nr_sweep; i++) {
-		struct result r = { .wl = wl, .backend = o.backend,
-				    .ctx = o.sweep[i], .depth = o.depth,
-				    .threads = o.threads, .unit = "MiB/s" };
-
+		rs[i] = (struct result){ .wl = wl, .backend = o.backend,
+					 .ctx = o.sweep[i], .depth = o.depth,
+					 .threads = o.threads,
+					 .unit = "MiB/s" };
 		if (!strcmp(o.backend, "psync"))
-			r.depth = 1;
-		for (k = 0; k < o.runs; k++) {
-			pv[k] = run_pwb(&p, o.sweep[i], &r);
-			fv[k] = fio ? run_fio(wl, &p, o.sweep[i]) : -1;
+			rs[i].depth = 1;
+	}
+	for (k = 0; k < o.runs; k++) {
+		for (i = 0; i < o.nr_sweep; i++) {
+			bool a = o.sweep[i] == CTX_AUTO;
+
+			pv[i][k] = run_pwb(&p, o.sweep[i], &rs[i]);
+			chosen[i][k] = rs[i].auto_nr;
+			fv[i][k] = fio && !a ? run_fio(wl, &p, o.sweep[i]) : -1;
 			if (i == 0)
 				kv[k] = kernel ? run_kernel(&p) : -1;
 			if (o.verbose)
-				fprintf(stderr, "%s ctx %u run %u: libpwb %.1f "
+				fprintf(stderr, "%s ctx %s run %u: libpwb %.1f "
 					"fio %.1f kernel %.1f MiB/s\n",
-					wl_name[wl], o.sweep[i], k, pv[k],
-					fv[k], i ? kern : kv[k]);
+					wl_name[wl], a ? "auto" : "fixed", k,
+					pv[i][k], fv[i][k], i ? -1 : kv[k]);
 		}
-		r.pwb = median(pv, o.runs);
-		r.fio = median(fv, o.runs);
-		if (i == 0)
-			kern = median(kv, o.runs);
-		r.kern = kern;
+	}
+	kern = median(kv, o.runs);
+	for (i = 0; i < o.nr_sweep; i++) {
+		struct result *r = &rs[i];
+
+		r->pwb = median(pv[i], o.runs);
+		r->fio = median(fv[i], o.runs);
+		r->kern = kern;
+		if (o.sweep[i] != CTX_AUTO && r->pwb > best) {
+			best = r->pwb;
+			best_ctx = o.sweep[i];
+		}
+	}
+	for (i = 0; i < o.nr_sweep; i++) {
+		struct result *r = &rs[i];
+		size_t l;
+
 		if (i == 0) {
-			base_pwb = r.pwb;
-			base_fio = r.fio;
+			base_pwb = r->pwb;
+			base_fio = r->fio;
 		}
 		if (wl == WL_FSYNC)
-			snprintf(r.note, sizeof(r.note), "fsync every %u",
+			snprintf(r->note, sizeof(r->note), "fsync every %u",
 				 o.fsync_every);
-		if (i > 0) {
-			size_t l = strlen(r.note);
+		l = strlen(r->note);
+		if (o.sweep[i] == CTX_AUTO) {
+			char c[64];
 
-			snprintf(r.note + l, sizeof(r.note) - l,
+			fmt_chosen(c, sizeof(c), chosen[i], o.runs);
+			snprintf(r->note + l, sizeof(r->note) - l,
+				 "%sauto chose %s (%s)", l ? "; " : "", c,
+				 pwb_auto_reason_str(r->auto_reason));
+			l = strlen(r->note);
+			if (best > 0) {
+				snprintf(r->note + l, sizeof(r->note) - l,
+					 "; auto/best fixed x%.2f",
+					 r->pwb / best);
+				snprintf(g_summary[wl], sizeof(g_summary[wl]),
+					 "%s: best fixed %u contexts %.1f MiB/s; "
+					 "auto %.1f MiB/s, chose %s; auto/best "
+					 "%.2f (medians of %u runs)",
+					 wl_name[wl], best_ctx, best, r->pwb, c,
+					 r->pwb / best, o.runs);
+			}
+		} else if (i > 0 && o.sweep[0] != CTX_AUTO) {
+			snprintf(r->note + l, sizeof(r->note) - l,
 				 "%sscaling vs %u ctx: pwb x%.2f",
-				 l ? "; " : "", o.sweep[0], r.pwb / base_pwb);
-			l = strlen(r.note);
-			if (r.fio > 0 && base_fio > 0)
-				snprintf(r.note + l, sizeof(r.note) - l,
+				 l ? "; " : "", o.sweep[0], r->pwb / base_pwb);
+			l = strlen(r->note);
+			if (r->fio > 0 && base_fio > 0)
+				snprintf(r->note + l, sizeof(r->note) - l,
 					 ", fio x%.2f (numjobs)",
-					 r.fio / base_fio);
+					 r->fio / base_fio);
 		}
-		add_result(&r);
+		add_result(r);
 	}
 	plan_free(&p);
 }
