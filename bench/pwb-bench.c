@@ -1271,8 +1271,8 @@ static void usage(FILE *f)
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
-"  --auto-sweep      --contexts 1,2,4,6,8,auto and a line comparing auto\n"
-"                    with the best fixed count\n"
+"  --auto-sweep      --contexts 1,2,4,6,8,auto --throttle, and a line\n"
+"                    comparing auto with the best fixed count\n"
 "  --auto-min N, --auto-max N, --auto-interval MS  the tuner's bounds and\n"
 "                    window (library defaults 1, 8, 200)\n"
 "  --flushers N      flusher threads (0: one per context)\n"
@@ -1374,7 +1374,14 @@ static void parse_opts(int argc, char **argv)
 		case O_AMIN: o.auto_min = (unsigned int)atoi(optarg); break;
 		case O_AMAX: o.auto_max = (unsigned int)atoi(optarg); break;
 		case O_AMS: o.auto_ms = (unsigned int)atoi(optarg); break;
-		case O_ASW: parse_sweep("1,2,4,6,8,auto"); break;
+		case O_ASW:
+			/* Steady writeback, writers at the device's pace: a
+			 * re-shard waits for a running pwb_sync work item, so
+			 * "dirty all, then sync" leaves a tuner nothing to
+			 * tune. */
+			parse_sweep("1,2,4,6,8,auto");
+			o.throttle = true;
+			break;
 		case 'v': o.verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);

@@ -667,6 +667,13 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 			/* Explicit work is waiting: let it run first. */
 			if (work->reason != PWB_WB_ALL && work_pending(wb))
 				break;
+			/* So is a re-shard (the automatic tuner's, every
+			 * window): periodic and background passes end at a
+			 * slice boundary and start again after it, when the
+			 * flushers rescan and dirtiers kick again. */
+			if (work->reason != PWB_WB_ALL &&
+			    PWB__READ(bdi->park_req))
+				break;
 			if (work->reason == PWB_WB_BACKGROUND &&
 			    !over_bg_thresh(bdi))
 				break;
