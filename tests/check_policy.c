@@ -787,7 +787,8 @@ END_TEST
 
 static const char *const int_specs[] = {
 	"inode-hash", "alloc-group:groups=16", "least-loaded", "hint",
-	"stripe:size=256K",
+	"stripe:size=256K", "xarray", "xarray:key=ino,ino_range=2048",
+	"shared-list:batch=4",
 };
 static const unsigned int int_nr[] = { 1, 2, 8 };
 #define NR_INT_SPECS (sizeof(int_specs) / sizeof(int_specs[0]))
@@ -847,6 +848,13 @@ static int int_expected(const char *spec, unsigned int nr,
 		return (int)((off / (512 * 1024)) % nr);
 	if (!strncmp(spec, "stripe", 6))
 		return (int)((off / (256 * 1024)) % nr);
+	/* The device has INT_INODES * INT_PAGES = 2048 pages. */
+	if (!strcmp(spec, "xarray"))
+		return (int)((off / PS) * nr / 2048);
+	if (!strcmp(spec, "xarray:key=ino,ino_range=2048"))
+		return (int)(st->ino * nr / 2048);
+	if (!strncmp(spec, "shared-list", 11))
+		return 0;
 	return -1;
 }
 
