@@ -529,17 +529,24 @@ static void report_fallback(struct pwb__policy *pol, struct pwb_inode *inode,
 			nr_wb_ctx);
 }
 
-unsigned int pwb__policy_select(struct pwb__policy *pol,
-				struct pwb_inode *inode, uint64_t index,
-				unsigned int nr_wb_ctx)
+/* What select() and key() see of @inode, first dirtied at @index. */
+static struct pwb_policy_inode policy_inode(struct pwb_inode *inode,
+					    uint64_t index)
 {
-	struct pwb_policy_inode info = {
+	return (struct pwb_policy_inode){
 		.bdi = inode->bdi,
 		.inode = inode,
 		.ino = inode->ino,
 		.index = index,
 		.hint = PWB__READ(inode->wb_hint),
 	};
+}
+
+unsigned int pwb__policy_select(struct pwb__policy *pol,
+				struct pwb_inode *inode, uint64_t index,
+				unsigned int nr_wb_ctx)
+{
+	struct pwb_policy_inode info = policy_inode(inode, index);
 	int idx;
 
 	if (caa_unlikely(nr_wb_ctx <= 1))
@@ -557,18 +564,13 @@ unsigned int pwb__policy_select(struct pwb__policy *pol,
 uint64_t pwb__policy_key(struct pwb__policy *pol, struct pwb_inode *inode,
 			 uint64_t index)
 {
-	struct pwb_policy_inode info = {
-		.bdi = inode->bdi,
-		.inode = inode,
-		.ino = inode->ino,
-		.index = index,
-		.hint = PWB__READ(inode->wb_hint),
-	};
+	struct pwb_policy_inode info;
 	uint64_t key = 0;
 
 	/* Valid from ABI 2 (flags is 0 for older tables). */
 	if (!(pol->flags & PWB_POLICY_F_ORDERED) || !pol->ops->key)
 		return 0;
+	info = policy_inode(inode, index);
 	if (pol->ops->key(pol->state, &info, &key))
 		return 0;
 	return key;
