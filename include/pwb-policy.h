@@ -5,7 +5,8 @@
  * A bdi has several writeback contexts (dirty lists + a flusher thread
  * each). A *shard policy* decides, once per inode at its first dirtying,
  * which context the inode is affined to; from then on that context's
- * flusher alone writes the inode's pages. The application chooses a policy
+ * flusher alone writes the inode's pages (except under
+ * PWB_POLICY_F_SHARED_LIST, below, where flushers take turns). The application chooses a policy
  * by the string pwb_bdi_config.policy, "name[:key=value,...]", for example
  * "alloc-group:ag_size=1G".
  *
