@@ -183,7 +183,9 @@ struct pwb_policy_ops {
  * inodes at a time, writes each one whole through its own context's I/O
  * queue, waits for those writes and releases the batch: an inode is written
  * by one thread at a time. Per-context written_pages show how the work
- * spread; dirty pages and dirty inodes are all counted on context 0.
+ * spread; dirty pages and dirty inodes are all counted on context 0 (so
+ * imbalance_milli reads nr_wb_ctx * 1000 whenever anything is dirty), and
+ * pwb_fsync() of any inode runs on context 0's flusher.
  */
 #define PWB_POLICY_F_SHARED_LIST 0x2u
 /** Every flag this ABI knows. */
