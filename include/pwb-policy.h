@@ -5,7 +5,8 @@
  * A bdi has several writeback contexts (dirty lists + a flusher thread
  * each). A *shard policy* decides, once per inode at its first dirtying,
  * which context the inode is affined to; from then on that context's
- * flusher alone writes the inode's pages. The application chooses a policy
+ * flusher alone writes the inode's pages (except under
+ * PWB_POLICY_F_SHARED_LIST, below, where flushers take turns). The application chooses a policy
  * by the string pwb_bdi_config.policy, "name[:key=value,...]", for example
  * "alloc-group:ag_size=1G".
  *
@@ -29,6 +30,17 @@
  *	hint		the context set with pwb_inode_set_wb_hint(),
  *			modulo the number of contexts; inode-hash if none
  *			was set; no arguments.
+ *	xarray		each context owns a contiguous range of keys, the
+ *			key being the device page of the inode's first
+ *			dirtied page ("key=offset", the default) or its
+ *			inode number ("key=ino", contexts splitting
+ *			0 .. "ino_range=N" - 1, default 2^32); a pass
+ *			writes the chosen inodes in key order (so in device
+ *			order), kept in a radix tree instead of a FIFO.
+ *	shared-list	one dirty list for the whole bdi (kept on context
+ *			0); every flusher claims "batch=N" inodes at a time
+ *			from it (default 16, 1 to 1024), writes each whole
+ *			and releases them when their writes have landed.
  *
  * More policies come from the application: an ops table registered in
  * process with pwb_policy_register(), or a shared object loaded at run time
@@ -57,7 +69,7 @@ extern "C" {
  * from ABI N"; a change that is not an append is a new major ABI, which
  * old plugins fail to load with -EPROTONOSUPPORT instead of misbehaving.
  */
-#define PWB_POLICY_ABI_VERSION 1
+#define PWB_POLICY_ABI_VERSION 2
 
 /** Longest policy name, in bytes, without the terminating NUL. */
 #define PWB_POLICY_NAME_MAX 47
@@ -135,7 +147,49 @@ struct pwb_policy_ops {
 	 *  may be asked to re-place existing inodes for the new count. Called
 	 *  on the re-sharding thread, possibly while select() runs. */
 	void (*nr_wb_ctx_changed)(void *state, unsigned int nr);
+
+	/* ---- valid from ABI 2 ---- */
+	/** PWB_POLICY_F_* bits below; 0 for the plain per-context FIFO
+	 *  lists. Unknown bits make registration fail with -EINVAL. */
+	unsigned int flags;
+	/** Optional, used with PWB_POLICY_F_ORDERED: store in *@key the
+	 *  inode's ordering key (smaller keys are written first in a pass;
+	 *  equal keys are allowed). Called next to select(), under the same
+	 *  rules. A negative errno (or no function) gives key 0. */
+	int (*key)(void *state, const struct pwb_policy_inode *info,
+		   uint64_t *key);
+	/** Optional, used with PWB_POLICY_F_SHARED_LIST: how many inodes a
+	 *  flusher claims at a time, 1 to 1024 (other values, or no
+	 *  function, give 16). Called when the instance is installed. */
+	unsigned int (*batch)(void *state);
 };
+
+/**
+ * PWB_POLICY_F_ORDERED - write each pass in key order
+ *
+ * The inodes a pass picks (expired ones for periodic writeback, every
+ * dirty one for background writeback and sync) are held per context in a
+ * radix tree keyed by ops->key() instead of the b_io FIFO, and written in
+ * ascending key order. Which inodes a pass picks does not change: an inode
+ * dirty for longer than dirty_expire_ms is still written by the next
+ * periodic pass.
+ */
+#define PWB_POLICY_F_ORDERED 0x1u
+/**
+ * PWB_POLICY_F_SHARED_LIST - one dirty list, many flushers ("farm out")
+ *
+ * Every inode is affined to context 0, whose lists all flushers share;
+ * select() is not asked. The flusher of each context claims ops->batch()
+ * inodes at a time, writes each one whole through its own context's I/O
+ * queue, waits for those writes and releases the batch: an inode is written
+ * by one thread at a time. Per-context written_pages show how the work
+ * spread; dirty pages and dirty inodes are all counted on context 0 (so
+ * imbalance_milli reads nr_wb_ctx * 1000 whenever anything is dirty), and
+ * pwb_fsync() of any inode runs on context 0's flusher.
+ */
+#define PWB_POLICY_F_SHARED_LIST 0x2u
+/** Every flag this ABI knows. */
+#define PWB_POLICY_F_ALL (PWB_POLICY_F_ORDERED | PWB_POLICY_F_SHARED_LIST)
 
 /*
  * A plugin (a shared object for pwb_policy_load) defines this function. The

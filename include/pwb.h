@@ -498,7 +498,9 @@ PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode);
  *
  * The shard policy picks the context when the inode is first dirtied; the
  * inode stays with it afterwards, clean or dirty, until a re-shard
- * (pwb_bdi_set_nr_wb_ctx) moves it.
+ * (pwb_bdi_set_nr_wb_ctx) moves it. Under a shared-list policy
+ * (PWB_POLICY_F_SHARED_LIST) every inode is on context 0, and its pages
+ * are written by whichever flusher claims it, one at a time.
  *
  * Context: any thread.
  * Return: the context index (0 .. pwb_bdi_nr_wb_ctx() - 1); -EINVAL for a

@@ -458,6 +458,7 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		free(bdi->policy);
 		goto fail_ctxs;
 	}
+	pwb__ctxs_apply_policy(bdi->ctxs, bdi->policy);
 	/* After the policy: the tuner may re-shard at once. */
 	ret = pwb__autotune_start(bdi);
 	if (ret) {

@@ -116,17 +116,19 @@ static void inode_free_rcu(struct rcu_head *head)
  * policy may call back into the application (map_page). Contexts live as
  * long as the bdi; the array is read under RCU.
  */
-static struct pwb__wb_ctx *choose_wb(struct pwb_inode *inode, uint64_t index)
+static struct pwb__wb_ctx *choose_wb(struct pwb_inode *inode, uint64_t index,
+				     uint64_t *key)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	struct pwb__wb_ctx_array *arr;
+	struct pwb__policy *pol;
 	struct pwb__wb_ctx *wb;
 
 	rcu_read_lock();
 	arr = PWB__RCU_DEREF(bdi->ctxs);
-	wb = arr->ctx[pwb__policy_select(PWB__RCU_DEREF(bdi->policy), inode,
-					 index,
-					 arr->nr)];
+	pol = PWB__RCU_DEREF(bdi->policy);
+	wb = arr->ctx[pwb__policy_select(pol, inode, index, arr->nr)];
+	*key = pwb__policy_key(pol, inode, index);
 	pwb__rcu_read_unlock();
 	return wb;
 }
@@ -134,10 +136,14 @@ static struct pwb__wb_ctx *choose_wb(struct pwb_inode *inode, uint64_t index)
 /* Affine @inode to @wb unless a racing first dirtying did. Caller holds
  * inode->lock. */
 static struct pwb__wb_ctx *assign_wb_locked(struct pwb_inode *inode,
-					    struct pwb__wb_ctx *wb)
+					    struct pwb__wb_ctx *wb,
+					    uint64_t key)
 {
 	if (inode->wb)
 		return inode->wb;
+	/* Read under the list lock once the inode is on a list (xarray.c);
+	 * it is on none yet. */
+	inode->xa.key = key;
 	uatomic_inc(&wb->stats.nr_inodes);
 	PWB__RCU_ASSIGN(inode->wb, wb);
 	return wb;
@@ -207,7 +213,7 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 	unsigned long gen;
 	struct pwb__wb_ctx *wb;
 	struct pwb_bdi *bdi;
-	uint64_t first, last;
+	uint64_t first, last, key = 0;
 	bool attach;
 	int64_t n;
 
@@ -236,7 +242,7 @@ again:
 	gen = pwb__aread(&bdi->reshard_gen);
 	wb = PWB__RCU_DEREF(inode->wb);
 	if (caa_unlikely(!wb))
-		wb = choose_wb(inode, first);
+		wb = choose_wb(inode, first, &key);
 
 	pthread_mutex_lock(&inode->lock);
 	/* A re-shard may have retired the context we chose: choose again. */
@@ -261,7 +267,7 @@ again:
 	inode->state |= PWB__I_DIRTY_PAGES;
 	if (attach)
 		inode->dirtied_when = pwb__now(bdi);
-	wb = assign_wb_locked(inode, wb);
+	wb = assign_wb_locked(inode, wb, key);
 	/* Counted under the lock, so the flusher's decrement comes after. */
 	uatomic_add(&wb->stats.dirty_pages, n);
 	uatomic_add(&wb->stats.dirtied_pages, n);
@@ -284,6 +290,7 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 {
 	struct pwb__wb_ctx *wb;
 	bool attach = false;
+	uint64_t key = 0;
 
 	pwb__err_clear();
 	if (!inode)
@@ -308,10 +315,10 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 		unsigned long gen = pwb__aread(&inode->bdi->reshard_gen);
 
 		pthread_mutex_unlock(&inode->lock);
-		wb = choose_wb(inode, 0);
+		wb = choose_wb(inode, 0, &key);
 		pthread_mutex_lock(&inode->lock);
 		if (pwb__aread(&inode->bdi->reshard_gen) == gen)
-			assign_wb_locked(inode, wb);
+			assign_wb_locked(inode, wb, key);
 	}
 	if (flags & PWB_I_DIRTY_META) {
 		if (!(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META))) {

@@ -109,7 +109,8 @@ void pwb__io_complete(struct pwb__io *io, int err)
 		 * below still reaches fsync callers.
 		 */
 		if (redirtied > 0) {
-			uatomic_add(&wb->stats.dirty_pages, redirtied);
+			/* Counted where the inode lives (writepages). */
+			uatomic_add(&inode->wb->stats.dirty_pages, redirtied);
 			if (!(inode->state &
 			      (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META))) {
 				inode->dirtied_when = pwb__now(bdi);

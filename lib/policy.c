@@ -42,6 +42,8 @@ static const struct pwb_policy_ops *const builtin_policies[] = {
 	&pwb__policy_alloc_group,
 	&pwb__policy_least_loaded,
 	&pwb__policy_hint,
+	&pwb__policy_xarray,
+	&pwb__policy_shared_list,
 };
 
 #define NR_BUILTINS (sizeof(builtin_policies) / sizeof(builtin_policies[0]))
@@ -244,6 +246,12 @@ static int check_ops(const struct pwb_policy_ops *ops, const char *origin)
 		return pwb__err(-EINVAL, "%s: shard policy \"%s\" has no "
 					 "select function",
 				origin, ops->name);
+	/* Valid from ABI 2. */
+	if (ops->abi_version >= 2 && (ops->flags & ~PWB_POLICY_F_ALL))
+		return pwb__err(-EINVAL, "%s: shard policy \"%s\" sets "
+					 "unknown flags 0x%x",
+				origin, ops->name,
+				ops->flags & ~PWB_POLICY_F_ALL);
 	return 0;
 }
 
@@ -446,7 +454,8 @@ int pwb__policy_create(struct pwb_bdi *bdi, const char *spec,
 	if (!ops)
 		return pwb__err(-ENOENT, "unknown shard policy \"%.*s\" (built "
 					 "in: inode-hash, alloc-group, "
-					 "least-loaded, hint; others must be "
+					 "least-loaded, hint, xarray, "
+					 "shared-list; others must be "
 					 "registered or loaded first)",
 				(int)name_len, spec);
 
@@ -471,6 +480,15 @@ int pwb__policy_create(struct pwb_bdi *bdi, const char *spec,
 		}
 	}
 	pol->state = state;
+	/* Valid from ABI 2: an older table has neither flags nor hooks. */
+	if (ops->abi_version >= 2) {
+		pol->flags = ops->flags;
+		if (ops->flags & PWB_POLICY_F_SHARED_LIST) {
+			pol->batch = ops->batch ? ops->batch(state) : 0;
+			if (pol->batch < 1 || pol->batch > PWB__POLICY_BATCH_MAX)
+				pol->batch = PWB__POLICY_BATCH_DEFAULT;
+		}
+	}
 	return 0;
 }
 
@@ -511,27 +529,51 @@ static void report_fallback(struct pwb__policy *pol, struct pwb_inode *inode,
 			nr_wb_ctx);
 }
 
-unsigned int pwb__policy_select(struct pwb__policy *pol,
-				struct pwb_inode *inode, uint64_t index,
-				unsigned int nr_wb_ctx)
+/* What select() and key() see of @inode, first dirtied at @index. */
+static struct pwb_policy_inode policy_inode(struct pwb_inode *inode,
+					    uint64_t index)
 {
-	struct pwb_policy_inode info = {
+	return (struct pwb_policy_inode){
 		.bdi = inode->bdi,
 		.inode = inode,
 		.ino = inode->ino,
 		.index = index,
 		.hint = PWB__READ(inode->wb_hint),
 	};
+}
+
+unsigned int pwb__policy_select(struct pwb__policy *pol,
+				struct pwb_inode *inode, uint64_t index,
+				unsigned int nr_wb_ctx)
+{
+	struct pwb_policy_inode info = policy_inode(inode, index);
 	int idx;
 
 	if (caa_unlikely(nr_wb_ctx <= 1))
 		return 0;	/* nothing to choose */
+	if (pol->flags & PWB_POLICY_F_SHARED_LIST)
+		return 0;	/* the one list lives on context 0 */
 	idx = pol->ops->select(pol->state, &info, nr_wb_ctx);
 	if (caa_likely(idx >= 0 && (unsigned int)idx < nr_wb_ctx))
 		return (unsigned int)idx;
 	/* A policy can be wrong; writeback must still have a context. */
 	report_fallback(pol, inode, idx, nr_wb_ctx);
 	return pwb__policy_hash(inode->ino, nr_wb_ctx);
+}
+
+uint64_t pwb__policy_key(struct pwb__policy *pol, struct pwb_inode *inode,
+			 uint64_t index)
+{
+	struct pwb_policy_inode info;
+	uint64_t key = 0;
+
+	/* Valid from ABI 2 (flags is 0 for older tables). */
+	if (!(pol->flags & PWB_POLICY_F_ORDERED) || !pol->ops->key)
+		return 0;
+	info = policy_inode(inode, index);
+	if (pol->ops->key(pol->state, &info, &key))
+		return 0;
+	return key;
 }
 
 /* ---------------------------------------------------------------------- */

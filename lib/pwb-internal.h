@@ -219,6 +219,35 @@ uint64_t pwb__map_run(const struct pwb__map *map, enum pwb__tag tag,
 		      uint64_t start, uint64_t max) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
+/* xarray.c: an ordered index by 64-bit key                               */
+
+/* Embedded in the indexed object; several items may share a key. */
+struct pwb__xa_item {
+	struct pwb__xa_item *next;	/* same key, the tree's use */
+	uint64_t key;			/* set before insert, kept while in */
+};
+
+/* A radix tree of 64-slot nodes. Not thread-safe: the owner's lock. */
+struct pwb__xa {
+	void *root;
+	unsigned int height;	/* levels; 0 when empty */
+	uint64_t count;		/* items */
+	uint64_t nr_nodes;	/* allocated nodes (memory figure) */
+};
+
+void pwb__xa_init(struct pwb__xa *xa) PWB__INTERNAL;
+/* Free the nodes; the items are the caller's. */
+void pwb__xa_destroy(struct pwb__xa *xa) PWB__INTERNAL;
+/* Index @item under item->key: 0, or -ENOMEM (then nothing changed). */
+int pwb__xa_insert(struct pwb__xa *xa, struct pwb__xa_item *item)
+	PWB__INTERNAL;
+/* Remove @item (a no-op if it is not in @xa under item->key). */
+void pwb__xa_erase(struct pwb__xa *xa, struct pwb__xa_item *item)
+	PWB__INTERNAL;
+/* An item with the smallest key, or NULL if empty. */
+struct pwb__xa_item *pwb__xa_first(const struct pwb__xa *xa) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
 /* clock                                                                  */
 
 uint64_t pwb__clock_monotonic(void *unused) PWB__INTERNAL;
@@ -352,7 +381,12 @@ struct pwb__policy {
 	uint64_t nr_fallbacks;		/* uatomic: select() failed or gave an
 					 * index out of range */
 	int fallback_reported;		/* uatomic: stderr message sent */
+	unsigned int flags;		/* PWB_POLICY_F_* (ABI 2 tables) */
+	unsigned int batch;		/* F_SHARED_LIST: inodes per claim */
 };
+
+#define PWB__POLICY_BATCH_DEFAULT 16u
+#define PWB__POLICY_BATCH_MAX 1024u
 
 /* Parse "name[:args]" (NULL or "": inode-hash), find the policy and
  * instantiate it in @pol. Return 0 or -errno (message recorded). */
@@ -370,11 +404,18 @@ static inline unsigned int pwb__policy_hash(uint64_t ino, unsigned int nr)
 	return (unsigned int)(ino % nr);
 }
 
+/* The inode's ordering key under an F_ORDERED policy (0 otherwise).
+ * Same calling rules as pwb__policy_select(). */
+uint64_t pwb__policy_key(struct pwb__policy *pol, struct pwb_inode *inode,
+			 uint64_t index) PWB__INTERNAL;
+
 /* The built-in policies (policy-*.c). */
 extern const struct pwb_policy_ops pwb__policy_inode_hash PWB__INTERNAL;
 extern const struct pwb_policy_ops pwb__policy_alloc_group PWB__INTERNAL;
 extern const struct pwb_policy_ops pwb__policy_least_loaded PWB__INTERNAL;
 extern const struct pwb_policy_ops pwb__policy_hint PWB__INTERNAL;
+extern const struct pwb_policy_ops pwb__policy_xarray PWB__INTERNAL;
+extern const struct pwb_policy_ops pwb__policy_shared_list PWB__INTERNAL;
 
 /* Helpers for built-in init functions; each records a message naming
  * policy @name on failure. -EINVAL unless @args is NULL: */
@@ -456,8 +497,27 @@ struct pwb__wb_ctx {
 					 * background passes until then */
 	uint64_t nospc_backoff_ns;	/* that pause, doubled per ENOSPC */
 
+	/*
+	 * How this context's passes use lists, from the shard policy's flags
+	 * (pwb__ctxs_apply_policy): changed only with the flushers parked,
+	 * or at open before any inode is dirty.
+	 */
+	struct pwb__wb_ctx *lists;	/* PWB__READ: whose lists the passes
+					 * work: this context, or context 0
+					 * under F_SHARED_LIST */
+	unsigned int claim_batch;	/* PWB__READ: F_SHARED_LIST claims */
+	bool ordered;			/* list_lock: F_ORDERED, b_io is
+					 * also indexed by io_tree */
+	struct pwb__xa io_tree;		/* list_lock: b_io inodes by key */
+
 	struct pwb__wb_stats stats;
 };
+
+struct pwb__wb_ctx_array;
+/* Give the contexts of @arr the list arrangement @pol asks for. Flushers
+ * parked, or no inode dirty yet. Takes each list_lock. */
+void pwb__ctxs_apply_policy(struct pwb__wb_ctx_array *arr,
+			    const struct pwb__policy *pol) PWB__INTERNAL;
 
 int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 		     unsigned int idx) PWB__INTERNAL;
@@ -638,6 +698,8 @@ struct pwb_bdi {
 	unsigned int nr_parked;		/* park_lock */
 	pthread_mutex_t reshard_lock;	/* serialises re-shards, close */
 	unsigned long reshard_gen;	/* uatomic: bumped by each re-shard */
+	unsigned long nr_syncs;		/* uatomic: pwb_sync calls waiting;
+					 * shared-list passes hold back */
 	struct pwb__wb_stats retired_stats; /* uatomic: retired contexts'
 					     * counters (their "now" ones
 					     * are 0: inodes moved away) */
@@ -785,6 +847,11 @@ struct pwb_inode {
 
 	struct cds_list_head io_list;	/* wb->list_lock: on a b_* list */
 	enum pwb__list on_list;		/* wb->list_lock: which one */
+	/* F_ORDERED policies: the key (set at placement under inode->lock
+	 * before the inode is on any list, later under both locks) and
+	 * whether the inode is in wb->io_tree (list_lock). */
+	struct pwb__xa_item xa;
+	bool in_tree;
 	struct cds_lfht_node hnode;	/* bdi->inodes */
 	struct rcu_head rcu;
 };

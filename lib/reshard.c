@@ -9,9 +9,11 @@
  *  1. park the flushers between work items, each with nothing in flight;
  *  2. bump reshard_gen (syncs and first dirtyings running now retry) and
  *     publish the new context array with RCU (new contexts are ready);
- *  3. move every inode whose context the shard policy now says differs,
- *     under the two list locks (lower index first) and the inode lock,
- *     onto the same kind of list, keeping b_dirty sorted by dirtied_when;
+ *  3. give the contexts the list arrangement of the (new) policy (own or
+ *     shared lists, FIFO or key-ordered b_io), then move every inode
+ *     whose context or key the shard policy now says differs, under the
+ *     two list locks (lower index first) and the inode lock, onto the
+ *     same kind of list, keeping b_dirty sorted by dirtied_when;
  *  4. retire the contexts beyond the new count (their queued work ends
  *     with -EAGAIN, which its submitter retries), fold their counters into
  *     retired_stats, stop surplus flushers, resume, start new flushers;
@@ -38,10 +40,11 @@ static void insert_dirty_sorted(struct pwb__wb_ctx *wb,
 	cds_list_add(&inode->io_list, pos);
 }
 
-/* Move @inode from @from to @to. Flushers are parked: nothing is in flight
- * and no inode is I_SYNC. */
+/* Move @inode from @from to @to (which may be the same context) with
+ * ordering key @key. Flushers are parked: nothing is in flight and no
+ * inode is I_SYNC. */
 static void switch_inode(struct pwb_inode *inode, struct pwb__wb_ctx *from,
-			 struct pwb__wb_ctx *to)
+			 struct pwb__wb_ctx *to, uint64_t key)
 {
 	struct pwb__wb_ctx *first = from->idx < to->idx ? from : to;
 	struct pwb__wb_ctx *second = first == from ? to : from;
@@ -49,37 +52,44 @@ static void switch_inode(struct pwb_inode *inode, struct pwb__wb_ctx *from,
 	uint64_t dirty;
 
 	pthread_mutex_lock(&first->list_lock);
-	pthread_mutex_lock(&second->list_lock);
+	if (second != first)
+		pthread_mutex_lock(&second->list_lock);
 	pthread_mutex_lock(&inode->lock);
 	if (inode->wb == from) {
 		l = inode->on_list;
 		pwb__inode_move_locked(from, inode, PWB__LIST_NONE);
-		dirty = inode->map.count[PWB__TAG_DIRTY];
-		uatomic_sub(&from->stats.dirty_pages, dirty);
-		uatomic_add(&to->stats.dirty_pages, dirty);
-		uatomic_dec(&from->stats.nr_inodes);
-		uatomic_inc(&to->stats.nr_inodes);
-		PWB__RCU_ASSIGN(inode->wb, to);
+		inode->xa.key = key;
+		if (to != from) {
+			dirty = inode->map.count[PWB__TAG_DIRTY];
+			uatomic_sub(&from->stats.dirty_pages, dirty);
+			uatomic_add(&to->stats.dirty_pages, dirty);
+			uatomic_dec(&from->stats.nr_inodes);
+			uatomic_inc(&to->stats.nr_inodes);
+			PWB__RCU_ASSIGN(inode->wb, to);
+		}
 		if (l == PWB__LIST_DIRTY)
 			insert_dirty_sorted(to, inode);
 		else if (l != PWB__LIST_NONE)
 			pwb__inode_move_locked(to, inode, l);
 	}
 	pthread_mutex_unlock(&inode->lock);
-	pthread_mutex_unlock(&second->list_lock);
+	if (second != first)
+		pthread_mutex_unlock(&second->list_lock);
 	pthread_mutex_unlock(&first->list_lock);
 }
 
-/* Where should @inode live among @arr's contexts? */
+/* Where should @inode live among @arr's contexts, under which key? */
 static struct pwb__wb_ctx *new_home(struct pwb_bdi *bdi,
 				    struct pwb_inode *inode,
-				    struct pwb__wb_ctx_array *arr)
+				    struct pwb__wb_ctx_array *arr,
+				    uint64_t *key)
 {
 	uint64_t first = 0;
 
 	pthread_mutex_lock(&inode->lock);
 	pwb__map_find(&inode->map, PWB__TAG_DIRTY, 0, &first);
 	pthread_mutex_unlock(&inode->lock);
+	*key = pwb__policy_key(bdi->policy, inode, first);
 	return arr->ctx[pwb__policy_select(bdi->policy, inode, first,
 					   arr->nr)];
 }
@@ -112,6 +122,8 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 		PWB__RCU_ASSIGN(bdi->policy, pol);
 	if (nr != old->nr)
 		pwb__policy_nr_changed(bdi->policy, nr);
+	/* Shared or own lists, FIFO or ordered b_io, before inodes move. */
+	pwb__ctxs_apply_policy(arr, bdi->policy);
 
 	/*
 	 * Every inode, affined or not, takes its lock here: a first dirtying
@@ -122,15 +134,17 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	for (k = 0; k < n_inodes; k++) {
 		struct pwb_inode *inode = inodes[k];
 		struct pwb__wb_ctx *from, *to;
+		uint64_t key, old_key;
 
 		pthread_mutex_lock(&inode->lock);
 		from = inode->wb;
+		old_key = inode->xa.key;
 		pthread_mutex_unlock(&inode->lock);
 		if (!from)
 			continue;
-		to = new_home(bdi, inode, arr);
-		if (to != from)
-			switch_inode(inode, from, to);
+		to = new_home(bdi, inode, arr, &key);
+		if (to != from || key != old_key)
+			switch_inode(inode, from, to, key);
 	}
 	free(inodes);
 

@@ -68,6 +68,9 @@ int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 	CDS_INIT_LIST_HEAD(&wb->b_more_io);
 	CDS_INIT_LIST_HEAD(&wb->b_dirty_time);
 	CDS_INIT_LIST_HEAD(&wb->work_list);
+	wb->lists = wb;
+	wb->claim_batch = PWB__POLICY_BATCH_DEFAULT;
+	pwb__xa_init(&wb->io_tree);
 	/* The kernel's initial estimate: 100 MiB/s. */
 	wb->avg_write_bw = 100ull << 20;
 	wb->last_old_flush = pwb__now(bdi);
@@ -89,6 +92,7 @@ void pwb__wb_ctx_destroy(struct pwb__wb_ctx *wb)
 {
 	if (wb->bdi->io->ctx_fini)
 		wb->bdi->io->ctx_fini(wb->io_state);
+	pwb__xa_destroy(&wb->io_tree);
 	pthread_cond_destroy(&wb->sync_cond);
 	pthread_mutex_destroy(&wb->work_lock);
 	pthread_mutex_destroy(&wb->list_lock);

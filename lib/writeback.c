@@ -88,8 +88,16 @@ void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 
 	if (from != PWB__LIST_NONE)
 		cds_list_del_init(&inode->io_list);
+	if (inode->in_tree) {
+		pwb__xa_erase(&wb->io_tree, &inode->xa);
+		inode->in_tree = false;
+	}
 	if (to != PWB__LIST_NONE)
 		cds_list_add_tail(&inode->io_list, list_head(wb, to));
+	/* Without memory for the tree the inode stays on the b_io list
+	 * only, and first_io_inode() takes it after the indexed ones. */
+	if (to == PWB__LIST_IO && wb->ordered)
+		inode->in_tree = !pwb__xa_insert(&wb->io_tree, &inode->xa);
 	inode->on_list = to;
 	if (counts_as_dirty(from) != counts_as_dirty(to))
 		uatomic_add(&wb->stats.nr_dirty_inodes,
@@ -97,6 +105,54 @@ void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	if ((from == PWB__LIST_DIRTY_TIME) != (to == PWB__LIST_DIRTY_TIME))
 		uatomic_add(&wb->stats.nr_dirty_time_inodes,
 			    to == PWB__LIST_DIRTY_TIME ? 1 : -1);
+}
+
+/* The inode a pass visits next: the smallest key under an F_ORDERED
+ * policy, else b_io's head. Caller holds list_lock; b_io is not empty. */
+static struct pwb_inode *first_io_inode(struct pwb__wb_ctx *wb)
+{
+	struct pwb__xa_item *it = wb->ordered ? pwb__xa_first(&wb->io_tree)
+					      : NULL;
+
+	if (it)
+		return caa_container_of(it, struct pwb_inode, xa);
+	return cds_list_first_entry(&wb->b_io, struct pwb_inode, io_list);
+}
+
+static void set_ordered_locked(struct pwb__wb_ctx *wb, bool ordered)
+{
+	struct pwb_inode *inode;
+
+	if (wb->ordered == ordered)
+		return;
+	wb->ordered = ordered;
+	cds_list_for_each_entry(inode, &wb->b_io, io_list) {
+		if (ordered)
+			inode->in_tree =
+				!pwb__xa_insert(&wb->io_tree, &inode->xa);
+		else if (inode->in_tree)
+			pwb__xa_erase(&wb->io_tree, &inode->xa);
+		if (!ordered)
+			inode->in_tree = false;
+	}
+}
+
+void pwb__ctxs_apply_policy(struct pwb__wb_ctx_array *arr,
+			    const struct pwb__policy *pol)
+{
+	bool shared = pol->flags & PWB_POLICY_F_SHARED_LIST;
+	unsigned int i;
+
+	for (i = 0; i < arr->nr; i++) {
+		struct pwb__wb_ctx *wb = arr->ctx[i];
+
+		PWB__WRITE(wb->lists, shared ? arr->ctx[0] : wb);
+		PWB__WRITE(wb->claim_batch,
+			   pol->batch ? pol->batch : PWB__POLICY_BATCH_DEFAULT);
+		pthread_mutex_lock(&wb->list_lock);
+		set_ordered_locked(wb, pol->flags & PWB_POLICY_F_ORDERED);
+		pthread_mutex_unlock(&wb->list_lock);
+	}
 }
 
 /*
@@ -120,9 +176,10 @@ static void redirty_tail_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 /* Move b_dirty inodes dirtied at or before @older_than to b_io. A
  * SYNC_NONE pass (!@sync) leaves inodes whose writes failed where they are
  * while they back off (error.c): retrying a failing device at once would
- * spin. @periodic: a periodic or background pass. */
-static uint64_t move_expired(struct pwb__wb_ctx *wb, uint64_t older_than,
-			     bool sync, bool periodic)
+ * spin. @periodic: a periodic or background pass. @self: the context
+ * running the pass (@wb itself, or a claimer of shared lists). */
+static uint64_t move_expired(struct pwb__wb_ctx *wb, struct pwb__wb_ctx *self,
+			     uint64_t older_than, bool sync, bool periodic)
 {
 	struct pwb_inode *inode, *tmp;
 	uint64_t moved = 0;
@@ -134,7 +191,8 @@ static uint64_t move_expired(struct pwb__wb_ctx *wb, uint64_t older_than,
 			break;
 		if (!sync) {
 			pthread_mutex_lock(&inode->lock);
-			skip = pwb__wb_backing_off_locked(inode, wb, periodic);
+			skip = pwb__wb_backing_off_locked(inode, self,
+							  periodic);
 			pthread_mutex_unlock(&inode->lock);
 		}
 		if (skip)
@@ -164,15 +222,15 @@ static void move_expired_time(struct pwb__wb_ctx *wb, bool all)
  * Fill b_io for a pass: b_more_io, then b_dirty inodes dirtied at or before
  * *@older_than (none if @older_than is NULL). Caller holds list_lock.
  */
-static void queue_io(struct pwb__wb_ctx *wb, const uint64_t *older_than,
-		     bool sync, bool periodic)
+static void queue_io(struct pwb__wb_ctx *wb, struct pwb__wb_ctx *self,
+		     const uint64_t *older_than, bool sync, bool periodic)
 {
 	struct pwb_inode *inode, *tmp;
 
 	cds_list_for_each_entry_safe(inode, tmp, &wb->b_more_io, io_list)
 		pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
 	if (older_than)
-		move_expired(wb, *older_than, sync, periodic);
+		move_expired(wb, self, *older_than, sync, periodic);
 	move_expired_time(wb, sync);
 }
 
@@ -414,7 +472,10 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 		inode->writeback_index = idx;
 		pthread_mutex_unlock(&inode->lock);
 
-		uatomic_sub(&wb->stats.dirty_pages, n);
+		/* Dirty pages are counted where the inode lives, pages in
+		 * flight by the context writing them (they differ under
+		 * F_SHARED_LIST); I_SYNC keeps inode->wb from changing. */
+		uatomic_sub(&PWB__READ(inode->wb)->stats.dirty_pages, n);
 		uatomic_add(&wb->stats.writeback_pages, n);
 		ret = write_run(wb, inode, first, n, &ext);
 		if (ret && !wbc->err)
@@ -568,8 +629,7 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 	uint64_t start = pwb__now(bdi), total = 0;
 
 	while (!cds_list_empty(&wb->b_io)) {
-		struct pwb_inode *inode = cds_list_first_entry(
-			&wb->b_io, struct pwb_inode, io_list);
+		struct pwb_inode *inode = first_io_inode(wb);
 		struct wb_control wbc = {
 			.sync_mode = work->sync_mode,
 			.nr_to_write = chunk_pages(wb, work),
@@ -637,15 +697,57 @@ static void update_bandwidth(struct pwb__wb_ctx *wb, bool starting)
 	wb->bw_written = written;
 }
 
-/* The kernel's wb_writeback(): a whole work item over the lists. */
-static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
+/*
+ * Checks a SYNC_NONE pass makes before each round: should it stop? Also
+ * fills *@older_than (the expiry cut-off) and returns it in *@cutoff, or
+ * NULL when nothing can have expired yet.
+ */
+static bool none_pass_done(struct pwb__wb_ctx *wb, struct pwb__wb_work *work,
+			   uint64_t work_start, uint64_t *older_than,
+			   const uint64_t **cutoff)
 {
 	struct pwb_bdi *bdi = wb->bdi;
-	uint64_t work_start = pwb__now(bdi);
+	uint64_t now = pwb__now(bdi);
+
+	if (work->nr_pages <= 0)
+		return true;
+	/* Explicit work is waiting: let it run first. */
+	if (work->reason != PWB_WB_ALL && work_pending(wb))
+		return true;
+	/* So is a re-shard (the automatic tuner's, every few windows):
+	 * periodic and background passes end at a slice boundary and start
+	 * again after it, when the flushers rescan and dirtiers kick. */
+	if (work->reason != PWB_WB_ALL && PWB__READ(bdi->park_req))
+		return true;
+	if (work->reason == PWB_WB_BACKGROUND && !over_bg_thresh(bdi))
+		return true;
+	/* The file system was full: periodic and background passes wait
+	 * for the pause to end (error.c). */
+	if (work->reason != PWB_WB_ALL && now < wb->nospc_until)
+		return true;
+	*cutoff = older_than;
+	if (work->reason == PWB_WB_PERIODIC) {
+		/* Before the clock reaches one expiry period nothing can
+		 * have expired. */
+		if (now < bdi->dirty_expire_ns)
+			*cutoff = NULL;
+		else
+			*older_than = now - bdi->dirty_expire_ns;
+	} else if (work->reason == PWB_WB_BACKGROUND) {
+		*older_than = now;
+	} else {
+		*older_than = work_start;
+	}
+	return false;
+}
+
+/* The kernel's wb_writeback(): a whole work item over the lists. */
+static int wb_writeback_own(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
+{
+	uint64_t work_start = pwb__now(wb->bdi);
 	bool queued = false;
 	int err = 0;
 
-	update_bandwidth(wb, true);
 	pthread_mutex_lock(&wb->list_lock);
 	for (;;) {
 		uint64_t progress;
@@ -656,48 +758,18 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 				break;
 			uint64_t all = UINT64_MAX;
 
-			queue_io(wb, &all, true, false);
+			queue_io(wb, wb, &all, true, false);
 			queued = true;
 		} else {
+			const uint64_t *cutoff;
 			uint64_t older_than;
-			bool expired = true;
 
-			if (work->nr_pages <= 0)
+			if (none_pass_done(wb, work, work_start, &older_than,
+					   &cutoff))
 				break;
-			/* Explicit work is waiting: let it run first. */
-			if (work->reason != PWB_WB_ALL && work_pending(wb))
-				break;
-			/* So is a re-shard (the automatic tuner's, every
-			 * window): periodic and background passes end at a
-			 * slice boundary and start again after it, when the
-			 * flushers rescan and dirtiers kick again. */
-			if (work->reason != PWB_WB_ALL &&
-			    PWB__READ(bdi->park_req))
-				break;
-			if (work->reason == PWB_WB_BACKGROUND &&
-			    !over_bg_thresh(bdi))
-				break;
-			/* The file system was full: periodic and background
-			 * passes wait for the pause to end (error.c). */
-			if (work->reason != PWB_WB_ALL &&
-			    pwb__now(bdi) < wb->nospc_until)
-				break;
-			if (work->reason == PWB_WB_PERIODIC) {
-				uint64_t now = pwb__now(bdi);
-
-				/* Before the clock reaches one expiry period
-				 * nothing can have expired. */
-				expired = now >= bdi->dirty_expire_ns;
-				older_than = expired ?
-					now - bdi->dirty_expire_ns : 0;
-			} else if (work->reason == PWB_WB_BACKGROUND) {
-				older_than = pwb__now(bdi);
-			} else {
-				older_than = work_start;
-			}
 			if (cds_list_empty(&wb->b_io))
-				queue_io(wb, expired ? &older_than : NULL,
-					 false, work->reason != PWB_WB_ALL);
+				queue_io(wb, wb, cutoff, false,
+					 work->reason != PWB_WB_ALL);
 		}
 		if (cds_list_empty(&wb->b_io))
 			break;
@@ -708,6 +780,180 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 		break;
 	}
 	pthread_mutex_unlock(&wb->list_lock);
+	return err;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Shared lists (PWB_POLICY_F_SHARED_LIST)                                */
+
+/*
+ * Under F_SHARED_LIST every inode lives on context 0's lists (@lw below)
+ * and the flusher of every context @wb runs its passes there: it claims a
+ * batch of b_io inodes (I_SYNC, off the lists), writes each whole through
+ * its own I/O queue, waits for those writes, and only then requeues the
+ * batch and clears I_SYNC. So an inode's writes are never in flight
+ * while it is not I_SYNC, which is what pwb_fsync (wait for I_SYNC, then
+ * write on the inode's own context) and close rely on.
+ *
+ * pwb_sync queues an integrity pass on every context. Each runs after the
+ * earlier work of its own flusher, so the inodes that flusher had claimed
+ * are back on the lists, and their writes landed, before its queue_io.
+ * What could escape is an inode claimed by a *background* pass of a
+ * flusher whose integrity pass is already over, while another context's
+ * integrity pass still runs: bdi->nr_syncs makes SYNC_NONE passes stop
+ * claiming while any pwb_sync waits.
+ */
+struct claim {
+	struct pwb_inode *inode;
+	struct wb_control wbc;
+};
+
+/*
+ * Claim up to @max inodes from @lw's b_io for a pass of @work. An inode
+ * someone else holds is skipped to b_more_io, or, for an integrity pass
+ * holding no claim yet, waited for and taken. Caller holds lw->list_lock.
+ */
+static unsigned int claim_batch_locked(struct pwb__wb_ctx *lw,
+				       struct pwb__wb_work *work,
+				       struct claim *c, unsigned int max)
+{
+	bool sync = work->sync_mode == PWB__SYNC_ALL;
+	unsigned int n = 0;
+
+	while (n < max && !cds_list_empty(&lw->b_io)) {
+		struct pwb_inode *inode = first_io_inode(lw);
+		bool busy;
+
+		pthread_mutex_lock(&inode->lock);
+		busy = inode->state & PWB__I_SYNC;
+		if (!busy) {
+			inode->state |= PWB__I_SYNC;
+			inode->wb_visit++;
+		}
+		pthread_mutex_unlock(&inode->lock);
+		if (busy) {
+			if (!sync) {
+				pwb__inode_move_locked(lw, inode,
+						       PWB__LIST_MORE_IO);
+				continue;
+			}
+			if (n)
+				break;	/* write what we hold first */
+			wait_inode_sync_locked(lw, inode);
+			pwb__inode_move_locked(lw, inode, PWB__LIST_IO);
+			continue;
+		}
+		pwb__inode_move_locked(lw, inode, PWB__LIST_NONE);
+		c[n].inode = inode;
+		c[n].wbc = (struct wb_control){
+			.sync_mode = work->sync_mode,
+			.nr_to_write = INT64_MAX,	/* whole */
+		};
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Write the @n claimed inodes on @wb's queue, wait for the writes, then
+ * requeue and release them. Caller holds lw->list_lock (dropped while
+ * writing). Returns pages written; *@err gets the first error.
+ */
+static uint64_t write_claimed_locked(struct pwb__wb_ctx *wb,
+				     struct pwb__wb_ctx *lw, struct claim *c,
+				     unsigned int n, int *err)
+{
+	uint64_t total = 0;
+	unsigned int i;
+	int ret;
+
+	pthread_mutex_unlock(&lw->list_lock);
+	for (i = 0; i < n; i++)
+		writeback_single_inode(wb, c[i].inode, &c[i].wbc);
+	ret = wb->bdi->io->wait(wb->io_state);
+	if (ret && !*err)
+		*err = ret;
+	pthread_mutex_lock(&lw->list_lock);
+	for (i = 0; i < n; i++) {
+		struct pwb_inode *inode = c[i].inode;
+
+		pthread_mutex_lock(&inode->lock);
+		requeue_inode_locked(lw, inode, &c[i].wbc);
+		inode->state &= ~PWB__I_SYNC;
+		pthread_mutex_unlock(&inode->lock);
+		total += c[i].wbc.written;
+		if (c[i].wbc.err && !*err)
+			*err = c[i].wbc.err;
+	}
+	pthread_cond_broadcast(&lw->sync_cond);
+	return total;
+}
+
+static int wb_writeback_shared(struct pwb__wb_ctx *wb, struct pwb__wb_ctx *lw,
+			       struct pwb__wb_work *work)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	bool sync = work->sync_mode == PWB__SYNC_ALL, queued = false;
+	unsigned int max = PWB__READ(wb->claim_batch), n;
+	uint64_t work_start = pwb__now(bdi), slice = work_start;
+	struct claim one, *c = malloc(max * sizeof(*c));
+	int err = 0;
+
+	if (!c) {
+		c = &one;	/* no memory for a batch: one at a time */
+		max = 1;
+	}
+	pthread_mutex_lock(&lw->list_lock);
+	for (;;) {
+		uint64_t written;
+
+		if (sync) {
+			if (!queued) {
+				uint64_t all = UINT64_MAX;
+
+				queue_io(lw, wb, &all, true, false);
+				queued = true;
+			}
+		} else {
+			const uint64_t *cutoff;
+			uint64_t older_than;
+
+			if (none_pass_done(wb, work, work_start, &older_than,
+					   &cutoff) ||
+			    pwb__aread(&bdi->nr_syncs))
+				break;
+			if (cds_list_empty(&lw->b_io))
+				queue_io(lw, wb, cutoff, false,
+					 work->reason != PWB_WB_ALL);
+		}
+		n = claim_batch_locked(lw, work, c, max);
+		if (!n)
+			break;
+		written = write_claimed_locked(wb, lw, c, n, &err);
+		if (sync)
+			continue;
+		work->nr_pages -= (int64_t)written;
+		/* Yield to queued work now and then, as writeback_inodes(). */
+		if (pwb__now(bdi) - slice > PASS_SLICE_NS) {
+			slice = pwb__now(bdi);
+			if (work_pending(wb) && work->reason != PWB_WB_ALL)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&lw->list_lock);
+	if (c != &one)
+		free(c);
+	return err;
+}
+
+static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
+{
+	struct pwb__wb_ctx *lw = PWB__READ(wb->lists);
+	int err;
+
+	update_bandwidth(wb, true);
+	err = lw == wb ? wb_writeback_own(wb, work)
+		       : wb_writeback_shared(wb, lw, work);
 	update_bandwidth(wb, false);
 	return err;
 }
@@ -774,7 +1020,9 @@ void pwb__wb_check_old_data_flush(struct pwb__wb_ctx *wb)
 		return;
 	wb->last_old_flush = now;
 	/* Bounded like the kernel's: what is dirty now, plus some slack. */
-	work.nr_pages = (int64_t)pwb__aread(&wb->stats.dirty_pages) + 1024;
+	work.nr_pages =
+		(int64_t)pwb__aread(&PWB__READ(wb->lists)->stats.dirty_pages) +
+		1024;
 	pwb__wb_do_work(wb, &work);
 }
 
@@ -862,7 +1110,16 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 {
 	for (;;) {
 		unsigned long gen = pwb__aread(&bdi->reshard_gen);
-		int err = inode ? sync_inode_once(inode) : sync_all_once(bdi);
+		int err;
+
+		if (inode) {
+			err = sync_inode_once(inode);
+		} else {
+			/* Shared-list passes stop claiming meanwhile. */
+			uatomic_inc(&bdi->nr_syncs);
+			err = sync_all_once(bdi);
+			uatomic_dec(&bdi->nr_syncs);
+		}
 
 		/*
 		 * A re-shard that ran meanwhile may have moved an inode from a

@@ -10,10 +10,11 @@
  * flusher thread of the inode's own context. Each test runs for nr_wb_ctx
  * 1, 2 and 8 (a loop test: _i indexes nr_ctx_of[]).
  *
- * Writer w owns the inodes i with i % NR_WRITERS == w, so no two threads
- * write the same page memory. A flusher may read a page while its owner
- * rewrites it; the owner marks the page dirty afterwards, so the final sync
- * writes it again (that is the behaviour under test, not a race in it).
+ * The writers are test-util's tu_workload: writer w owns the inodes i with
+ * i % NR_WRITERS == w, so no two threads write the same page memory. A
+ * flusher may read a page while its owner rewrites it; the owner marks the
+ * page dirty afterwards, so the final sync writes it again (that is the
+ * behaviour under test, not a race in it).
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -46,7 +47,6 @@ static const unsigned int nr_ctx_of[] = { 1, 2, 8 };
 /* One inode: the application side plus what its callbacks observed. */
 struct istore {
 	struct tu_store st;	/* first: priv is the tu_store too */
-	uint32_t *version;	/* per page; owner writer only */
 	unsigned long wrong_thread;	/* atomic: callbacks off its flusher */
 	unsigned long callbacks;	/* atomic */
 	int seen_ctx;		/* atomic: pwb__flusher_ctx_idx() seen, -2 */
@@ -57,18 +57,7 @@ struct run {
 	struct pwb_bdi *bdi;
 	unsigned int nr_ctx;
 	struct istore *is;	/* NR_INODES */
-	int stop;		/* atomic */
-};
-
-struct writer {
-	struct run *r;
-	pthread_t tid;
-	unsigned int id;
-	uint64_t seed;
-	uint64_t marks;		/* atomic */
-	uint64_t fsyncs;
-	int mark_err;		/* first pwb_mark_dirty error */
-	int fsync_err;		/* first pwb_fsync error */
+	struct tu_store *st[NR_INODES];	/* &is[i].st, for test-util */
 };
 
 static char *g_img;
@@ -139,75 +128,29 @@ static const struct pwb_inode_ops i_ops = {
 /* ---------------------------------------------------------------------- */
 /* The workload                                                           */
 
-static void *writer_fn(void *arg)
-{
-	struct writer *w = arg;
-	struct run *r = w->r;
-	unsigned int owned = NR_INODES / NR_WRITERS;
-
-	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		unsigned int i = w->id + NR_WRITERS *
-				 (unsigned int)(tu_rand(&w->seed) % owned);
-		struct istore *is = &r->is[i];
-		uint64_t first = tu_rand(&w->seed) % is->st.nr_pages;
-		uint64_t nr = 1 + tu_rand(&w->seed) % MAX_RANGE;
-		uint64_t p, marks;
-		int rc;
-
-		if (nr > is->st.nr_pages - first)
-			nr = is->st.nr_pages - first;
-		for (p = first; p < first + nr; p++)
-			tu_fill_page(&is->st, p, ++is->version[p]);
-		rc = pwb_mark_dirty(is->st.inode, first * PS, nr * PS);
-		if (rc && !w->mark_err)
-			w->mark_err = rc;
-		marks = __atomic_add_fetch(&w->marks, 1, __ATOMIC_RELEASE);
-		if (marks % FSYNC_EVERY == 0) {
-			rc = pwb_fsync(is->st.inode);
-			w->fsyncs++;
-			if (rc && !w->fsync_err)
-				w->fsync_err = rc;
-		}
-	}
-	return NULL;
-}
-
-static uint64_t writer_marks(struct writer *w)
-{
-	return __atomic_load_n(&w->marks, __ATOMIC_ACQUIRE);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /*
  * Open a bdi with @nr_ctx contexts on a fresh image, register NR_INODES
  * inodes of MIN_PAGES..MAX_PAGES pages (contiguous regions), dirty all of
- * them once, run the writers until each did MIN_MARKS marks and the
- * flushers wrote MIN_FLUSHER_PAGES pages, stop them, and pwb_sync.
- * Leaves the bdi open. Everything a thread saw is asserted here, after the
- * joins.
+ * them once, run the writers (tu_workload_run) until each did MIN_MARKS
+ * marks and the flushers wrote MIN_FLUSHER_PAGES pages, and pwb_sync.
+ * Leaves the bdi open.
  */
 static void run_workload(struct run *r, unsigned int nr_ctx)
 {
+	struct tu_workload wl = {
+		.nr_stores = NR_INODES,
+		.nr_writers = NR_WRITERS,
+		.max_range = MAX_RANGE,
+		.fsync_every = FSYNC_EVERY,
+		.min_marks = MIN_MARKS,
+		.min_flusher_pages = MIN_FLUSHER_PAGES,
+		.run_limit_ms = RUN_LIMIT_MS,
+		.seed = nr_ctx,
+	};
 	struct pwb_bdi_config cfg;
-	struct writer w[NR_WRITERS];
 	struct pwb_stats s;
-	uint64_t seed = 0x5eed0000ull + nr_ctx, total = 0, t_end;
-	unsigned int i, created = 0;
-	bool enough = false;
+	uint64_t total;
+	unsigned int i;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -215,16 +158,11 @@ static void run_workload(struct run *r, unsigned int nr_ctx)
 	r->is = calloc(NR_INODES, sizeof(*r->is));
 	ck_assert_ptr_nonnull(r->is);
 	for (i = 0; i < NR_INODES; i++) {
-		uint64_t n = MIN_PAGES + tu_rand(&seed) %
-			     (MAX_PAGES - MIN_PAGES + 1);
-
-		tu_store_init(&r->is[i].st, 1 + i, PS, n, total * PS);
-		r->is[i].version = calloc(n, sizeof(uint32_t));
-		ck_assert_ptr_nonnull(r->is[i].version);
+		r->st[i] = &r->is[i].st;
 		r->is[i].seen_ctx = -2;
-		total += n;
 	}
-
+	total = tu_stores_layout(r->st, NR_INODES, PS, MIN_PAGES, MAX_PAGES,
+				 0x5eed0000ull + nr_ctx);
 	if (g_img) {
 		unlink(g_img);
 		free(g_img);
@@ -244,51 +182,10 @@ static void run_workload(struct run *r, unsigned int nr_ctx)
 		      pwb_errmsg());
 	ck_assert_uint_eq(pwb_bdi_nr_wb_ctx(r->bdi), nr_ctx);
 
-	for (i = 0; i < NR_INODES; i++) {
-		struct istore *is = &r->is[i];
-		uint64_t p;
-
-		rc = pwb_inode_open(r->bdi, is->st.ino, &i_ops, is,
-				    &is->st.inode);
-		ck_assert_msg(rc == 0, "pwb_inode_open: %s", pwb_strerror(rc));
-		for (p = 0; p < is->st.nr_pages; p++)
-			tu_fill_page(&is->st, p, ++is->version[p]);
-		rc = pwb_mark_dirty(is->st.inode, 0, is->st.nr_pages * PS);
-		ck_assert_msg(rc == 0, "pwb_mark_dirty: %s", pwb_strerror(rc));
-	}
-
-	memset(w, 0, sizeof(w));
-	for (i = 0; i < NR_WRITERS; i++) {
-		w[i].r = r;
-		w[i].id = i;
-		w[i].seed = 0x9e3779b97f4a7c15ull * (i + 1) + nr_ctx;
-		if (pthread_create(&w[i].tid, NULL, writer_fn, &w[i]))
-			break;
-		created++;
-	}
-
-	/* Bounded wait for enough concurrent activity. */
-	t_end = now_ms() + RUN_LIMIT_MS;
-	while (created == NR_WRITERS && !enough && now_ms() < t_end) {
-		sleep_ms(5);
-		enough = pwb_bdi_stats(r->bdi, &s) == 0 &&
-			 s.written_pages >= MIN_FLUSHER_PAGES;
-		for (i = 0; i < NR_WRITERS; i++)
-			enough = enough && writer_marks(&w[i]) >= MIN_MARKS;
-	}
-	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
-	for (i = 0; i < created; i++)
-		pthread_join(w[i].tid, NULL);
-
-	ck_assert_uint_eq(created, NR_WRITERS);
-	for (i = 0; i < NR_WRITERS; i++) {
-		ck_assert_msg(w[i].mark_err == 0, "writer %u: mark_dirty: %s",
-			      i, pwb_strerror(w[i].mark_err));
-		ck_assert_msg(w[i].fsync_err == 0, "writer %u: fsync: %s", i,
-			      pwb_strerror(w[i].fsync_err));
-	}
-	ck_assert_msg(enough, "no concurrent writeback within %u ms",
-		      RUN_LIMIT_MS);
+	tu_stores_open_dirty(r->bdi, r->st, NR_INODES, &i_ops);
+	wl.bdi = r->bdi;
+	wl.stores = r->st;
+	tu_workload_run(&wl);
 	ck_assert_int_eq(pwb_bdi_stats(r->bdi, &s), 0);
 	/* The flushers ran passes of their own while the writers worked. */
 	ck_assert_uint_gt(s.periodic_passes + s.background_passes, 0);
@@ -307,26 +204,14 @@ static void run_finish(struct run *r)
 	tu_image_remove(r->img);
 	free(g_img);
 	g_img = NULL;
-	for (i = 0; i < NR_INODES; i++) {
-		free(r->is[i].version);
+	for (i = 0; i < NR_INODES; i++)
 		tu_store_destroy(&r->is[i].st);
-	}
 	free(r->is);
 }
 
-/* The stores as the contiguous array tu_verify_device wants. */
 static long verify_all(struct run *r)
 {
-	struct tu_store *st = calloc(NR_INODES, sizeof(*st));
-	unsigned int i;
-	long bad;
-
-	ck_assert_ptr_nonnull(st);
-	for (i = 0; i < NR_INODES; i++)
-		st[i] = r->is[i].st;	/* shallow: mem is shared, not freed */
-	bad = tu_verify_device(r->img, st, NR_INODES);
-	free(st);
-	return bad;
+	return tu_verify_stores(r->img, r->st, NR_INODES);
 }
 
 /* ---------------------------------------------------------------------- */

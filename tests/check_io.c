@@ -82,27 +82,11 @@ static void track_image(const char *img)
 	g_img = img ? strdup(img) : NULL;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /* ---------------------------------------------------------------------- */
 /* Callbacks: end_write must come from the context's own flusher           */
 
 struct istore {
 	struct tu_store st;	/* first: priv is the tu_store too */
-	uint32_t *version;	/* per page; owner writer only */
 	unsigned long wrong_thread;	/* atomic: end_write off its flusher */
 };
 
@@ -119,86 +103,7 @@ static void i_end_write(struct pwb_inode *inode, uint64_t index, uint64_t nr,
 static struct pwb_inode_ops i_ops;
 
 /* ---------------------------------------------------------------------- */
-/* The integrity workload                                                 */
-
-struct run {
-	char *img;
-	struct pwb_bdi *bdi;
-	struct istore *is;	/* NR_INODES */
-	int stop;		/* atomic */
-};
-
-struct writer {
-	struct run *r;
-	pthread_t tid;
-	unsigned int id;
-	uint64_t seed;
-	uint64_t marks;		/* atomic */
-	int mark_err;
-	int fsync_err;
-};
-
-static void *writer_fn(void *arg)
-{
-	struct writer *w = arg;
-	struct run *r = w->r;
-	unsigned int owned = NR_INODES / NR_WRITERS;
-
-	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		unsigned int i = w->id + NR_WRITERS *
-				 (unsigned int)(tu_rand(&w->seed) % owned);
-		struct istore *is = &r->is[i];
-		uint64_t first = tu_rand(&w->seed) % is->st.nr_pages;
-		uint64_t nr = 1 + tu_rand(&w->seed) % MAX_RANGE;
-		uint64_t p, marks;
-		int rc;
-
-		if (nr > is->st.nr_pages - first)
-			nr = is->st.nr_pages - first;
-		for (p = first; p < first + nr; p++)
-			tu_fill_page(&is->st, p, ++is->version[p]);
-		rc = pwb_mark_dirty(is->st.inode, first * PS, nr * PS);
-		if (rc && !w->mark_err)
-			w->mark_err = rc;
-		marks = __atomic_add_fetch(&w->marks, 1, __ATOMIC_RELEASE);
-		if (marks % FSYNC_EVERY == 0) {
-			rc = pwb_fsync(is->st.inode);
-			if (rc && !w->fsync_err)
-				w->fsync_err = rc;
-		}
-	}
-	return NULL;
-}
-
-static void run_finish(struct run *r)
-{
-	unsigned int i;
-	int rc;
-
-	rc = pwb_bdi_close(r->bdi);
-	ck_assert_msg(rc == 0, "pwb_bdi_close: %s", pwb_strerror(rc));
-	tu_image_remove(r->img);
-	track_image(NULL);
-	for (i = 0; i < NR_INODES; i++) {
-		free(r->is[i].version);
-		tu_store_destroy(&r->is[i].st);
-	}
-	free(r->is);
-}
-
-static long verify_all(struct run *r)
-{
-	struct tu_store *st = calloc(NR_INODES, sizeof(*st));
-	unsigned int i;
-	long bad;
-
-	ck_assert_ptr_nonnull(st);
-	for (i = 0; i < NR_INODES; i++)
-		st[i] = r->is[i].st;	/* shallow: mem is shared, not freed */
-	bad = tu_verify_device(r->img, st, NR_INODES);
-	free(st);
-	return bad;
-}
+/* The integrity workload (test-util's tu_workload)                       */
 
 /*
  * After concurrent dirtying with the io_uring flushers running at
@@ -208,30 +113,34 @@ static long verify_all(struct run *r)
 START_TEST(test_uring_device_matches_memory_after_concurrent_dirtying)
 {
 	unsigned int nr_ctx = combos[_i].nr_ctx, depth = combos[_i].depth;
+	struct istore *is = calloc(NR_INODES, sizeof(*is));
+	struct tu_store *st[NR_INODES];
+	struct tu_workload wl = {
+		.nr_stores = NR_INODES,
+		.stores = st,
+		.nr_writers = NR_WRITERS,
+		.max_range = MAX_RANGE,
+		.fsync_every = FSYNC_EVERY,
+		.min_marks = MIN_MARKS,
+		.min_flusher_pages = MIN_FLUSHER_PAGES,
+		.run_limit_ms = RUN_LIMIT_MS,
+		.seed = (uint64_t)_i,
+	};
 	struct pwb_bdi_config cfg;
-	struct writer w[NR_WRITERS];
+	struct pwb_bdi *bdi;
 	struct pwb_stats s;
-	struct run r;
-	uint64_t seed = 0x10a0 + _i, total = 0, t_end;
-	unsigned int i, created = 0;
-	bool enough = false;
+	unsigned int i;
+	char *img;
 	long bad;
 	int rc;
 
-	memset(&r, 0, sizeof(r));
-	r.is = calloc(NR_INODES, sizeof(*r.is));
-	ck_assert_ptr_nonnull(r.is);
-	for (i = 0; i < NR_INODES; i++) {
-		uint64_t n = MIN_PAGES + tu_rand(&seed) %
-			     (MAX_PAGES - MIN_PAGES + 1);
-
-		tu_store_init(&r.is[i].st, 1 + i, PS, n, total * PS);
-		r.is[i].version = calloc(n, sizeof(uint32_t));
-		ck_assert_ptr_nonnull(r.is[i].version);
-		total += n;
-	}
-	r.img = tu_image_create(total * PS);
-	track_image(r.img);
+	ck_assert_ptr_nonnull(is);
+	for (i = 0; i < NR_INODES; i++)
+		st[i] = &is[i].st;
+	img = tu_image_create(tu_stores_layout(st, NR_INODES, PS, MIN_PAGES,
+					       MAX_PAGES, 0x10a0 + _i) *
+			      PS);
+	track_image(img);
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = nr_ctx;
@@ -244,71 +153,33 @@ START_TEST(test_uring_device_matches_memory_after_concurrent_dirtying)
 	cfg.dirty_bytes = 0;
 	/* Small requests, so that depth 32 really has 32 in flight. */
 	cfg.max_io_bytes = 4 * PS;
-	rc = pwb_bdi_open(r.img, &cfg, &r.bdi);
+	rc = pwb_bdi_open(img, &cfg, &bdi);
 	ck_assert_msg(rc == 0, "pwb_bdi_open: %s (%s)", pwb_strerror(rc),
 		      pwb_errmsg());
+	tu_stores_open_dirty(bdi, st, NR_INODES, &i_ops);
+	wl.bdi = bdi;
+	tu_workload_run(&wl);
 
-	for (i = 0; i < NR_INODES; i++) {
-		struct istore *is = &r.is[i];
-		uint64_t p;
-
-		rc = pwb_inode_open(r.bdi, is->st.ino, &i_ops, is,
-				    &is->st.inode);
-		ck_assert_msg(rc == 0, "pwb_inode_open: %s", pwb_strerror(rc));
-		for (p = 0; p < is->st.nr_pages; p++)
-			tu_fill_page(&is->st, p, ++is->version[p]);
-		ck_assert_int_eq(pwb_mark_dirty(is->st.inode, 0,
-						is->st.nr_pages * PS), 0);
-	}
-
-	memset(w, 0, sizeof(w));
-	for (i = 0; i < NR_WRITERS; i++) {
-		w[i].r = &r;
-		w[i].id = i;
-		w[i].seed = 0x9e3779b97f4a7c15ull * (i + 1) + _i;
-		if (pthread_create(&w[i].tid, NULL, writer_fn, &w[i]))
-			break;
-		created++;
-	}
-	t_end = now_ms() + RUN_LIMIT_MS;
-	while (created == NR_WRITERS && !enough && now_ms() < t_end) {
-		sleep_ms(5);
-		enough = pwb_bdi_stats(r.bdi, &s) == 0 &&
-			 s.written_pages >= MIN_FLUSHER_PAGES;
-		for (i = 0; i < NR_WRITERS; i++)
-			enough = enough &&
-				 __atomic_load_n(&w[i].marks,
-						 __ATOMIC_ACQUIRE) >= MIN_MARKS;
-	}
-	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
-	for (i = 0; i < created; i++)
-		pthread_join(w[i].tid, NULL);
-
-	ck_assert_uint_eq(created, NR_WRITERS);
-	for (i = 0; i < NR_WRITERS; i++) {
-		ck_assert_msg(w[i].mark_err == 0, "writer %u: mark_dirty: %s",
-			      i, pwb_strerror(w[i].mark_err));
-		ck_assert_msg(w[i].fsync_err == 0, "writer %u: fsync: %s", i,
-			      pwb_strerror(w[i].fsync_err));
-	}
-	ck_assert_msg(enough, "no concurrent writeback within %u ms",
-		      RUN_LIMIT_MS);
-
-	rc = pwb_sync(r.bdi);
+	rc = pwb_sync(bdi);
 	ck_assert_msg(rc == 0, "pwb_sync: %s", pwb_strerror(rc));
-	ck_assert_int_eq(pwb_bdi_stats(r.bdi, &s), 0);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
 	ck_assert_uint_eq(s.dirty_pages, 0);
 	ck_assert_uint_eq(s.writeback_pages, 0);
 	ck_assert_uint_eq(s.io_errors, 0);
 	ck_assert_uint_gt(s.periodic_passes + s.background_passes, 0);
-	bad = verify_all(&r);
+	bad = tu_verify_stores(img, st, NR_INODES);
 	ck_assert_msg(bad == 0, "nr_wb_ctx %u, io_depth %u: %ld pages differ "
 		      "from memory", nr_ctx, depth, bad);
 	for (i = 0; i < NR_INODES; i++)
-		ck_assert_msg(r.is[i].wrong_thread == 0,
+		ck_assert_msg(is[i].wrong_thread == 0,
 			      "inode %u: %lu completions off its flusher", i,
-			      r.is[i].wrong_thread);
-	run_finish(&r);
+			      is[i].wrong_thread);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_image_remove(img);
+	track_image(NULL);
+	for (i = 0; i < NR_INODES; i++)
+		tu_store_destroy(&is[i].st);
+	free(is);
 }
 END_TEST
 

@@ -766,6 +766,110 @@ START_TEST(test_plugin_bad_select)
 }
 END_TEST
 
+/*
+ * ABI 2 appended flags, key and batch. A table that says ABI 1 is read only
+ * up to nr_wb_ctx_changed: whatever lies beyond (here: flags asking for a
+ * shared list) is ignored, so an old plugin keeps its own placement. An
+ * ABI 2 table with flags this library does not know is refused.
+ */
+static const struct pwb_policy_ops abi1_ops = {
+	.abi_version = 1,
+	.name = "test-abi1",
+	.init = fixed_init,
+	.select = fixed_select,
+	.flags = PWB_POLICY_F_SHARED_LIST,	/* not valid in ABI 1 */
+};
+
+START_TEST(test_register_abi1_table_ignores_abi2_fields)
+{
+	struct pwb_policy_ops bad = fixed_ops;
+	struct tu_store st;
+	struct pwb_bdi *bdi;
+	char *img = tu_image_create(16 * PS);
+
+	bad.name = "test-bad-flags";
+	bad.flags = 0x80;
+	ck_assert_int_eq(pwb_policy_register(&bad), -EINVAL);
+	ck_assert(strstr(pwb_errmsg(), "flags") != NULL);
+
+	ck_assert_int_eq(pwb_policy_register(&abi1_ops), 0);
+	ck_assert_int_eq(open_quiet(img, 4, "test-abi1:ctx=3", &bdi), 0);
+	store_at(&st, bdi, 1, 4, 0);
+	ck_assert_int_eq(dirty_range(&st, 0, 4), 3);	/* not 0 */
+	ck_assert_ptr_eq(PWB__READ(bdi->ctxs->ctx[1]->lists),
+			 bdi->ctxs->ctx[1]);
+	sync_and_verify(bdi, img, &st, 1);
+	close_stores(&st, 1);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_image_remove(img);
+}
+END_TEST
+
+/* xarray: the key space (device pages) is cut into one contiguous range
+ * per context, whatever the inode numbers. */
+START_TEST(test_xarray_contexts_own_contiguous_ranges)
+{
+	enum { N = 16, PAGES = 8 };	/* 128 pages, 32 per context */
+	struct tu_store st[N];
+	char *img = tu_image_create(N * PAGES * PS);
+	struct pwb_bdi *bdi;
+	unsigned int i;
+
+	ck_assert_int_eq(open_quiet(img, 4, "xarray", &bdi), 0);
+	for (i = 0; i < N; i++) {
+		store_at(&st[i], bdi, 4 * i + 1, PAGES,
+			 (uint64_t)i * PAGES * PS);
+		/* Inode i's first dirty page is device page i * 8. */
+		ck_assert_int_eq(dirty_range(&st[i], 0, 2), (int)(i / 4));
+	}
+	sync_and_verify(bdi, img, st, N);
+	close_stores(st, N);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_image_remove(img);
+
+	img = tu_image_create(N * PAGES * PS);
+	ck_assert_int_eq(open_quiet(img, 2, "xarray:key=ino,ino_range=100",
+				    &bdi),
+			 0);
+	store_at(&st[0], bdi, 49, PAGES, 0);
+	store_at(&st[1], bdi, 50, PAGES, PAGES * PS);
+	store_at(&st[2], bdi, 1000, PAGES, 2 * PAGES * PS);
+	ck_assert_int_eq(dirty_range(&st[0], 0, 1), 0);
+	ck_assert_int_eq(dirty_range(&st[1], 0, 1), 1);
+	ck_assert_int_eq(dirty_range(&st[2], 0, 1), 1);	/* past the range */
+	sync_and_verify(bdi, img, st, 3);
+	close_stores(st, 3);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_image_remove(img);
+}
+END_TEST
+
+START_TEST(test_xarray_and_shared_list_bad_args)
+{
+	static const char *const bad[] = {
+		"xarray:key=inode", "xarray:key=ino,key=ino",
+		"xarray:ino_range=10", "xarray:key=ino,ino_range=0",
+		"xarray:key=ino,ino_range=1K", "xarray:depth=2",
+		"shared-list:batch=0", "shared-list:batch=1025",
+		"shared-list:batch=2,batch=3", "shared-list:batch=x",
+		"shared-list:size=2",
+	};
+	char *img = tu_image_create(16 * PS);
+	struct pwb_bdi *bdi;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(open_quiet(img, 2, bad[i], &bdi) == -EINVAL,
+			      "%s was accepted", bad[i]);
+		ck_assert_msg(strstr(pwb_errmsg(), "policy") != NULL,
+			      "%s: message \"%s\"", bad[i], pwb_errmsg());
+	}
+	tu_image_remove(img);
+	bdi_works("shared-list:batch=1024", 3);
+	bdi_works("xarray:key=ino", 3);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* Integrity under every policy                                           */
 
@@ -787,7 +891,8 @@ END_TEST
 
 static const char *const int_specs[] = {
 	"inode-hash", "alloc-group:groups=16", "least-loaded", "hint",
-	"stripe:size=256K",
+	"stripe:size=256K", "xarray", "xarray:key=ino,ino_range=2048",
+	"shared-list:batch=4",
 };
 static const unsigned int int_nr[] = { 1, 2, 8 };
 #define NR_INT_SPECS (sizeof(int_specs) / sizeof(int_specs[0]))
@@ -847,6 +952,13 @@ static int int_expected(const char *spec, unsigned int nr,
 		return (int)((off / (512 * 1024)) % nr);
 	if (!strncmp(spec, "stripe", 6))
 		return (int)((off / (256 * 1024)) % nr);
+	/* The device has INT_INODES * INT_PAGES = 2048 pages. */
+	if (!strcmp(spec, "xarray"))
+		return (int)((off / PS) * nr / 2048);
+	if (!strcmp(spec, "xarray:key=ino,ino_range=2048"))
+		return (int)(st->ino * nr / 2048);
+	if (!strncmp(spec, "shared-list", 11))
+		return 0;
 	return -1;
 }
 
@@ -950,11 +1062,14 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, test_alloc_group);
 	tcase_add_test(tc, test_least_loaded);
 	tcase_add_test(tc, test_hint);
+	tcase_add_test(tc, test_xarray_contexts_own_contiguous_ranges);
+	tcase_add_test(tc, test_xarray_and_shared_list_bad_args);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("register");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_register);
+	tcase_add_test(tc, test_register_abi1_table_ignores_abi2_fields);
 	tcase_add_test(tc, test_map_page);
 	suite_add_tcase(s, tc);
 

@@ -227,6 +227,7 @@ static void run_stress(unsigned int nr_flushers)
 	static const unsigned int plan[] = { 1, 8, 2, 1, 4, 8, 1, 2 };
 	static const char *const policies[] = {
 		"least-loaded", "alloc-group:groups=4", "inode-hash", "hint",
+		"xarray", "shared-list:batch=2", "xarray:key=ino,ino_range=64",
 	};
 	struct tu_store st[N];
 	struct stress s = { .st = st, .n = N };
@@ -251,7 +252,9 @@ static void run_stress(unsigned int nr_flushers)
 					 0);
 			ck_assert_int_eq(
 				pwb_bdi_set_policy(s.bdi,
-						   policies[(round + i) % 4]),
+						   policies[(round + i) %
+							    (sizeof(policies) /
+							     sizeof(*policies))]),
 				0);
 		}
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);

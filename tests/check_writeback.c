@@ -1293,6 +1293,275 @@ END_TEST
 
 /* ---------------------------------------------------------------------- */
 
+/* ---------------------------------------------------------------------- */
+/* Ordered passes (xarray) and shared lists (shared-list)                 */
+
+#define ORD_N 8
+#define ORD_PAGES 2
+
+/* Inode i of the order tests sits at device slot perm[i]: dirtying order
+ * and device order differ. */
+static const unsigned int ord_perm[ORD_N] = { 5, 2, 7, 0, 3, 6, 1, 4 };
+
+/* Dirty ORD_N inodes in index order (1 ms apart) under @policy, run one
+ * WB_ALL pass, and return in @slot_seq the first end_write sequence of the
+ * inode at each device slot. */
+static void run_order_pass(const char *policy, uint64_t *slot_seq)
+{
+	struct order_store os[ORD_N];
+	struct pwb_inode_ops ops = tu_ops;
+	struct env e;
+	unsigned int i;
+
+	ops.end_write = order_end_write;
+	env_config(&e, 1);
+	e.cfg.policy = policy;
+	env_open(&e, ORD_N * ORD_PAGES);
+	memset(os, 0, sizeof(os));
+	for (i = 0; i < ORD_N; i++) {
+		open_store(&e, &os[i].st, 10 + i, ORD_PAGES,
+			   ord_perm[i] * ORD_PAGES, &ops);
+		dirty_range(&os[i].st, 0, ORD_PAGES, 1);
+		tu_clock_advance_ms(&e.clock, 1);
+	}
+	writeback_wait(&e, PWB_WB_ALL);
+	for (i = 0; i < ORD_N; i++) {
+		ck_assert_uint_eq(pages_written(&os[i].st), ORD_PAGES);
+		slot_seq[ord_perm[i]] = os[i].first_seq;
+	}
+	for (i = 0; i < ORD_N; i++)
+		ck_assert_int_eq(verify(&e, &os[i].st, 1), 0);
+	for (i = 0; i < ORD_N; i++)
+		close_store(&os[i].st);
+	env_close(&e);
+	for (i = 0; i < ORD_N; i++)
+		tu_store_destroy(&os[i].st);
+}
+
+/*
+ * Under xarray a pass writes its inodes in key (device) order, whatever
+ * order they were dirtied in; the default FIFO writes them oldest first.
+ */
+START_TEST(test_xarray_pass_writes_inodes_in_device_order)
+{
+	uint64_t seq[ORD_N];
+	unsigned int i;
+
+	run_order_pass("xarray", seq);
+	for (i = 1; i < ORD_N; i++)
+		ck_assert_msg(seq[i - 1] < seq[i],
+			      "xarray: device slot %u written (#%" PRIu64
+			      ") after slot %u (#%" PRIu64 ")",
+			      i - 1, seq[i - 1], i, seq[i]);
+
+	run_order_pass("inode-hash", seq);
+	for (i = 1; i < ORD_N; i++) {
+		/* FIFO: slot ord_perm[k] was dirtied k-th. */
+		ck_assert_uint_lt(seq[ord_perm[i - 1]], seq[ord_perm[i]]);
+	}
+}
+END_TEST
+
+/*
+ * Ordering does not change which inodes a periodic pass picks: an inode
+ * at the end of the device that expired is written, a younger one at the
+ * start is not, until it expires too.
+ */
+START_TEST(test_xarray_expired_inode_written_by_periodic_pass)
+{
+	struct tu_store high, low;
+	struct env e;
+
+	env_config(&e, 1);
+	e.cfg.policy = "xarray";
+	env_open(&e, 64);
+	open_store(&e, &high, 1, 4, 60, NULL);
+	open_store(&e, &low, 2, 4, 0, NULL);
+	dirty_range(&high, 0, 4, 1);
+	tu_clock_advance_ms(&e.clock, EXPIRE_MS / 2);
+	dirty_range(&low, 0, 4, 1);
+	tu_clock_advance_ms(&e.clock, EXPIRE_MS / 2 + 1000);
+
+	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(dirty_pages(&high), 0);
+	ck_assert_uint_eq(pages_written(&high), 4);
+	ck_assert_uint_eq(dirty_pages(&low), 4);
+	ck_assert_uint_eq(pages_written(&low), 0);
+
+	tu_clock_advance_ms(&e.clock, EXPIRE_MS / 2);
+	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(dirty_pages(&low), 0);
+	ck_assert_int_eq(verify(&e, &high, 1), 0);
+	ck_assert_int_eq(verify(&e, &low, 1), 0);
+	close_store(&high);
+	close_store(&low);
+	env_close(&e);
+	tu_store_destroy(&high);
+	tu_store_destroy(&low);
+}
+END_TEST
+
+/*
+ * shared-list: every inode lives on context 0, and a pass of any context
+ * takes them from there and writes them on its own queue. The test runs
+ * a pass of context 2 itself (its flusher is idle: no timer, no
+ * background), so who wrote what is certain.
+ */
+START_TEST(test_shared_list_pass_of_any_context_writes_shared_inodes)
+{
+	enum { N = 10, PAGES = 8, HUGE = 3000 };
+	struct pwb__wb_work work = {
+		.sync_mode = PWB__SYNC_NONE,
+		.reason = PWB_WB_ALL,
+		.nr_pages = INT64_MAX,
+	};
+	struct tu_store st[N + 1];
+	struct pwb_stats cs;
+	struct env e;
+	unsigned int i;
+
+	env_config(&e, 4);
+	e.cfg.policy = "shared-list:batch=3";
+	env_open(&e, N * PAGES + HUGE);
+	for (i = 0; i < N; i++) {
+		open_store(&e, &st[i], 100 + i, PAGES, i * PAGES, NULL);
+		dirty_range(&st[i], 0, PAGES, 1);
+		ck_assert_int_eq(pwb_inode_wb_ctx(st[i].inode), 0);
+	}
+	/* More than a chunk (4 MiB at least): still written whole. */
+	open_store(&e, &st[N], 999, HUGE, N * PAGES, NULL);
+	dirty_range(&st[N], 0, HUGE, 1);
+	ck_assert_int_eq(pwb_wb_ctx_stats(e.bdi, 0, &cs), 0);
+	ck_assert_uint_eq(cs.nr_dirty_inodes, N + 1);
+
+	ck_assert_int_eq(pwb__wb_do_work(e.bdi->ctxs->ctx[2], &work), 0);
+
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(pwb_wb_ctx_stats(e.bdi, i, &cs), 0);
+		ck_assert_uint_eq(cs.written_pages,
+				  i == 2 ? N * PAGES + HUGE : 0);
+		ck_assert_uint_eq(cs.dirty_pages, 0);
+		ck_assert_uint_eq(cs.writeback_pages, 0);
+		ck_assert_uint_eq(cs.nr_inodes, i == 0 ? N + 1 : 0);
+	}
+	ck_assert_uint_eq(bdi_stats(e.bdi).inodes_written, N + 1);
+	ck_assert_int_eq(verify(&e, st, N + 1), 0);
+	for (i = 0; i <= N; i++)
+		close_store(&st[i]);
+	env_close(&e);
+	for (i = 0; i <= N; i++)
+		tu_store_destroy(&st[i]);
+}
+END_TEST
+
+/* A store that notices two threads writing it at once. */
+struct excl_store {
+	struct tu_store st;
+	uint64_t inflight;	/* st.lock: pages handed out, not ended */
+	pthread_t owner;	/* st.lock: thread that handed them out */
+	unsigned int overlaps;	/* st.lock */
+};
+
+static int excl_get_page(struct pwb_inode *inode, uint64_t index,
+			 const void **data)
+{
+	struct excl_store *x = pwb_inode_priv(inode);
+
+	pthread_mutex_lock(&x->st.lock);
+	if (x->inflight && !pthread_equal(x->owner, pthread_self()))
+		x->overlaps++;
+	x->owner = pthread_self();
+	x->inflight++;
+	pthread_mutex_unlock(&x->st.lock);
+	return tu_ops.get_page(inode, index, data);
+}
+
+static void excl_end_write(struct pwb_inode *inode, uint64_t index,
+			   uint64_t nr, int err)
+{
+	struct excl_store *x = pwb_inode_priv(inode);
+
+	pthread_mutex_lock(&x->st.lock);
+	x->inflight -= nr;
+	pthread_mutex_unlock(&x->st.lock);
+	tu_ops.end_write(inode, index, nr, err);
+}
+
+struct excl_dirtier {
+	struct excl_store *x;
+	unsigned int n;
+	uint64_t seed;
+	volatile int stop;
+	int err;
+};
+
+static void *excl_dirtier_main(void *arg)
+{
+	struct excl_dirtier *d = arg;
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE) && !d->err) {
+		struct tu_store *st = &d->x[tu_rand(&d->seed) % d->n].st;
+		uint64_t p = tu_rand(&d->seed) % st->nr_pages;
+
+		/* A page being written meanwhile is dirty again: a later
+		 * pass or the final sync writes this version. */
+		tu_fill_page(st, p, tu_page_version(st, p) + 1);
+		d->err = pwb_mark_dirty(st->inode, p * PS, PS);
+	}
+	return NULL;
+}
+
+/*
+ * shared-list with four flushers claiming one inode at a time while a
+ * thread keeps dirtying: no inode is ever written by two threads at once,
+ * and a final sync leaves the device equal to memory.
+ */
+START_TEST(test_shared_list_inode_written_by_one_thread_at_a_time)
+{
+	enum { N = 12, PAGES = 64, ROUNDS = 20 };
+	struct excl_store x[N];
+	struct pwb_inode_ops ops = tu_ops;
+	struct excl_dirtier d = { .x = x, .n = N, .seed = 42 };
+	unsigned int i, overlaps = 0, r;
+	pthread_t t;
+	struct env e;
+
+	ops.get_page = excl_get_page;
+	ops.end_write = excl_end_write;
+	env_config(&e, 4);
+	e.cfg.policy = "shared-list:batch=1";
+	env_open(&e, N * PAGES);
+	memset(x, 0, sizeof(x));
+	for (i = 0; i < N; i++) {
+		open_store(&e, &x[i].st, 300 + i, PAGES, i * PAGES, &ops);
+		dirty_range(&x[i].st, 0, PAGES, 1);
+	}
+	ck_assert_int_eq(pthread_create(&t, NULL, excl_dirtier_main, &d), 0);
+	for (r = 0; r < ROUNDS; r++) {
+		tu_clock_advance_ms(&e.clock, 1);
+		writeback_wait(&e, PWB_WB_ALL);
+	}
+	__atomic_store_n(&d.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(d.err, 0);
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+	for (i = 0; i < N; i++) {
+		pthread_mutex_lock(&x[i].st.lock);
+		overlaps += x[i].overlaps;
+		ck_assert_uint_eq(x[i].inflight, 0);
+		pthread_mutex_unlock(&x[i].st.lock);
+	}
+	ck_assert_uint_eq(overlaps, 0);
+	for (i = 0; i < N; i++)
+		ck_assert_int_eq(verify(&e, &x[i].st, 1), 0);
+	for (i = 0; i < N; i++)
+		close_store(&x[i].st);
+	env_close(&e);
+	for (i = 0; i < N; i++)
+		tu_store_destroy(&x[i].st);
+}
+END_TEST
+
 static Suite *writeback_suite(void)
 {
 	Suite *s = suite_create("writeback");
@@ -1316,6 +1585,16 @@ static Suite *writeback_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_chunking_lets_small_inode_be_written_during_huge_one);
 	tcase_add_test(tc, test_fsync_writes_huge_inode_completely);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("layouts");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_xarray_pass_writes_inodes_in_device_order);
+	tcase_add_test(tc, test_xarray_expired_inode_written_by_periodic_pass);
+	tcase_add_test(tc,
+		test_shared_list_pass_of_any_context_writes_shared_inodes);
+	tcase_add_test(tc,
+		test_shared_list_inode_written_by_one_thread_at_a_time);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("redirty");

@@ -4,11 +4,13 @@
 #include "test-util.h"
 
 #include <check.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *tu_test_dir(void)
@@ -212,6 +214,22 @@ int tu_read_device(const char *path, uint64_t off, void *buf, unsigned len)
 
 long tu_verify_device(const char *path, struct tu_store *stores, unsigned n)
 {
+	struct tu_store **ptrs = malloc((n ? n : 1) * sizeof(*ptrs));
+	unsigned int i;
+	long bad;
+
+	if (!ptrs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		ptrs[i] = &stores[i];
+	bad = tu_verify_stores(path, ptrs, n);
+	free(ptrs);
+	return bad;
+}
+
+long tu_verify_stores(const char *path, struct tu_store *const *stores,
+		      unsigned n)
+{
 	long bad = 0;
 	unsigned int s;
 	void *buf;
@@ -225,7 +243,7 @@ long tu_verify_device(const char *path, struct tu_store *stores, unsigned n)
 		return -ENOMEM;
 	}
 	for (s = 0; s < n; s++) {
-		struct tu_store *st = &stores[s];
+		struct tu_store *st = stores[s];
 		uint64_t per = (1 << 20) / st->page_size, i, j;
 
 		for (i = 0; i < st->nr_pages; i += per) {
@@ -249,4 +267,146 @@ out:
 	free(buf);
 	close(fd);
 	return bad;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The concurrent dirtying workload                                       */
+
+uint64_t tu_stores_layout(struct tu_store *const *st, unsigned int n,
+			  unsigned int page_size, uint64_t min_pages,
+			  uint64_t max_pages, uint64_t seed)
+{
+	uint64_t total = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t pages = min_pages +
+				 tu_rand(&seed) % (max_pages - min_pages + 1);
+
+		tu_store_init(st[i], 1 + i, page_size, pages,
+			      total * page_size);
+		total += pages;
+	}
+	return total;
+}
+
+void tu_stores_open_dirty(struct pwb_bdi *bdi, struct tu_store *const *st,
+			  unsigned int n, const struct pwb_inode_ops *ops)
+{
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		uint64_t p;
+
+		rc = pwb_inode_open(bdi, st[i]->ino, ops ? ops : &tu_ops,
+				    st[i], &st[i]->inode);
+		ck_assert_msg(rc == 0, "pwb_inode_open(%llu): %s",
+			      (unsigned long long)st[i]->ino,
+			      pwb_strerror(rc));
+		for (p = 0; p < st[i]->nr_pages; p++)
+			tu_fill_page(st[i], p, tu_page_version(st[i], p) + 1);
+		rc = pwb_mark_dirty(st[i]->inode, 0,
+				    st[i]->nr_pages * st[i]->page_size);
+		ck_assert_msg(rc == 0, "pwb_mark_dirty: %s", pwb_strerror(rc));
+	}
+}
+
+struct tu_wl_writer {
+	struct tu_workload *wl;
+	pthread_t tid;
+	unsigned int id;
+	uint64_t seed;
+	uint64_t marks;		/* atomic */
+	int mark_err;		/* first pwb_mark_dirty error */
+	int fsync_err;		/* first pwb_fsync error */
+};
+
+static void *tu_wl_writer_main(void *arg)
+{
+	struct tu_wl_writer *w = arg;
+	struct tu_workload *wl = w->wl;
+	unsigned int owned = wl->nr_stores / wl->nr_writers;
+
+	while (!__atomic_load_n(&wl->stop, __ATOMIC_ACQUIRE)) {
+		unsigned int i = w->id + wl->nr_writers *
+				 (unsigned int)(tu_rand(&w->seed) % owned);
+		struct tu_store *st = wl->stores[i];
+		uint64_t first = tu_rand(&w->seed) % st->nr_pages;
+		uint64_t nr = 1 + tu_rand(&w->seed) % wl->max_range, p, marks;
+		int rc;
+
+		nr = TU_MIN(nr, st->nr_pages - first);
+		for (p = first; p < first + nr; p++)
+			tu_fill_page(st, p, tu_page_version(st, p) + 1);
+		rc = pwb_mark_dirty(st->inode, first * st->page_size,
+				    nr * st->page_size);
+		if (rc && !w->mark_err)
+			w->mark_err = rc;
+		marks = __atomic_add_fetch(&w->marks, 1, __ATOMIC_RELEASE);
+		if (wl->fsync_every && marks % wl->fsync_every == 0) {
+			rc = pwb_fsync(st->inode);
+			if (rc && !w->fsync_err)
+				w->fsync_err = rc;
+		}
+	}
+	return NULL;
+}
+
+static uint64_t tu_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void tu_workload_run(struct tu_workload *wl)
+{
+	struct tu_wl_writer *w = calloc(wl->nr_writers, sizeof(*w));
+	struct timespec nap = { 0, 5 * 1000 * 1000 };
+	unsigned int i, created = 0;
+	uint64_t t_end;
+	bool enough = false;
+
+	ck_assert_ptr_nonnull(w);
+	ck_assert_uint_ge(wl->nr_stores, wl->nr_writers);
+	wl->stop = 0;
+	for (i = 0; i < wl->nr_writers; i++) {
+		w[i].wl = wl;
+		w[i].id = i;
+		w[i].seed = 0x9e3779b97f4a7c15ull * (i + 1) + wl->seed;
+		if (pthread_create(&w[i].tid, NULL, tu_wl_writer_main, &w[i]))
+			break;
+		created++;
+	}
+	/* Bounded wait for enough concurrent activity. Wall time only
+	 * bounds the run; no assertion is about speed. */
+	t_end = tu_now_ms() + wl->run_limit_ms;
+	while (created == wl->nr_writers && !enough && tu_now_ms() < t_end) {
+		struct pwb_stats s;
+
+		nanosleep(&nap, NULL);
+		enough = pwb_bdi_stats(wl->bdi, &s) == 0 &&
+			 s.written_pages >= wl->min_flusher_pages;
+		for (i = 0; i < wl->nr_writers; i++)
+			enough = enough &&
+				 __atomic_load_n(&w[i].marks,
+						 __ATOMIC_ACQUIRE) >=
+					 wl->min_marks;
+	}
+	__atomic_store_n(&wl->stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < created; i++)
+		pthread_join(w[i].tid, NULL);
+
+	ck_assert_uint_eq(created, wl->nr_writers);
+	for (i = 0; i < wl->nr_writers; i++) {
+		ck_assert_msg(w[i].mark_err == 0, "writer %u: mark_dirty: %s",
+			      i, pwb_strerror(w[i].mark_err));
+		ck_assert_msg(w[i].fsync_err == 0, "writer %u: fsync: %s", i,
+			      pwb_strerror(w[i].fsync_err));
+	}
+	free(w);
+	ck_assert_msg(enough, "no concurrent writeback within %u ms",
+		      wl->run_limit_ms);
 }

@@ -78,6 +78,9 @@ uint32_t tu_page_version(const struct tu_store *st, uint64_t index);
  * Return the number of mismatching pages (0 = all equal), or -errno. */
 long tu_verify_device(const char *path, struct tu_store *stores, unsigned n);
 
+/* The same for stores that are not in one array. */
+long tu_verify_stores(const char *path, struct tu_store *const *stores,
+		      unsigned n);
 /* Read one page of the device (O_DIRECT) into @buf (page aligned). */
 int tu_read_device(const char *path, uint64_t off, void *buf, unsigned len);
 
@@ -93,5 +96,42 @@ static inline uint64_t tu_rand(uint64_t *s)
 }
 
 #define TU_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/*
+ * The concurrent dirtying workload of the integrity suites: writer w owns
+ * the stores i with i % nr_writers == w (no two threads write one page's
+ * memory), dirties random ranges of up to max_range pages with the next
+ * page version, and calls pwb_fsync every fsync_every marks. A flusher may
+ * read a page while its owner rewrites it; the owner marks it dirty again
+ * afterwards, so a later write carries the last version.
+ */
+struct tu_workload {
+	struct pwb_bdi *bdi;
+	struct tu_store *const *stores;	/* nr_stores, open on bdi */
+	unsigned int nr_stores;
+	unsigned int nr_writers;	/* at most nr_stores */
+	unsigned int max_range;		/* pages per mark, at least 1 */
+	unsigned int fsync_every;	/* 0: never */
+	uint64_t min_marks;		/* per writer, before stopping */
+	uint64_t min_flusher_pages;	/* written before stopping */
+	unsigned int run_limit_ms;	/* stop after this at the latest */
+	uint64_t seed;
+	int stop;			/* atomic, the harness's */
+};
+
+/* Initialise @n stores of min_pages..max_pages pages (random, from @seed)
+ * with inode numbers 1..n, back to back from device offset 0; return the
+ * pages they cover. */
+uint64_t tu_stores_layout(struct tu_store *const *st, unsigned int n,
+			  unsigned int page_size, uint64_t min_pages,
+			  uint64_t max_pages, uint64_t seed);
+/* Open each store on @bdi with @ops (NULL: tu_ops; priv is the store) and
+ * dirty all its pages with the next version. Asserts on failure. */
+void tu_stores_open_dirty(struct pwb_bdi *bdi, struct tu_store *const *st,
+			  unsigned int n, const struct pwb_inode_ops *ops);
+/* Run the writers until each did min_marks marks and the flushers wrote
+ * min_flusher_pages pages (or run_limit_ms passed), stop and join them,
+ * then assert that every call succeeded and the activity happened. */
+void tu_workload_run(struct tu_workload *wl);
 
 #endif
