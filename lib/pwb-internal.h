@@ -79,7 +79,16 @@
  * callback after every earlier access; liburcu 0.13 does not tell TSan, so
  * we do, at the two ends of that edge.
  */
+/* gcc says __SANITIZE_THREAD__, clang __has_feature(thread_sanitizer). */
 #if defined(__SANITIZE_THREAD__)
+#define PWB__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PWB__TSAN 1
+#endif
+#endif
+
+#if defined(PWB__TSAN)
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 #define PWB__TSAN_RELEASE(a) __tsan_release(a)

@@ -129,13 +129,22 @@ static void tu_end_write(struct pwb_inode *inode, uint64_t index, uint64_t nr,
 	pthread_mutex_unlock(&st->lock);
 }
 
+/* gcc says __SANITIZE_THREAD__, clang __has_feature(thread_sanitizer). */
+#if defined(__SANITIZE_THREAD__)
+#define PWB__TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PWB__TEST_TSAN 1
+#endif
+#endif
+
 const struct pwb_inode_ops tu_ops = {
 	.get_page = tu_get_page,
 	.map_page = tu_map_page,
 	.end_write = tu_end_write,
 };
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(PWB__TEST_TSAN)
 void AnnotateBenignRaceSized(const char *file, int line,
 			     const volatile void *mem, unsigned long size,
 			     const char *desc);
@@ -152,7 +161,7 @@ void tu_store_init(struct tu_store *st, uint64_t ino, unsigned int page_size,
 	ck_assert(posix_memalign((void **)&st->mem, 4096,
 				 nr_pages * page_size) == 0);
 	memset(st->mem, 0, nr_pages * page_size);
-#if defined(__SANITIZE_THREAD__)
+#if defined(PWB__TEST_TSAN)
 	/* The test plays an application that rewrites pages while a flusher
 	 * writes them, as pwb_mark_dirty allows: the page is dirtied again
 	 * and written again. Only the page bytes race, by design. */
