@@ -51,7 +51,7 @@ static void switch_inode(struct pwb_inode *inode, struct pwb__wb_ctx *from,
 	pthread_mutex_lock(&first->list_lock);
 	pthread_mutex_lock(&second->list_lock);
 	pthread_mutex_lock(&inode->lock);
-	if (inode->wb == from) {
+	if (inode->wb == from && !(inode->state & PWB__I_GONE)) {
 		l = inode->on_list;
 		pwb__inode_move_locked(from, inode, PWB__LIST_NONE);
 		dirty = inode->map.count[PWB__TAG_DIRTY];
@@ -102,7 +102,12 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	arr = pwb__ctx_array_alloc(bdi, old, nr, &ret);
 	if (!arr)
 		return ret;
-	/* Snapshot the inodes before parking: the walk itself may sleep. */
+	/*
+	 * Snapshot the inodes before parking (the walk allocates), inside a
+	 * read-side section held until we are done with them: an inode that
+	 * a pwb_inode_close() unregisters meanwhile is not freed under us.
+	 */
+	rcu_read_lock();
 	inodes = pwb__bdi_collect_inodes(bdi, &n_inodes);
 
 	pwb__flushers_park(bdi);
@@ -124,7 +129,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 		struct pwb__wb_ctx *from, *to;
 
 		pthread_mutex_lock(&inode->lock);
-		from = inode->wb;
+		from = inode->state & PWB__I_GONE ? NULL : inode->wb;
 		pthread_mutex_unlock(&inode->lock);
 		if (!from)
 			continue;
@@ -132,6 +137,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 		if (to != from)
 			switch_inode(inode, from, to);
 	}
+	pwb__rcu_read_unlock();
 	free(inodes);
 
 	for (i = nr; i < old->nr; i++) {
@@ -198,11 +204,14 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 					  "ops callback (a flusher thread)");
 	if (!nr)
 		nr = pwb__auto_nr_wb_ctx(bdi);
+	if (pwb__bdi_get(bdi, "pwb_bdi_set_nr_wb_ctx"))
+		return -ESHUTDOWN;
 
 	pthread_mutex_lock(&bdi->reshard_lock);
 	if (nr != bdi->ctxs->nr)
 		ret = reshard_locked(bdi, nr, NULL);
 	pthread_mutex_unlock(&bdi->reshard_lock);
+	pwb__bdi_put(bdi);
 	return ret;
 }
 
@@ -217,13 +226,18 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_set_policy called from an "
 					  "ops callback (a flusher thread)");
+	if (pwb__bdi_get(bdi, "pwb_bdi_set_policy"))
+		return -ESHUTDOWN;
 	pol = calloc(1, sizeof(*pol));
-	if (!pol)
+	if (!pol) {
+		pwb__bdi_put(bdi);
 		return pwb__err(-ENOMEM, "out of memory");
+	}
 	/* Built apart from the live one: a bad spec changes nothing. */
 	ret = pwb__policy_create(bdi, spec, pol);
 	if (ret) {
 		free(pol);
+		pwb__bdi_put(bdi);
 		return ret;
 	}
 	pthread_mutex_lock(&bdi->reshard_lock);
@@ -233,5 +247,6 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 		pwb__policy_destroy(pol);
 		free(pol);
 	}
+	pwb__bdi_put(bdi);
 	return ret;
 }
