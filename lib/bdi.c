@@ -598,6 +598,7 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
 		while (cds_lfht_iter_get_node(&iter)) {
 			inode = caa_container_of(cds_lfht_iter_get_node(&iter),
 						 struct pwb_inode, hnode);
+			PWB__TSAN_ACQUIRE(&inode->hnode);
 			pthread_mutex_lock(&inode->lock);
 			if (inode->last_write_seq > bdi->flushed_seq)
 				pwb__errseq_set(&inode->wb_err, err);
@@ -741,6 +742,7 @@ struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi, size_t *nr)
 		struct pwb_inode *inode =
 			caa_container_of(node, struct pwb_inode, hnode);
 
+		PWB__TSAN_ACQUIRE(node);	/* pairs with pwb_inode_open() */
 		if (n == cap) {
 			struct pwb_inode **nv;
 

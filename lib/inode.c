@@ -37,7 +37,10 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
 
 	cds_lfht_lookup(bdi->inodes, ino_hash(ino), ino_match, &ino, &iter);
 	node = cds_lfht_iter_get_node(&iter);
-	return node ? caa_container_of(node, struct pwb_inode, hnode) : NULL;
+	if (!node)
+		return NULL;
+	PWB__TSAN_ACQUIRE(node);	/* pairs with pwb_inode_open() */
+	return caa_container_of(node, struct pwb_inode, hnode);
 }
 
 PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
@@ -73,6 +76,9 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		pthread_mutex_unlock(&bdi->lock);
 		goto fail_shutdown;
 	}
+	/* liburcu's hash table publishes the node with its own barriers,
+	 * which TSan does not see: tell it (walkers acquire). */
+	PWB__TSAN_RELEASE(&inode->hnode);
 	rcu_read_lock();
 	node = cds_lfht_add_unique(bdi->inodes, ino_hash(ino), ino_match,
 				   &inode->ino, &inode->hnode);
@@ -103,7 +109,7 @@ static void inode_free_rcu(struct rcu_head *head)
 {
 	struct pwb_inode *inode = caa_container_of(head, struct pwb_inode, rcu);
 
-	PWB__TSAN_ACQUIRE(inode);
+	pwb__rcu_callback_begin(inode);
 
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);

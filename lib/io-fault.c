@@ -162,7 +162,7 @@ static void fault_free_rcu(struct rcu_head *head)
 	struct pwb__fault_state *st =
 		caa_container_of(head, struct pwb__fault_state, rcu);
 
-	PWB__TSAN_ACQUIRE(st);
+	pwb__rcu_callback_begin(st);
 	free(st);
 }
 

@@ -108,6 +108,14 @@ static inline void pwb__synchronize_rcu(void)
 	PWB__TSAN_ACQUIRE(&pwb__rcu_tsan_token);
 }
 
+/* The same edge at the start of a call_rcu() callback: every read-side
+ * section that could still see the object ended before it runs. */
+static inline void pwb__rcu_callback_begin(void *obj)
+{
+	PWB__TSAN_ACQUIRE(obj);
+	PWB__TSAN_ACQUIRE(&pwb__rcu_tsan_token);
+}
+
 #define PWB__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define PWB__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define PWB__NSEC_PER_MSEC 1000000ull

@@ -102,14 +102,6 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	arr = pwb__ctx_array_alloc(bdi, old, nr, &ret);
 	if (!arr)
 		return ret;
-	/*
-	 * Snapshot the inodes before parking (the walk allocates), inside a
-	 * read-side section held until we are done with them: an inode that
-	 * a pwb_inode_close() unregisters meanwhile is not freed under us.
-	 */
-	rcu_read_lock();
-	inodes = pwb__bdi_collect_inodes(bdi, &n_inodes);
-
 	pwb__flushers_park(bdi);
 	uatomic_inc(&bdi->reshard_gen);
 	PWB__RCU_ASSIGN(bdi->ctxs, arr);
@@ -117,6 +109,18 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 		PWB__RCU_ASSIGN(bdi->policy, pol);
 	if (nr != old->nr)
 		pwb__policy_nr_changed(bdi->policy, nr);
+
+	/*
+	 * Snapshot the inodes only now: an inode opened after a snapshot
+	 * taken before the bump could be affined to a context from the old
+	 * array (its first dirtying saw the old reshard_gen) and stay on it
+	 * after that context is freed (found by tests/stress-test under
+	 * TSan). The read-side section lasts until we are done with them:
+	 * an inode that a pwb_inode_close() unregisters meanwhile is not
+	 * freed under us.
+	 */
+	rcu_read_lock();
+	inodes = pwb__bdi_collect_inodes(bdi, &n_inodes);
 
 	/*
 	 * Every inode, affined or not, takes its lock here: a first dirtying
