@@ -318,7 +318,8 @@ PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx);
  *
  * Context: any thread.
  * Return: 0; -EINVAL for a NULL @bdi or @buf, or @len 0; -ERANGE if the
- *         spec does not fit (@buf then holds as much as fits).
+ *         spec does not fit (@buf then holds as much as fits); -ESHUTDOWN
+ *         if pwb_bdi_close() has begun.
  */
 PWB_API int pwb_bdi_policy(struct pwb_bdi *bdi, char *buf, size_t len);
 

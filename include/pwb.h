@@ -29,8 +29,13 @@
  *    one into text and pwb_errmsg() gives the calling thread's detailed
  *    message for the last failure of a libpwb call.
  *  - It is thread-safe: any thread may call it at any time, on any object,
- *    concurrently with other calls, except that no call on an object may
- *    begin after a call that closes that object has begun.
+ *    concurrently with other calls, including a close of that object: a
+ *    close waits for the calls on its object that are already running
+ *    (see pwb_bdi_close() and pwb_inode_close()). A call that *begins*
+ *    after the close began is an application bug, as with free(); while
+ *    the object still exists libpwb detects it and fails the call with
+ *    -ESHUTDOWN (bdi functions) or -EBADF (inode functions), but it cannot
+ *    detect calls that begin once the memory is gone.
  *  - A function that waits for writeback (pwb_fsync, pwb_sync, the close
  *    functions) must not be called from an inode ops callback, which runs on
  *    a flusher thread; it fails with -EDEADLK there instead of hanging.
@@ -38,8 +43,23 @@
  *    flavour (urcu-bp), meant for libraries that do not control their
  *    callers' threads.
  *
+ * Caveats:
+ *  - fork(): the flusher threads (and liburcu's helper thread) are not
+ *    copied into a child, and locks they held at the fork stay held there.
+ *    A child must not use, or close, a bdi or inode inherited from its
+ *    parent, and must not call libpwb functions other than pwb_version()
+ *    and pwb_strerror(), which take no lock; it should exec() or _exit().
+ *    The parent is unaffected and its data stays intact. The device is
+ *    opened O_CLOEXEC, so an exec()ed program does not inherit it.
+ *  - Signals: flusher threads block every asynchronous signal, so the
+ *    application's handlers run on its own threads only. A signal that
+ *    interrupts an application thread inside pwb_sync(), pwb_fsync() or a
+ *    close (even a handler installed without SA_RESTART) does not make the
+ *    call fail: the waits inside are not interruptible and a device flush
+ *    interrupted with EINTR is repeated.
+ *
  * More: README.md, doc/design.md (the algorithm, lists, locking, RCU use),
- * doc/api.md (every function, with examples).
+ * doc/api.md (every function, with examples), doc/faults.md (write errors).
  */
 #ifndef PWB_H
 #define PWB_H
@@ -285,10 +305,25 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
  * write fails; the pages that could not be written are then dropped and the
  * error returned.
  *
- * Context: any thread but a flusher (ops callback); sleeps. No other call on
- * @bdi or its inodes may begin once this has begun.
- * Return: 0; -EDEADLK from an ops callback; otherwise the first write or
- *         flush error not yet reported by pwb_sync() (-EIO, -ENOSPC, ...).
+ * Calls running when the close begins finish first, with their own result:
+ * a pwb_sync(), pwb_bdi_writeback(), re-shard or pwb_fsync() in progress
+ * completes (a pwb_balance_dirty() or throttled pwb_mark_dirty() stops
+ * waiting and returns -ESHUTDOWN, its range dirty and written by the
+ * close), and a pwb_inode_close() running on another thread completes
+ * before the bdi is freed. Of the calls that begin after the close began
+ * (see the conventions above), pwb_sync(), pwb_bdi_writeback(),
+ * pwb_bdi_set_nr_wb_ctx(), pwb_bdi_set_policy(), pwb_bdi_policy(),
+ * pwb_balance_dirty() and pwb_inode_open() fail with -ESHUTDOWN at once;
+ * the queries (pwb_bdi_stats(), pwb_wb_ctx_stats(), pwb_bdi_info(),
+ * pwb_balance_dirty_nowait(), the fault functions) keep answering while
+ * the close writes back and fail with -ESHUTDOWN (pwb_bdi_nr_wb_ctx(): 0)
+ * once it tears down; inode functions fail with -EBADF once the close
+ * reached their inode.
+ *
+ * Context: any thread but a flusher (ops callback); sleeps.
+ * Return: 0; -EDEADLK from an ops callback; -EBADF if a close of @bdi is
+ *         already running; otherwise the first write or flush error not yet
+ *         reported by pwb_sync() (-EIO, -ENOSPC, ...).
  */
 PWB_API int pwb_bdi_close(struct pwb_bdi *bdi);
 
@@ -296,7 +331,8 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi);
  * pwb_bdi_nr_wb_ctx() - number of writeback contexts of @bdi
  *
  * Context: any thread; lock-free (RCU).
- * Return: the count (at least 1), or 0 if @bdi is NULL.
+ * Return: the count (at least 1), or 0 if @bdi is NULL or being torn down
+ *         by pwb_bdi_close().
  */
 PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi);
 
@@ -325,8 +361,9 @@ PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi);
  *
  * Context: any thread but a flusher; sleeps. Calls are serialised.
  * Return: 0; -EINVAL for a NULL @bdi or @nr above PWB_MAX_WB_CTX; -EDEADLK
- *         from an ops callback; -ENOMEM, or pthread_create()'s error (the
- *         bdi then keeps its old count).
+ *         from an ops callback; -ESHUTDOWN if pwb_bdi_close() has begun;
+ *         -ENOMEM, or pthread_create()'s error (the bdi then keeps its old
+ *         count).
  */
 PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr);
 
@@ -346,7 +383,8 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr);
  * re-shards.
  * Return: 0; -EINVAL for a NULL @bdi or bad arguments in @spec; -ENOENT
  *         for an unknown policy name; -EDEADLK from an ops callback;
- *         -ENOMEM; or the error of the policy's init.
+ *         -ESHUTDOWN if pwb_bdi_close() has begun; -ENOMEM; or the error
+ *         of the policy's init.
  */
 PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec);
 
@@ -370,8 +408,9 @@ struct pwb_bdi_info {
  * @bdi: the bdi
  * @info: filled on success
  *
- * Context: any thread.
- * Return: 0; -EINVAL if an argument is NULL.
+ * Context: any thread; lock-free (RCU).
+ * Return: 0; -EINVAL if an argument is NULL; -ESHUTDOWN once
+ *         pwb_bdi_close() tears the bdi down.
  */
 PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info);
 
@@ -402,7 +441,8 @@ enum pwb_wb_reason {
  *
  * Context: any thread; with PWB_WB_WAIT not from an ops callback; sleeps.
  * Return: 0; -EINVAL for a NULL @bdi, unknown @reason or flags; -EDEADLK
- *         when waiting from an ops callback; -ENOMEM.
+ *         when waiting from an ops callback; -ESHUTDOWN if pwb_bdi_close()
+ *         has begun; -ENOMEM.
  */
 PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 			      unsigned int flags);
@@ -467,11 +507,14 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
  *
  * Like pwb_fsync(), then unregisters and frees the inode (after an RCU grace
  * period, so concurrent lock-free lookups stay safe). Calls on @inode already
- * running finish first or fail with -EBADF. Pages that could not be written
- * are dropped after the error is returned.
+ * running finish first (a pwb_fsync() with its own result) or fail with
+ * -EBADF; writes of its pages still in flight, started by any pass, are
+ * waited for, so no callback runs for @inode once this returns. Pages that
+ * could not be written are dropped after the error is returned.
  *
- * Context: any thread but a flusher; sleeps. No call on @inode may begin once
- * this has begun.
+ * Context: any thread but a flusher; sleeps. Calls on @inode that begin
+ * after this began fail with -EBADF while the inode exists (see the
+ * conventions at the top).
  * Return: 0; -EDEADLK from an ops callback; otherwise the first write error
  *         of this inode not yet reported by pwb_fsync().
  */
@@ -537,9 +580,10 @@ PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr);
  * PWB_BDI_THROTTLE is set.
  * Return: 0; -EINVAL for a NULL @inode; -EOVERFLOW if @off + @len wraps past
  *         2^64; -EFBIG if the range covers more pages than the device
- *         holds; -EBADF if @inode is being closed; -ENOMEM; with
- *         PWB_BDI_THROTTLE, -ETIMEDOUT as pwb_balance_dirty() (the range is
- *         dirty all the same).
+ *         holds; -EBADF if @inode is being closed; -ESHUTDOWN if the bdi
+ *         is being torn down and @inode was never dirtied; -ENOMEM; with
+ *         PWB_BDI_THROTTLE, -ETIMEDOUT or -ESHUTDOWN as
+ *         pwb_balance_dirty() (the range is dirty all the same).
  */
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len);
 
@@ -589,6 +633,17 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  * livelock it), every write in flight is waited for, then the device cache
  * is flushed (fdatasync). Dirty metadata is written through write_inode.
  *
+ * Errors (the kernel's errseq_t model): a failed write, get_page, map_page,
+ * write_inode or device flush is recorded on the inode. Each pwb_fsync()
+ * takes its own cursor when it starts and returns the first error recorded
+ * since the last one reported to an fsync of this inode: two fsyncs running
+ * together both get an error that neither had seen, and an fsync that
+ * starts after an error was returned does not get it again (pwb_sync() has
+ * its own cursor and gets it too). pwb_inode_close() reports what no fsync
+ * reported. After max_write_failures failed writeback visits in a row the
+ * inode is marked failed: every pwb_fsync() then returns that error, even
+ * when later writes succeed, until pwb_inode_clear_error().
+ *
  * Context: any thread but a flusher; sleeps.
  * Return: 0; -EINVAL for a NULL @inode; -EBADF if @inode is being closed;
  *         -EDEADLK from an ops callback; -ENOMEM; or a write or flush error
@@ -607,10 +662,17 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
  * Queues integrity-sync work on every context at once, waits for all of them,
  * then flushes the device cache once.
  *
+ * Errors: the bdi records every error of every inode. Like pwb_fsync(),
+ * each pwb_sync() takes its own cursor at the start and returns an error
+ * recorded since the last one reported to a pwb_sync() of this bdi, once;
+ * concurrent syncs each get it; fsync callers are not affected (they have
+ * the inode's cursor). A failed inode mark does not make pwb_sync() fail.
+ *
  * Context: any thread but a flusher; sleeps.
  * Return: 0; -EINVAL for a NULL @bdi; -EDEADLK from an ops callback;
- *         -ENOMEM; or a write or flush error on @bdi that no earlier
- *         pwb_sync() returned (each reported once to pwb_sync callers).
+ *         -ESHUTDOWN if pwb_bdi_close() has begun; -ENOMEM; or a write or
+ *         flush error on @bdi that no earlier pwb_sync() returned (each
+ *         reported once to pwb_sync callers).
  */
 PWB_API int pwb_sync(struct pwb_bdi *bdi);
 
@@ -633,7 +695,8 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi);
  * Context: any thread but a flusher; sleeps.
  * Return: 0; -EINVAL for a NULL @bdi; -EDEADLK from an ops callback;
  *         -ETIMEDOUT if the device did not make room within
- *         throttle_timeout_ms.
+ *         throttle_timeout_ms; -ESHUTDOWN if pwb_bdi_close() began before
+ *         or while it waited.
  */
 PWB_API int pwb_balance_dirty(struct pwb_bdi *bdi);
 
@@ -643,7 +706,7 @@ PWB_API int pwb_balance_dirty(struct pwb_bdi *bdi);
  * Context: any thread; never sleeps.
  * Return: 0 if a dirtier may go on now; -EAGAIN if pwb_balance_dirty()
  *         would sleep (background writeback has been started); -EINVAL for
- *         a NULL @bdi.
+ *         a NULL @bdi; -ESHUTDOWN once pwb_bdi_close() tears it down.
  */
 PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi);
 
@@ -692,7 +755,8 @@ struct pwb_fault {
  *
  * Context: any thread.
  * Return: 0; -EINVAL for a NULL @bdi, an unknown kind, or a rule that can
- *         never hit (no nth, every or ppm); -ENOMEM.
+ *         never hit (no nth, every or ppm); -ENOMEM; -ESHUTDOWN once
+ *         pwb_bdi_close() tears the bdi down.
  */
 PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 				 const struct pwb_fault *fault);
@@ -712,7 +776,8 @@ PWB_API int pwb_fault_parse(const char *spec, struct pwb_fault *fault);
  * pwb_fault_hits() - number of writes hit by injection since the bdi opened
  *
  * Context: any thread.
- * Return: 0; -EINVAL for a NULL argument.
+ * Return: 0; -EINVAL for a NULL argument; -ESHUTDOWN once pwb_bdi_close()
+ *         tears the bdi down.
  */
 PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits);
 
@@ -812,7 +877,8 @@ PWB_API const char *pwb_auto_reason_str(unsigned int reason);
  *
  * Context: any thread; lock-free (the counters of different contexts are
  * read one after another, so the sum is not an atomic snapshot).
- * Return: 0; -EINVAL for a NULL argument.
+ * Return: 0; -EINVAL for a NULL argument; -ESHUTDOWN once pwb_bdi_close()
+ *         tears the bdi down.
  */
 PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st);
 
@@ -821,7 +887,8 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st);
  *
  * Context: any thread; lock-free.
  * Return: 0; -EINVAL for a NULL argument; -ERANGE if @idx is not below
- *         pwb_bdi_nr_wb_ctx().
+ *         pwb_bdi_nr_wb_ctx(); -ESHUTDOWN once pwb_bdi_close() tears the
+ *         bdi down.
  */
 PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
 			     struct pwb_stats *st);

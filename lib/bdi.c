@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef HAVE_LINUX_FS_H
 #include <linux/fs.h>
@@ -309,6 +310,7 @@ static int create_ctxs(struct pwb_bdi *bdi, unsigned int nr)
 
 static void destroy_locks(struct pwb_bdi *bdi)
 {
+	pthread_cond_destroy(&bdi->idle_cond);
 	pthread_cond_destroy(&bdi->inflight_cond);
 	pthread_mutex_destroy(&bdi->inflight_lock);
 	pthread_mutex_destroy(&bdi->reshard_lock);
@@ -360,6 +362,14 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	if (cfg->dirty_bytes && !bdi->dirty_limit_pages)
 		bdi->dirty_limit_pages = 1;
 	pthread_mutex_init(&bdi->lock, NULL);
+	{
+		pthread_condattr_t attr;
+
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&bdi->idle_cond, &attr);
+		pthread_condattr_destroy(&attr);
+	}
 	pthread_mutex_init(&bdi->flush_lock, NULL);
 	pthread_mutex_init(&bdi->park_lock, NULL);
 	pthread_cond_init(&bdi->park_cond, NULL);
@@ -485,14 +495,42 @@ fail:
 	return ret;
 }
 
+int pwb__bdi_get(struct pwb_bdi *bdi, const char *who)
+{
+	pthread_mutex_lock(&bdi->lock);
+	if (bdi->closing) {
+		pthread_mutex_unlock(&bdi->lock);
+		return pwb__err(-ESHUTDOWN, "%s: the bdi is being closed", who);
+	}
+	bdi->users++;
+	pthread_mutex_unlock(&bdi->lock);
+	return 0;
+}
+
+void pwb__bdi_put(struct pwb_bdi *bdi)
+{
+	pthread_mutex_lock(&bdi->lock);
+	/* The last unlock of bdi->lock by this call: once close sees users
+	 * at 0 it may free the bdi. */
+	if (--bdi->users == 0 && bdi->closing)
+		pthread_cond_broadcast(&bdi->idle_cond);
+	pthread_mutex_unlock(&bdi->lock);
+}
+
+int pwb__bdi_dead_err(const char *who)
+{
+	return pwb__err(-ESHUTDOWN, "%s: the bdi is being closed", who);
+}
+
 PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
-	unsigned int nr;
+	unsigned int nr = 0;
 
 	if (!bdi)
 		return 0;
 	rcu_read_lock();
-	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
+	if (!pwb__bdi_dead_rcu(bdi))
+		nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
 	pwb__rcu_read_unlock();
 	return nr;
 }
@@ -504,16 +542,23 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 		return pwb__err(-EINVAL, "pwb_bdi_info: NULL %s",
 				!bdi ? "bdi" : "info");
 	memset(info, 0, sizeof(*info));
+	rcu_read_lock();
+	if (pwb__bdi_dead_rcu(bdi)) {
+		pwb__rcu_read_unlock();
+		return pwb__bdi_dead_err("pwb_bdi_info");
+	}
 	info->capacity = bdi->capacity;
 	info->logical_block_size = bdi->lbs;
 	info->page_size = pwb__page_size(bdi);
-	info->nr_wb_ctx = pwb_bdi_nr_wb_ctx(bdi);
+	info->nr_wb_ctx = PWB__RCU_DEREF(bdi->ctxs)->nr;
 	info->rotational = bdi->rotational;
 	info->nr_flushers = pwb__aread(&bdi->nr_flushers);
 	info->is_blockdev = bdi->is_blockdev;
+	/* A policy replaced meanwhile is freed after a grace period. */
 	snprintf(info->policy, sizeof(info->policy), "%s",
-		 PWB__READ(bdi->policy)->ops->name);
+		 PWB__RCU_DEREF(bdi->policy)->ops->name);
 	snprintf(info->backend, sizeof(info->backend), "%s", bdi->io->name);
+	pwb__rcu_read_unlock();
 	return 0;
 }
 
@@ -544,11 +589,14 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
 		goto out;
 	target = pwb__aread(&bdi->write_seq);
 	bdi->nr_device_flushes++;
-	if (fdatasync(bdi->fd)) {
+	/* Signals do not interrupt it on local file systems; on others
+	 * EINTR means "not done", so ask again. */
+	while ((err = fdatasync(bdi->fd) ? -errno : 0) == -EINTR)
+		;
+	if (err) {
 		struct pwb_inode *inode;
 		struct cds_lfht_iter iter;
 
-		err = -errno;
 		pwb__errseq_set(&bdi->wb_err, err);
 		/*
 		 * "fsyncgate": Linux may report a failed flush once and then
@@ -561,6 +609,7 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
 		while (cds_lfht_iter_get_node(&iter)) {
 			inode = caa_container_of(cds_lfht_iter_get_node(&iter),
 						 struct pwb_inode, hnode);
+			PWB__TSAN_ACQUIRE(&inode->hnode);
 			pthread_mutex_lock(&inode->lock);
 			if (inode->last_write_seq > bdi->flushed_seq)
 				pwb__errseq_set(&inode->wb_err, err);
@@ -602,6 +651,8 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	if (wait && pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
 					  "from an ops callback");
+	if (pwb__bdi_get(bdi, "pwb_bdi_writeback"))
+		return -ESHUTDOWN;
 
 	rcu_read_lock();
 	arr = PWB__RCU_DEREF(bdi->ctxs);
@@ -609,6 +660,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	works = calloc(nr, sizeof(*works));
 	if (!works) {
 		pwb__rcu_read_unlock();
+		pwb__bdi_put(bdi);
 		return pwb__err(-ENOMEM, "out of memory");
 	}
 	if (wait)
@@ -641,6 +693,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 		pwb__completion_destroy(&done);
 	}
 	free(works);
+	pwb__bdi_put(bdi);
 	return 0;
 }
 
@@ -655,6 +708,8 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_sync called from an ops "
 					  "callback (a flusher thread)");
+	if (pwb__bdi_get(bdi, "pwb_sync"))
+		return -ESHUTDOWN;
 	/* Our own cursor, as in pwb_fsync(): concurrent syncs that started
 	 * before an error was reported each get it, later ones do not. */
 	pthread_mutex_lock(&bdi->flush_lock);
@@ -673,6 +728,7 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	if (err)
 		pwb__err(err, "pwb_sync of %s: %s", bdi->path,
 			 pwb_strerror(err));
+	pwb__bdi_put(bdi);
 	return err;
 }
 
@@ -697,6 +753,7 @@ struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi, size_t *nr)
 		struct pwb_inode *inode =
 			caa_container_of(node, struct pwb_inode, hnode);
 
+		PWB__TSAN_ACQUIRE(node);	/* pairs with pwb_inode_open() */
 		if (n == cap) {
 			struct pwb_inode **nv;
 
@@ -713,11 +770,50 @@ struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi, size_t *nr)
 	return v;
 }
 
+/*
+ * Close every inode still open: the ones the application left open, and
+ * wait for those an application thread is closing right now (their
+ * pwb_inode_close() unregisters them last, then signals idle_cond). A
+ * failed allocation only means more rounds.
+ */
+static void close_inodes(struct pwb_bdi *bdi)
+{
+	for (;;) {
+		struct pwb_inode **inodes;
+		size_t i, nr, busy = 0;
+		uint64_t left;
+
+		inodes = pwb__bdi_collect_inodes(bdi, &nr);
+		for (i = 0; i < nr; i++)
+			if (pwb__inode_close(inodes[i]) == -EBADF)
+				busy++;	/* another thread closes it */
+		free(inodes);
+		pthread_mutex_lock(&bdi->lock);
+		left = bdi->nr_open_inodes;
+		/* Only others' closes may be left: wait for one to finish.
+		 * The time limit only guards against a snapshot that missed
+		 * inodes for want of memory. */
+		if (left && left <= busy) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += 50 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&bdi->idle_cond, &bdi->lock, &ts);
+		}
+		pthread_mutex_unlock(&bdi->lock);
+		if (!left)
+			return;
+	}
+}
+
 PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 {
-	struct pwb_inode **inodes;
 	int err, ferr, werr;
-	size_t i, nr;
+	unsigned int i;
 
 	pwb__err_clear();
 	if (!bdi)
@@ -730,27 +826,36 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 		pthread_mutex_unlock(&bdi->lock);
 		return pwb__err(-EBADF, "the bdi is already being closed");
 	}
-	bdi->closing = true;
+	/* Calls that wait and began before us finish first (a sync in
+	 * progress returns its own result); later ones get -ESHUTDOWN. */
+	PWB__WRITE(bdi->closing, true);
+	while (bdi->users)
+		pthread_cond_wait(&bdi->idle_cond, &bdi->lock);
 	pthread_mutex_unlock(&bdi->lock);
 	/* No automatic re-shard from here on. */
 	pwb__autotune_stop(bdi);
 
 	werr = pwb__sync_and_wait(bdi, NULL);
 	ferr = pwb__bdi_flush_device(bdi, pwb__aread(&bdi->write_seq));
+	close_inodes(bdi);
 
-	/* Inodes the application left open: written above, freed here. A
-	 * failed allocation only means more rounds. */
-	do {
-		inodes = pwb__bdi_collect_inodes(bdi, &nr);
-		for (i = 0; i < nr; i++)
-			pwb__inode_close(inodes[i]);
-		free(inodes);
-	} while (nr && inodes);
+	/*
+	 * Lock-free calls (stats, info, first dirtyings) that began before
+	 * this store finish within the grace period below; those after it
+	 * see dead and fail. Only then is anything they read freed.
+	 */
+	PWB__WRITE(bdi->dead, true);
+	pwb__synchronize_rcu();
 
-	/* A re-shard running now finishes first; none starts after. */
+	/* No re-shard runs (it is a pwb__bdi_get user); the lock orders
+	 * us after the last one's own clean-up. */
 	pthread_mutex_lock(&bdi->reshard_lock);
 	stop_flushers(bdi);
 	free_flushers(bdi);
+	/* Work queued without waiting (pwb_bdi_writeback) that no flusher
+	 * ran: completed and freed. */
+	for (i = 0; i < bdi->ctxs->nr; i++)
+		pwb__wb_ctx_retire(bdi->ctxs->ctx[i]);
 	free_ctxs(bdi->ctxs, bdi->ctxs->nr);
 	bdi->ctxs = NULL;
 	pthread_mutex_unlock(&bdi->reshard_lock);

@@ -187,12 +187,10 @@ bool pwb__wb_backing_off_locked(struct pwb_inode *inode,
 	return periodic && pwb__now(inode->bdi) < inode->retry_after;
 }
 
-void pwb__inode_clear_error(struct pwb_inode *inode)
+void pwb__inode_clear_error_locked(struct pwb_inode *inode)
 {
-	pthread_mutex_lock(&inode->lock);
 	inode->failed_err = 0;
 	inode->wb_failures = 0;
 	inode->backoff_ns = 0;
 	inode->retry_after = 0;
-	pthread_mutex_unlock(&inode->lock);
 }

@@ -37,7 +37,10 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
 
 	cds_lfht_lookup(bdi->inodes, ino_hash(ino), ino_match, &ino, &iter);
 	node = cds_lfht_iter_get_node(&iter);
-	return node ? caa_container_of(node, struct pwb_inode, hnode) : NULL;
+	if (!node)
+		return NULL;
+	PWB__TSAN_ACQUIRE(node);	/* pairs with pwb_inode_open() */
+	return caa_container_of(node, struct pwb_inode, hnode);
 }
 
 PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
@@ -73,6 +76,9 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		pthread_mutex_unlock(&bdi->lock);
 		goto fail_shutdown;
 	}
+	/* liburcu's hash table publishes the node with its own barriers,
+	 * which TSan does not see: tell it (walkers acquire). */
+	PWB__TSAN_RELEASE(&inode->hnode);
 	rcu_read_lock();
 	node = cds_lfht_add_unique(bdi->inodes, ino_hash(ino), ino_match,
 				   &inode->ino, &inode->hnode);
@@ -103,7 +109,7 @@ static void inode_free_rcu(struct rcu_head *head)
 {
 	struct pwb_inode *inode = caa_container_of(head, struct pwb_inode, rcu);
 
-	PWB__TSAN_ACQUIRE(inode);
+	pwb__rcu_callback_begin(inode);
 
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
@@ -238,11 +244,23 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 				(unsigned long long)(last - first + 1),
 				(unsigned long long)(bdi->capacity >>
 						     bdi->page_shift));
+	/*
+	 * One read-side section over the whole call: it keeps the inode and
+	 * the bdi alive after inode->lock is dropped (a close running now
+	 * frees them after a grace period), and costs nothing more than the
+	 * section the background check below needs anyway.
+	 */
+	rcu_read_lock();
 again:
 	gen = pwb__aread(&bdi->reshard_gen);
 	wb = PWB__RCU_DEREF(inode->wb);
-	if (caa_unlikely(!wb))
+	if (caa_unlikely(!wb)) {
+		if (pwb__bdi_dead_rcu(bdi)) {
+			pwb__rcu_read_unlock();
+			return pwb__bdi_dead_err("pwb_mark_dirty");
+		}
 		wb = choose_wb(inode, first, &key);
+	}
 
 	pthread_mutex_lock(&inode->lock);
 	/* A re-shard may have retired the context we chose: choose again. */
@@ -253,6 +271,7 @@ again:
 	}
 	if (inode->state & PWB__I_FREEING) {
 		pthread_mutex_unlock(&inode->lock);
+		pwb__rcu_read_unlock();
 		return pwb__err(-EBADF, "pwb_mark_dirty: inode %llu is "
 					"being closed",
 				(unsigned long long)inode->ino);
@@ -260,6 +279,7 @@ again:
 	n = pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
 	if (n <= 0) {
 		pthread_mutex_unlock(&inode->lock);
+		pwb__rcu_read_unlock();
 		return n ? pwb__err(-ENOMEM, "pwb_mark_dirty: out of memory")
 			 : 0;
 	}
@@ -281,8 +301,9 @@ again:
 	if (bdi->cfg.flags & PWB_BDI_THROTTLE) {
 		pwb__throttle_account((uint64_t)n);
 		if (!pwb__in_flusher())
-			return pwb__balance_dirty(bdi);
+			return pwb__balance_dirty_rcu(bdi);
 	}
+	pwb__rcu_read_unlock();
 	return 0;
 }
 
@@ -304,9 +325,13 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 					 "has no write_inode op",
 				(unsigned long long)inode->ino);
 
+	/* Keeps the inode alive after its lock is dropped, as in
+	 * pwb_mark_dirty(). */
+	rcu_read_lock();
 	pthread_mutex_lock(&inode->lock);
 	if (inode->state & PWB__I_FREEING) {
 		pthread_mutex_unlock(&inode->lock);
+		pwb__rcu_read_unlock();
 		return pwb__err(-EBADF, "pwb_mark_inode_dirty: inode %llu is "
 					"being closed",
 				(unsigned long long)inode->ino);
@@ -336,6 +361,7 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 	pthread_mutex_unlock(&inode->lock);
 	if (attach)
 		pwb__inode_attach_dirty(inode);
+	pwb__rcu_read_unlock();
 	return 0;
 }
 
@@ -352,17 +378,22 @@ PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode)
 PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 {
 	struct pwb__wb_ctx *wb;
+	int idx;
 
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_wb_ctx: NULL inode");
+	/* A context retired by a re-shard is freed after a grace period. */
+	rcu_read_lock();
 	wb = PWB__RCU_DEREF(inode->wb);
-	if (!wb)
+	idx = wb ? (int)wb->idx : -1;
+	pwb__rcu_read_unlock();
+	if (idx < 0)
 		return pwb__err(-ENODATA, "inode %llu was never dirtied: its "
 					  "context is chosen at first "
 					  "dirtying",
 				(unsigned long long)inode->ino);
-	return (int)wb->idx;
+	return idx;
 }
 
 PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr)
@@ -422,6 +453,7 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 {
 	pwb__errseq_t since;
 	int err, ferr, werr;
+	uint64_t ino;
 
 	pwb__err_clear();
 	if (!inode)
@@ -429,11 +461,12 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_fsync called from an ops "
 					  "callback (a flusher thread)");
+	ino = inode->ino;	/* a closing inode is not ours to read after */
 	pthread_mutex_lock(&inode->lock);
 	if (inode->state & PWB__I_FREEING) {
 		pthread_mutex_unlock(&inode->lock);
 		return pwb__err(-EBADF, "pwb_fsync: inode %llu is being closed",
-				(unsigned long long)inode->ino);
+				(unsigned long long)ino);
 	}
 	inode->users++;
 	/*
@@ -488,8 +521,6 @@ int pwb__inode_close(struct pwb_inode *inode)
 	werr = inode_sync(inode, &ferr);
 
 	if (PWB__RCU_DEREF(inode->wb)) {
-		uint64_t dropped;
-
 		/* A background pass may still hold it if a write failed. */
 		for (;;) {
 			wb = lock_inode_wb(inode);
@@ -499,12 +530,15 @@ int pwb__inode_close(struct pwb_inode *inode)
 			pthread_cond_wait(&wb->sync_cond, &wb->list_lock);
 			pthread_mutex_unlock(&wb->list_lock);
 		}
+		/* Counted off under the locks: once they drop, a re-shard
+		 * may retire and free @wb, and leaves a GONE inode alone. */
 		pwb__inode_move_locked(wb, inode, PWB__LIST_NONE);
-		dropped = inode->map.count[PWB__TAG_DIRTY];
+		uatomic_sub(&wb->stats.dirty_pages,
+			    inode->map.count[PWB__TAG_DIRTY]);
+		uatomic_dec(&wb->stats.nr_inodes);
+		inode->state |= PWB__I_GONE;
 		pthread_mutex_unlock(&inode->lock);
 		pthread_mutex_unlock(&wb->list_lock);
-		uatomic_sub(&wb->stats.dirty_pages, dropped);
-		uatomic_dec(&wb->stats.nr_inodes);
 	}
 
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
@@ -514,12 +548,15 @@ int pwb__inode_close(struct pwb_inode *inode)
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);
 	pwb__rcu_read_unlock();
-	pthread_mutex_lock(&bdi->lock);
-	bdi->nr_open_inodes--;
-	pthread_mutex_unlock(&bdi->lock);
 	/* Lock-free lookups may still see it until a grace period passes. */
 	PWB__TSAN_RELEASE(inode);
 	call_rcu(&inode->rcu, inode_free_rcu);
+	/* Last touch of the bdi: a pwb_bdi_close() waiting for this close
+	 * may free it as soon as the lock is dropped. */
+	pthread_mutex_lock(&bdi->lock);
+	if (--bdi->nr_open_inodes == 0 || bdi->closing)
+		pthread_cond_broadcast(&bdi->idle_cond);
+	pthread_mutex_unlock(&bdi->lock);
 
 	if (!err)
 		err = ferr;
@@ -560,17 +597,20 @@ PWB_API int pwb_inode_error(struct pwb_inode *inode)
 PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)
 {
 	bool closing;
+	uint64_t ino;
 
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_clear_error: NULL inode");
+	ino = inode->ino;
 	pthread_mutex_lock(&inode->lock);
 	closing = inode->state & PWB__I_FREEING;
+	if (!closing)
+		pwb__inode_clear_error_locked(inode);
 	pthread_mutex_unlock(&inode->lock);
 	if (closing)
 		return pwb__err(-EBADF, "pwb_inode_clear_error: inode %llu is "
 					"being closed",
-				(unsigned long long)inode->ino);
-	pwb__inode_clear_error(inode);
+				(unsigned long long)ino);
 	return 0;
 }

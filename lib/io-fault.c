@@ -162,7 +162,7 @@ static void fault_free_rcu(struct rcu_head *head)
 	struct pwb__fault_state *st =
 		caa_container_of(head, struct pwb__fault_state, rcu);
 
-	PWB__TSAN_ACQUIRE(st);
+	pwb__rcu_callback_begin(st);
 	free(st);
 }
 
@@ -231,6 +231,13 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 		if (!fs->rule.dev_end)
 			fs->rule.dev_end = UINT64_MAX;
 	}
+	/* The read-side section keeps the bdi alive against a close. */
+	rcu_read_lock();
+	if (pwb__bdi_dead_rcu(bdi)) {
+		pwb__rcu_read_unlock();
+		free(fs);
+		return pwb__bdi_dead_err("pwb_bdi_inject_fault");
+	}
 	/* The swap orders the new state's initialisation before its
 	 * publication (the exchange is a release). */
 	old = __atomic_exchange_n(&bdi->fault, fs, __ATOMIC_ACQ_REL);
@@ -238,6 +245,7 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 		PWB__TSAN_RELEASE(old);
 		call_rcu(&old->rcu, fault_free_rcu);
 	}
+	pwb__rcu_read_unlock();
 	return 0;
 }
 
@@ -247,7 +255,13 @@ PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits)
 	if (!bdi || !hits)
 		return pwb__err(-EINVAL, "pwb_fault_hits: NULL %s",
 				!bdi ? "bdi" : "hits");
+	rcu_read_lock();
+	if (pwb__bdi_dead_rcu(bdi)) {
+		pwb__rcu_read_unlock();
+		return pwb__bdi_dead_err("pwb_fault_hits");
+	}
 	*hits = pwb__aread(&bdi->fault_hits);
+	pwb__rcu_read_unlock();
 	return 0;
 }
 

@@ -39,7 +39,7 @@ PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx)
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_set_wb_hint: NULL inode");
-	nr = pwb_bdi_nr_wb_ctx(inode->bdi);
+	nr = pwb_bdi_nr_wb_ctx(inode->bdi);	/* 0 once the bdi is closing */
 	if (ctx < -1 || (ctx >= 0 && (unsigned int)ctx >= nr))
 		return pwb__err(-ERANGE, "pwb_inode_set_wb_hint: context %d "
 					 "does not exist (the bdi has %u; -1 "

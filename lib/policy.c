@@ -628,10 +628,13 @@ PWB_API int pwb_bdi_policy(struct pwb_bdi *bdi, char *buf, size_t len)
 		return pwb__err(-EINVAL, "pwb_bdi_policy: %s",
 				!bdi ? "NULL bdi" : !buf ? "NULL buf"
 							 : "len is 0");
+	if (pwb__bdi_get(bdi, "pwb_bdi_policy"))
+		return -ESHUTDOWN;
 	/* The spec changes only under reshard_lock (pwb_bdi_set_policy). */
 	pthread_mutex_lock(&bdi->reshard_lock);
 	n = snprintf(buf, len, "%s", bdi->policy->spec);
 	pthread_mutex_unlock(&bdi->reshard_lock);
+	pwb__bdi_put(bdi);
 	if ((size_t)n >= len)
 		return pwb__err(-ERANGE, "pwb_bdi_policy: the spec needs %d "
 					 "bytes, the buffer has %zu",

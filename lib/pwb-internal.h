@@ -117,6 +117,14 @@ static inline void pwb__synchronize_rcu(void)
 	PWB__TSAN_ACQUIRE(&pwb__rcu_tsan_token);
 }
 
+/* The same edge at the start of a call_rcu() callback: every read-side
+ * section that could still see the object ended before it runs. */
+static inline void pwb__rcu_callback_begin(void *obj)
+{
+	PWB__TSAN_ACQUIRE(obj);
+	PWB__TSAN_ACQUIRE(&pwb__rcu_tsan_token);
+}
+
 #define PWB__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define PWB__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define PWB__NSEC_PER_MSEC 1000000ull
@@ -148,7 +156,7 @@ int pwb__errseq_check_and_advance(pwb__errseq_t *eseq,
  * failed visit up to PWB__WB_BACKOFF_MAX_NS), no SYNC_NONE pass retries it
  * in the pass where it failed, integrity sync always retries. After
  * max_write_failures consecutive failed visits the inode is marked failed:
- * pwb_fsync returns the error until pwb__inode_clear_error(). -ENOSPC also
+ * pwb_fsync returns the error until pwb_inode_clear_error(). -ENOSPC also
  * pauses the context's periodic and background passes (the same back-off),
  * until a write succeeds there again.
  */
@@ -170,9 +178,9 @@ bool pwb__wb_visit_end_locked(struct pwb_inode *inode,
 bool pwb__wb_backing_off_locked(struct pwb_inode *inode,
 				struct pwb__wb_ctx *wb,
 				bool periodic) PWB__INTERNAL;
-/* Forget @inode's failures and its failed mark (the future
- * pwb_inode_clear_error). Takes inode->lock. */
-void pwb__inode_clear_error(struct pwb_inode *inode) PWB__INTERNAL;
+/* Forget @inode's failures and its failed mark (pwb_inode_clear_error).
+ * Caller holds inode->lock. */
+void pwb__inode_clear_error_locked(struct pwb_inode *inode) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* pagemap.c: sparse per-inode page tags                                  */
@@ -723,8 +731,15 @@ struct pwb_bdi {
 
 	struct cds_lfht *inodes;	/* ino -> inode, RCU */
 	pthread_mutex_t lock;		/* registry changes, closing */
-	bool closing;			/* lock */
+	bool closing;			/* lock (PWB__READ outside): close
+					 * began; no new waiting call */
+	bool dead;			/* PWB__WRITE by close, read under
+					 * rcu_read_lock: tearing down */
 	uint64_t nr_open_inodes;	/* lock */
+	unsigned int users;		/* lock: calls between pwb__bdi_get
+					 * and pwb__bdi_put */
+	pthread_cond_t idle_cond;	/* with lock: users or nr_open_inodes
+					 * fell while closing */
 
 	pthread_mutex_t flush_lock;	/* serialises device flushes */
 	uint64_t write_seq;		/* uatomic: bumped per finished write */
@@ -755,6 +770,33 @@ static inline unsigned int pwb__page_size(const struct pwb_bdi *bdi)
 {
 	return 1u << bdi->page_shift;
 }
+
+/*
+ * Lifetime of a bdi against calls that overlap pwb_bdi_close() (see
+ * doc/design.md, "Closing while calls run"):
+ *
+ *  - Calls that may sleep (sync, writeback, re-shard, balance) bracket
+ *    themselves with pwb__bdi_get()/pwb__bdi_put(). Close sets closing
+ *    under bdi->lock, then waits until users is 0: calls already in finish,
+ *    later ones get -ESHUTDOWN.
+ *  - Lock-free calls (stats, info, fault injection, first dirtyings) run
+ *    under rcu_read_lock and check pwb__bdi_dead_rcu(). Close sets dead,
+ *    then waits for a grace period before it frees anything they read.
+ *  - Inode calls are covered by their inode: close closes every inode
+ *    (waiting for inode->users) and then waits for nr_open_inodes to
+ *    reach 0, so an application's pwb_inode_close() running meanwhile
+ *    finishes before the bdi is freed.
+ */
+/* 0, or -ESHUTDOWN with a message naming @who once close has begun. */
+int pwb__bdi_get(struct pwb_bdi *bdi, const char *who) PWB__INTERNAL;
+void pwb__bdi_put(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* Caller holds rcu_read_lock: true once close is tearing @bdi down. */
+static inline bool pwb__bdi_dead_rcu(const struct pwb_bdi *bdi)
+{
+	return PWB__READ(bdi->dead);
+}
+/* -ESHUTDOWN with a message: @who was called on a bdi being torn down. */
+int pwb__bdi_dead_err(const char *who) PWB__INTERNAL;
 
 /* Flush the device cache unless every write finished before @seq is already
  * covered by an earlier flush. Return 0 or -errno (also recorded). */
@@ -793,8 +835,13 @@ void pwb__inflight_put(struct pwb_bdi *bdi, unsigned int nr) PWB__INTERNAL;
 void pwb__throttle_account(uint64_t pages) PWB__INTERNAL;
 /* Wake every flusher for background writeback, once per round. */
 void pwb__kick_background(struct pwb_bdi *bdi) PWB__INTERNAL;
-/* pwb_balance_dirty() without argument checks. */
+/* pwb_balance_dirty() without argument checks; the caller holds a
+ * pwb__bdi_get() reference. -ESHUTDOWN if close began meanwhile. */
 int pwb__balance_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* The same for pwb_mark_dirty(), whose caller holds rcu_read_lock (which
+ * keeps @bdi alive): the common "no pause" answer needs no reference; a
+ * pause takes one. Drops rcu_read_lock before it returns. */
+int pwb__balance_dirty_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* inode.c                                                                */
@@ -814,6 +861,8 @@ enum pwb__list {
 #define PWB__I_DIRTY_TIME 0x04u		/* timestamps only */
 #define PWB__I_SYNC 0x08u		/* a flusher is writing it */
 #define PWB__I_FREEING 0x10u		/* being closed */
+#define PWB__I_GONE 0x20u		/* closed: off every list, uncounted;
+					 * a re-shard leaves it alone */
 #define PWB__I_DIRTY_ANY                                                       \
 	(PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META | PWB__I_DIRTY_TIME)
 

@@ -55,7 +55,7 @@ static void switch_inode(struct pwb_inode *inode, struct pwb__wb_ctx *from,
 	if (second != first)
 		pthread_mutex_lock(&second->list_lock);
 	pthread_mutex_lock(&inode->lock);
-	if (inode->wb == from) {
+	if (inode->wb == from && !(inode->state & PWB__I_GONE)) {
 		l = inode->on_list;
 		pwb__inode_move_locked(from, inode, PWB__LIST_NONE);
 		inode->xa.key = key;
@@ -112,9 +112,6 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	arr = pwb__ctx_array_alloc(bdi, old, nr, &ret);
 	if (!arr)
 		return ret;
-	/* Snapshot the inodes before parking: the walk itself may sleep. */
-	inodes = pwb__bdi_collect_inodes(bdi, &n_inodes);
-
 	pwb__flushers_park(bdi);
 	uatomic_inc(&bdi->reshard_gen);
 	PWB__RCU_ASSIGN(bdi->ctxs, arr);
@@ -124,6 +121,18 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 		pwb__policy_nr_changed(bdi->policy, nr);
 	/* Shared or own lists, FIFO or ordered b_io, before inodes move. */
 	pwb__ctxs_apply_policy(arr, bdi->policy);
+
+	/*
+	 * Snapshot the inodes only now: an inode opened after a snapshot
+	 * taken before the bump could be affined to a context from the old
+	 * array (its first dirtying saw the old reshard_gen) and stay on it
+	 * after that context is freed (found by tests/stress-test under
+	 * TSan). The read-side section lasts until we are done with them:
+	 * an inode that a pwb_inode_close() unregisters meanwhile is not
+	 * freed under us.
+	 */
+	rcu_read_lock();
+	inodes = pwb__bdi_collect_inodes(bdi, &n_inodes);
 
 	/*
 	 * Every inode, affined or not, takes its lock here: a first dirtying
@@ -137,7 +146,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 		uint64_t key, old_key;
 
 		pthread_mutex_lock(&inode->lock);
-		from = inode->wb;
+		from = inode->state & PWB__I_GONE ? NULL : inode->wb;
 		old_key = inode->xa.key;
 		pthread_mutex_unlock(&inode->lock);
 		if (!from)
@@ -146,6 +155,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 		if (to != from || key != old_key)
 			switch_inode(inode, from, to, key);
 	}
+	pwb__rcu_read_unlock();
 	free(inodes);
 
 	for (i = nr; i < old->nr; i++) {
@@ -219,6 +229,8 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 	if (!nr)
 		nr = bdi->autotune ? pwb__autotune_start_nr(bdi)
 				   : pwb__auto_nr_wb_ctx(bdi);
+	if (pwb__bdi_get(bdi, "pwb_bdi_set_nr_wb_ctx"))
+		return -ESHUTDOWN;
 
 	pthread_mutex_lock(&bdi->reshard_lock);
 	/* Under the lock the tuner decides under: the caller's count wins
@@ -226,6 +238,7 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 	pwb__autotune_user_locked(bdi, want);
 	ret = pwb__reshard_locked(bdi, nr);
 	pthread_mutex_unlock(&bdi->reshard_lock);
+	pwb__bdi_put(bdi);
 	return ret;
 }
 
@@ -240,13 +253,18 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_set_policy called from an "
 					  "ops callback (a flusher thread)");
+	if (pwb__bdi_get(bdi, "pwb_bdi_set_policy"))
+		return -ESHUTDOWN;
 	pol = calloc(1, sizeof(*pol));
-	if (!pol)
+	if (!pol) {
+		pwb__bdi_put(bdi);
 		return pwb__err(-ENOMEM, "out of memory");
+	}
 	/* Built apart from the live one: a bad spec changes nothing. */
 	ret = pwb__policy_create(bdi, spec, pol);
 	if (ret) {
 		free(pol);
+		pwb__bdi_put(bdi);
 		return ret;
 	}
 	pthread_mutex_lock(&bdi->reshard_lock);
@@ -256,5 +274,6 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 		pwb__policy_destroy(pol);
 		free(pol);
 	}
+	pwb__bdi_put(bdi);
 	return ret;
 }

@@ -20,6 +20,10 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 				!bdi ? "bdi" : "st");
 	memset(st, 0, sizeof(*st));
 	rcu_read_lock();
+	if (pwb__bdi_dead_rcu(bdi)) {
+		pwb__rcu_read_unlock();
+		return pwb__bdi_dead_err("pwb_bdi_stats");
+	}
 	arr = PWB__RCU_DEREF(bdi->ctxs);
 	for (i = 0; i < arr->nr; i++) {
 		uint64_t before = st->dirty_pages;
@@ -31,7 +35,6 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	if (st->dirty_pages)
 		st->imbalance_milli = max_dirty * arr->nr * 1000 /
 				      st->dirty_pages;
-	pwb__rcu_read_unlock();
 	/* Device flushes belong to the bdi, not to one context. */
 	pthread_mutex_lock(&bdi->flush_lock);
 	st->device_flushes += bdi->nr_device_flushes;
@@ -41,6 +44,8 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	st->throttle_ns = pwb__aread(&bdi->throttle_ns);
 	st->throttle_events = pwb__aread(&bdi->throttle_events);
 	pwb__autotune_stats(bdi, st);
+	/* The section keeps the bdi alive against a pwb_bdi_close(). */
+	pwb__rcu_read_unlock();
 	return 0;
 }
 
@@ -56,6 +61,10 @@ PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
 				!bdi ? "bdi" : "st");
 	memset(st, 0, sizeof(*st));
 	rcu_read_lock();
+	if (pwb__bdi_dead_rcu(bdi)) {
+		pwb__rcu_read_unlock();
+		return pwb__bdi_dead_err("pwb_wb_ctx_stats");
+	}
 	arr = PWB__RCU_DEREF(bdi->ctxs);
 	if (idx >= arr->nr)
 		ret = pwb__err(-ERANGE, "context %u does not exist (the bdi "

@@ -119,10 +119,17 @@ PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
 	pwb__err_clear();
 	if (!bdi)
 		return pwb__err(-EINVAL, "pwb_balance_dirty_nowait: NULL bdi");
+	rcu_read_lock();
+	if (pwb__bdi_dead_rcu(bdi)) {
+		pwb__rcu_read_unlock();
+		return pwb__bdi_dead_err("pwb_balance_dirty_nowait");
+	}
 	if (!next_pause(bdi, dirtied_since_balance, &hard)) {
+		pwb__rcu_read_unlock();
 		dirtied_since_balance = 0;
 		return 0;
 	}
+	pwb__rcu_read_unlock();
 	return pwb__err(-EAGAIN, "dirty memory is above the set point: "
 				 "writeback started, try again later");
 }
@@ -141,6 +148,11 @@ int pwb__balance_dirty(struct pwb_bdi *bdi)
 
 		if (!pause)
 			break;
+		/* Close writes everything back itself and waits for us. */
+		if (PWB__READ(bdi->closing)) {
+			ret = pwb__err(-ESHUTDOWN, "the bdi is being closed");
+			break;
+		}
 		if (timeout && hard && slept >= timeout) {
 			ret = pwb__err(-ETIMEDOUT, "the device made no room "
 						   "for dirty data in %u ms",
@@ -162,13 +174,42 @@ int pwb__balance_dirty(struct pwb_bdi *bdi)
 	return ret;
 }
 
+int pwb__balance_dirty_rcu(struct pwb_bdi *bdi)
+{
+	bool hard;
+	int ret;
+
+	if (!next_pause(bdi, dirtied_since_balance, &hard)) {
+		pwb__rcu_read_unlock();
+		dirtied_since_balance = 0;
+		return 0;
+	}
+	/* About to sleep: hold the bdi by reference instead of RCU. */
+	ret = pwb__bdi_get(bdi, "pwb_mark_dirty");
+	pwb__rcu_read_unlock();
+	if (ret) {
+		dirtied_since_balance = 0;
+		return ret;
+	}
+	ret = pwb__balance_dirty(bdi);
+	pwb__bdi_put(bdi);
+	return ret;
+}
+
 PWB_API int pwb_balance_dirty(struct pwb_bdi *bdi)
 {
+	int ret;
+
 	pwb__err_clear();
 	if (!bdi)
 		return pwb__err(-EINVAL, "pwb_balance_dirty: NULL bdi");
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_balance_dirty called from an "
 					  "ops callback (a flusher thread)");
-	return pwb__balance_dirty(bdi);
+	ret = pwb__bdi_get(bdi, "pwb_balance_dirty");
+	if (ret)
+		return ret;
+	ret = pwb__balance_dirty(bdi);
+	pwb__bdi_put(bdi);
+	return ret;
 }

@@ -20,6 +20,7 @@
  */
 #include "pwb-internal.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -302,6 +303,7 @@ int pwb__flusher_start(struct pwb_bdi *bdi, unsigned int idx)
 {
 	struct pwb__flusher *fl = bdi->flushers[idx];
 	pthread_condattr_t attr;
+	sigset_t all, old;
 	int ret;
 
 	if (!fl) {
@@ -324,7 +326,17 @@ int pwb__flusher_start(struct pwb_bdi *bdi, unsigned int idx)
 	fl->kicked = true;	/* look at its contexts once at start */
 	fl->fresh = true;
 	pthread_mutex_unlock(&fl->lock);
+	/*
+	 * A flusher starts with every signal blocked (a new thread inherits
+	 * its creator's mask): the application's handlers run on its own
+	 * threads, and no EINTR reaches a write or a device flush here.
+	 * Faults such as SIGSEGV are still delivered: they cannot be
+	 * blocked.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = pthread_create(&fl->thread, NULL, flusher_main, fl);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret)
 		return pwb__err(-ret, "cannot start flusher thread %u: %s",
 				idx, strerror(ret));
