@@ -247,8 +247,25 @@ struct pwb_bdi_config {
  * algorithm.
  */
 #define PWB_BDI_AUTO_WB_CTX 0x2u
+/**
+ * PWB_BDI_ATOMIC_WRITES - require untorn pages
+ *
+ * Where the device or file reports atomic writes (statx with
+ * STATX_WRITE_ATOMIC, Linux 6.11 and later) in a range that holds
+ * page_size, every page goes out with RWF_ATOMIC, alone or in a larger
+ * naturally aligned power-of-two piece the device accepts whole, so a
+ * crash leaves each page old or new, never torn. libpwb does that
+ * whenever the device offers it; this flag makes it a requirement:
+ * pwb_bdi_open() fails with -EOPNOTSUPP where the device cannot, and a
+ * page whose device offset is not aligned to page_size fails its write
+ * with -EINVAL instead of going out without RWF_ATOMIC. A database learns
+ * here whether it still needs its doublewrite buffer or full-page images.
+ * pwb_bdi_info() reports what the device offers.
+ */
+#define PWB_BDI_ATOMIC_WRITES 0x4u
 /** Every flag this release knows; other bits give -EINVAL. */
-#define PWB_BDI_FLAGS_ALL (PWB_BDI_THROTTLE | PWB_BDI_AUTO_WB_CTX)
+#define PWB_BDI_FLAGS_ALL                                                      \
+	(PWB_BDI_THROTTLE | PWB_BDI_AUTO_WB_CTX | PWB_BDI_ATOMIC_WRITES)
 
 /**
  * pwb_bdi_config_init() - set every field of @cfg to its default
@@ -289,7 +306,9 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
  *  -ENOTBLK: @path is neither a block device nor a regular file;
  *  -EOPNOTSUPP: backend "io_uring" but libpwb was built without liburing;
  *           or io_uring_queue_init()'s error (-ENOSYS, -EPERM, -ENOMEM)
- *           when the kernel refuses io_uring (use "psync");
+ *           when the kernel refuses io_uring (use "psync"); or
+ *           PWB_BDI_ATOMIC_WRITES on a device that reports no atomic
+ *           write range holding page_size;
  *  -ENOMEM; or the errno of open(), a device ioctl or pthread_create().
  */
 PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
@@ -401,6 +420,15 @@ struct pwb_bdi_info {
 	int is_blockdev;
 	char policy[64];		/* policy name in use */
 	char backend[16];		/* I/O backend in use */
+	/* ---- beyond the core contract ---- */
+	/** What statx(STATX_WRITE_ATOMIC) reports: the smallest and largest
+	 *  write the device performs untorn, in bytes, and how many iovec
+	 *  segments one such write may have; all 0 where it reports none. */
+	unsigned int atomic_write_unit_min;
+	unsigned int atomic_write_unit_max;
+	unsigned int atomic_write_segments_max;
+	/** 1 if pages go out with RWF_ATOMIC (see PWB_BDI_ATOMIC_WRITES). */
+	int atomic_writes;
 };
 
 /**

@@ -5,6 +5,7 @@
 #include "pwb-internal.h"
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,21 @@
 #ifndef STATX_DIOALIGN
 #define STATX_DIOALIGN 0x00002000U
 #endif
+/* Linux 6.11 uapi; Debian 12's headers stop before these. */
+#ifndef STATX_WRITE_ATOMIC
+#define STATX_WRITE_ATOMIC 0x00010000U
+#endif
+#ifndef STATX_ATTR_WRITE_ATOMIC
+#define STATX_ATTR_WRITE_ATOMIC 0x00400000
+#endif
+/* Where the kernel puts stx_atomic_write_unit_min, _max and
+ * _segments_max in its 256-byte struct statx: after stx_subvol (0xa0). */
+#define STX_AWU_MIN_OFF 0xa8
+#define STX_AWU_MAX_OFF 0xac
+#define STX_AWU_SEGS_OFF 0xb0
+_Static_assert(sizeof(struct statx) == 0x100, "struct statx is 256 bytes");
+_Static_assert(offsetof(struct statx, stx_dio_offset_align) == 0x9c,
+	       "struct statx has the kernel's layout");
 
 #define MAX_PAGE_SIZE (1u << 20)
 #define MAX_IO_BYTES (64u << 20)
@@ -188,6 +204,50 @@ static int probe_direct_io(struct pwb_bdi *bdi, const char *path)
 	if (n < 0)
 		return pwb__err(-errno, "%s: O_DIRECT read failed: %s", path,
 				strerror(errno));
+	return 0;
+}
+
+static unsigned int statx_u32(const struct statx *stx, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, (const char *)stx + off, sizeof(v));
+	return v;
+}
+
+/*
+ * Torn pages: ask statx what the device writes untorn. Pages go out with
+ * RWF_ATOMIC when that range holds page_size; PWB_BDI_ATOMIC_WRITES makes
+ * it a requirement (-EOPNOTSUPP otherwise).
+ */
+static int probe_atomic_writes(struct pwb_bdi *bdi, const char *path)
+{
+	unsigned int ps = bdi->cfg.page_size;
+	struct statx stx;
+
+	memset(&stx, 0, sizeof(stx));
+	if (!statx(bdi->fd, "", AT_EMPTY_PATH, STATX_WRITE_ATOMIC, &stx) &&
+	    (stx.stx_mask & STATX_WRITE_ATOMIC) &&
+	    (stx.stx_attributes & STATX_ATTR_WRITE_ATOMIC)) {
+		bdi->awu_min = statx_u32(&stx, STX_AWU_MIN_OFF);
+		bdi->awu_max = statx_u32(&stx, STX_AWU_MAX_OFF);
+		bdi->awu_segs = statx_u32(&stx, STX_AWU_SEGS_OFF);
+	}
+	bdi->atomic = bdi->awu_min && bdi->awu_min <= ps &&
+		      bdi->awu_max >= ps;
+	if ((bdi->cfg.flags & PWB_BDI_ATOMIC_WRITES) && !bdi->atomic) {
+		if (!bdi->awu_max)
+			return pwb__err(-EOPNOTSUPP, "%s reports no atomic "
+						     "writes (statx "
+						     "STATX_WRITE_ATOMIC, Linux "
+						     "6.11+): pages could be "
+						     "torn by a crash",
+					path);
+		return pwb__err(-EOPNOTSUPP, "%s writes %u to %u bytes "
+					     "atomically, which does not hold "
+					     "a page of %u bytes",
+				path, bdi->awu_min, bdi->awu_max, ps);
+	}
 	return 0;
 }
 
@@ -443,6 +503,8 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		goto fail;
 	}
 	ret = probe_direct_io(bdi, path);
+	if (!ret)
+		ret = probe_atomic_writes(bdi, path);
 	if (ret)
 		goto fail;
 	bdi->inodes = cds_lfht_new(64, 64, 0,
@@ -558,6 +620,10 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	snprintf(info->policy, sizeof(info->policy), "%s",
 		 PWB__RCU_DEREF(bdi->policy)->ops->name);
 	snprintf(info->backend, sizeof(info->backend), "%s", bdi->io->name);
+	info->atomic_write_unit_min = bdi->awu_min;
+	info->atomic_write_unit_max = bdi->awu_max;
+	info->atomic_write_segments_max = bdi->awu_segs;
+	info->atomic_writes = bdi->atomic;
 	pwb__rcu_read_unlock();
 	return 0;
 }

@@ -2,8 +2,9 @@
 /*
  * io-psync.c - the synchronous backend: one pwritev() per request
  *
- * The request completes inside submit(). A short write is continued from
- * where it stopped, EINTR and EAGAIN are retried, any other error ends the
+ * The request completes inside submit(). Under atomic writes it leaves as
+ * naturally aligned RWF_ATOMIC pieces (pwb__io_next_write). A short write
+ * is continued from where it stopped, EINTR and EAGAIN are retried, any other error ends the
  * request with that error (the pages stay dirty, see pwb__io_end). Each
  * request first asks the fault-injection layer (pwb__io_fault_check).
  */
@@ -14,10 +15,11 @@
 
 static int psync_submit(void *state, struct pwb__io *io)
 {
-	int fd = io->inode->bdi->fd;
+	struct pwb_bdi *bdi = io->inode->bdi;
+	int fd = bdi->fd;
 	struct iovec *iov = io->iov;
 	unsigned int cnt = io->iovcnt;
-	uint64_t off = io->dev_off, limit;
+	uint64_t off = io->dev_off, limit, rem = io->nr << bdi->page_shift;
 	int err = 0;
 
 	uatomic_inc(&io->wb->stats.io_submitted);
@@ -28,14 +30,25 @@ static int psync_submit(void *state, struct pwb__io *io)
 	while (cnt) {
 		unsigned int n_iov = PWB__MIN(cnt, (unsigned int)IOV_MAX);
 		size_t cut = 0;
+		uint64_t wlen;
+		int flags;
 		ssize_t n;
 
-		/* An injected short write: only this attempt is cut. */
+		/* Under atomic writes, the next naturally aligned piece. */
+		err = pwb__io_next_write(bdi, off, rem, &wlen, &flags);
+		if (err)
+			break;
+		/* An injected short write: only this attempt is cut (torn
+		 * on purpose, so not atomic). */
 		if (limit) {
-			n_iov = pwb__iov_cut(iov, n_iov, limit, &cut);
+			wlen = limit;
+			flags = 0;
 			limit = 0;
 		}
-		n = pwritev(fd, iov, (int)n_iov, (off_t)off);
+		if (wlen < rem)
+			n_iov = pwb__iov_cut(iov, n_iov, wlen, &cut);
+		n = flags ? pwritev2(fd, iov, (int)n_iov, (off_t)off, flags)
+			  : pwritev(fd, iov, (int)n_iov, (off_t)off);
 		iov[n_iov - 1].iov_len += cut;
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
@@ -49,6 +62,7 @@ static int psync_submit(void *state, struct pwb__io *io)
 			break;
 		}
 		off += (uint64_t)n;
+		rem -= (uint64_t)n;
 		iov = pwb__iov_advance(iov, &cnt, (size_t)n);
 	}
 	pwb__io_end(io, err);

@@ -51,6 +51,7 @@ struct uring_req {
 	unsigned int sub_cnt;	/* entries in the SQE in flight */
 	size_t cut;		/* bytes cut off iov[sub_cnt - 1] for it */
 	uint64_t off;		/* device offset of iov[0] */
+	uint64_t rem;		/* bytes not yet written */
 	uint64_t limit;		/* bytes the next SQE may carry, 0 = all */
 	unsigned int next_free;	/* free-list link */
 };
@@ -68,17 +69,29 @@ struct uring_state {
 	struct uring_req reqs[];	/* depth slots */
 };
 
+static void finish(struct uring_state *s, unsigned int slot, int err);
+
 /*
- * Prepare the next SQE of @r: at most UIO_MAXIOV entries and, for an
- * injected short write, at most r->limit bytes (the last entry is cut in
- * place and restored when the completion arrives). There is always an SQE:
- * the ring has depth entries and at most depth requests are in flight.
+ * Prepare the next SQE of @r: at most UIO_MAXIOV entries, under atomic
+ * writes the next naturally aligned RWF_ATOMIC piece, and for an injected
+ * short write at most r->limit bytes (the last entry is cut in place and
+ * restored when the completion arrives). There is always an SQE: the ring
+ * has depth entries and at most depth requests are in flight.
  */
 static void prep_sqe(struct uring_state *s, unsigned int slot)
 {
 	struct uring_req *r = &s->reqs[slot];
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
 	unsigned int n = PWB__MIN(r->cnt, (unsigned int)IOV_MAX);
+	struct io_uring_sqe *sqe;
+	uint64_t wlen;
+	int flags, err;
+
+	err = pwb__io_next_write(s->wb->bdi, r->off, r->rem, &wlen, &flags);
+	if (err) {
+		finish(s, slot, err);
+		return;
+	}
+	sqe = io_uring_get_sqe(&s->ring);
 
 	/* Cannot happen (see above); if it did, make room and go on. */
 	while (caa_unlikely(!sqe)) {
@@ -88,11 +101,15 @@ static void prep_sqe(struct uring_state *s, unsigned int slot)
 
 	r->cut = 0;
 	if (r->limit) {
-		n = pwb__iov_cut(r->iov, n, r->limit, &r->cut);
+		wlen = r->limit;
+		flags = 0;	/* torn on purpose: not atomic */
 		r->limit = 0;	/* only the first attempt is short */
 	}
+	if (wlen < r->rem)
+		n = pwb__iov_cut(r->iov, n, wlen, &r->cut);
 	r->sub_cnt = n;
 	io_uring_prep_writev(sqe, s->fd, r->iov, n, r->off);
+	sqe->rw_flags = flags;
 	io_uring_sqe_set_flags(sqe, s->sqe_flags);
 	io_uring_sqe_set_data64(sqe, slot);
 	s->queued++;
@@ -133,6 +150,7 @@ static void complete_one(struct uring_state *s, unsigned int slot, int res)
 		return;
 	}
 	r->off += (uint64_t)res;
+	r->rem -= (uint64_t)res;
 	r->iov = pwb__iov_advance(r->iov, &r->cnt, (size_t)res);
 	if (r->cnt)
 		prep_sqe(s, slot);	/* short: continue with the rest */
@@ -206,6 +224,7 @@ static int uring_submit(void *state, struct pwb__io *io)
 	r->iov = io->iov;
 	r->cnt = io->iovcnt;
 	r->off = io->dev_off;
+	r->rem = io->nr << s->wb->bdi->page_shift;
 	r->limit = short_len;
 	prep_sqe(s, slot);
 	/*

@@ -89,6 +89,43 @@ unsigned int pwb__iov_cut(struct iovec *iov, unsigned int cnt, uint64_t max,
 	return i;
 }
 
+uint64_t pwb__atomic_len(uint64_t off, uint64_t len, unsigned int page,
+			 unsigned int unit_min, unsigned int unit_max,
+			 unsigned int segs)
+{
+	uint64_t max = PWB__MIN(len, (uint64_t)unit_max), p;
+
+	if (segs)
+		max = PWB__MIN(max, (uint64_t)segs * page);
+	if (max < page || max < unit_min)
+		return 0;
+	p = 1ull << (63 - __builtin_clzll(max));
+	/* An atomic write must be naturally aligned on the device. */
+	while (p >= page && (off & (p - 1)))
+		p >>= 1;
+	return p >= page && p >= unit_min ? p : 0;
+}
+
+int pwb__io_next_write(const struct pwb_bdi *bdi, uint64_t off, uint64_t len,
+		       uint64_t *wlen, int *rw_flags)
+{
+	uint64_t a;
+
+	*wlen = len;
+	*rw_flags = 0;
+	if (!bdi->atomic)
+		return 0;
+	a = pwb__atomic_len(off, len, 1u << bdi->page_shift, bdi->awu_min,
+			    bdi->awu_max, bdi->awu_segs);
+	if (a) {
+		*wlen = a;
+		*rw_flags = RWF_ATOMIC;
+		return 0;
+	}
+	/* Only an unaligned offset gets here (a page always fits). */
+	return bdi->cfg.flags & PWB_BDI_ATOMIC_WRITES ? -EINVAL : 0;
+}
+
 void pwb__io_complete(struct pwb__io *io, int err)
 {
 	struct pwb_inode *inode = io->inode;

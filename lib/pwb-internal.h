@@ -381,6 +381,25 @@ struct iovec *pwb__iov_advance(struct iovec *iov, unsigned int *cnt,
 unsigned int pwb__iov_cut(struct iovec *iov, unsigned int cnt, uint64_t max,
 			  size_t *cut) PWB__INTERNAL;
 
+#ifndef RWF_ATOMIC
+#define RWF_ATOMIC 0x00000040	/* Linux 6.11 uapi, absent from older headers */
+#endif
+/*
+ * Atomic writes (PWB_BDI_ATOMIC_WRITES): the bytes the next RWF_ATOMIC
+ * write at device offset @off may carry, at most @len: the largest power
+ * of two that @off is aligned to, within [@unit_min, @unit_max], and of at
+ * most @segs pages (one iovec each; 0: no limit). 0 if not even one page
+ * qualifies (@off is not aligned to @page). Pure, for the backends.
+ */
+uint64_t pwb__atomic_len(uint64_t off, uint64_t len, unsigned int page,
+			 unsigned int unit_min, unsigned int unit_max,
+			 unsigned int segs) PWB__INTERNAL;
+/* The flags and length of the next write of a request: RWF_ATOMIC and
+ * pwb__atomic_len() under atomic writes, else 0 and @len. -EINVAL when
+ * atomic writes are required and the offset cannot have one. */
+int pwb__io_next_write(const struct pwb_bdi *bdi, uint64_t off, uint64_t len,
+		       uint64_t *wlen, int *rw_flags) PWB__INTERNAL;
+
 /* ---------------------------------------------------------------------- */
 /* policy.c: the shard policy interface                                   */
 
@@ -702,6 +721,11 @@ struct pwb_bdi {
 	uint64_t dirtytime_expire_ns;
 	uint64_t writeback_interval_ns;
 	uint64_t bg_thresh_pages;	/* 0: no background writeback */
+	/* statx(STATX_WRITE_ATOMIC) at open; 0 where nothing is reported. */
+	unsigned int awu_min;		/* bytes */
+	unsigned int awu_max;		/* bytes */
+	unsigned int awu_segs;		/* iovecs per atomic write */
+	bool atomic;			/* pages go out with RWF_ATOMIC */
 	uint64_t max_io_pages;
 
 	struct pwb__wb_ctx_array *ctxs;	/* RCU-published; replaced only

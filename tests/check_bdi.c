@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -620,6 +621,92 @@ START_TEST(block_device_works_like_a_file)
 }
 END_TEST
 
+/*
+ * Torn pages. What statx(STATX_WRITE_ATOMIC) says about @path, read here
+ * with the raw system call (the kernel's struct layout: unit min at 0xa8,
+ * max at 0xac, segments at 0xb0), is what pwb_bdi_info() must report; and
+ * PWB_BDI_ATOMIC_WRITES must open exactly where a page fits that range,
+ * else fail with -EOPNOTSUPP and say why. Where the device offers atomic
+ * writes, data written under the flag must read back.
+ */
+static void check_atomic_writes(const char *path, uint64_t pages)
+{
+	struct tu_clock clk = {1000000000ull};
+	unsigned char stx[256] = {0};
+	unsigned int min = 0, max = 0, segs = 0;
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi_info info;
+	struct pwb_bdi *bdi;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, 0x00010000u, stx) == 0 &&
+	    (*(uint32_t *)stx & 0x00010000u) &&
+	    (*(uint64_t *)(stx + 8) & 0x00400000u)) {
+		memcpy(&min, stx + 0xa8, 4);
+		memcpy(&max, stx + 0xac, 4);
+		memcpy(&segs, stx + 0xb0, 4);
+	}
+	close(fd);
+
+	cfg_quiet(&cfg, &clk);
+	ck_assert_int_eq(pwb_bdi_open(path, &cfg, &bdi), 0);
+	ck_assert_int_eq(pwb_bdi_info(bdi, &info), 0);
+	ck_assert_uint_eq(info.atomic_write_unit_min, min);
+	ck_assert_uint_eq(info.atomic_write_unit_max, max);
+	ck_assert_uint_eq(info.atomic_write_segments_max, segs);
+	ck_assert_int_eq(info.atomic_writes,
+			 min && min <= info.page_size && max >= info.page_size);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+
+	cfg.flags = PWB_BDI_ATOMIC_WRITES;
+	rc = pwb_bdi_open(path, &cfg, &bdi);
+	if (!info.atomic_writes) {
+		printf("%s: no atomic writes for %u-byte pages (statx says "
+		       "%u..%u): PWB_BDI_ATOMIC_WRITES must refuse\n",
+		       path, info.page_size, min, max);
+		ck_assert_int_eq(rc, -EOPNOTSUPP);
+		ck_assert_msg(strstr(pwb_errmsg(), "atomic") != NULL,
+			      "message: %s", pwb_errmsg());
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	{
+		struct tu_store store;
+		uint64_t i;
+
+		tu_store_init(&store, 5, info.page_size, pages, 0);
+		ck_assert_int_eq(tu_store_open(&store, bdi), 0);
+		for (i = 0; i < pages; i++)
+			tu_fill_page(&store, i, 3);
+		ck_assert_int_eq(pwb_mark_dirty(store.inode, 0,
+						pages * info.page_size),
+				 0);
+		ck_assert_int_eq(pwb_sync(bdi), 0);
+		ck_assert_int_eq(tu_verify_device(path, &store, 1), 0);
+		ck_assert_int_eq(pwb_inode_close(store.inode), 0);
+		tu_store_destroy(&store);
+	}
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+}
+
+START_TEST(atomic_writes_reported_and_required_as_the_file_offers)
+{
+	check_atomic_writes(image, 64);
+}
+END_TEST
+
+START_TEST(atomic_writes_reported_and_required_as_the_device_offers)
+{
+	if (!loop_dev[0]) {
+		printf("SKIP atomic_writes_..._device_offers: %s\n", loop_why);
+		return;
+	}
+	check_atomic_writes(loop_dev, 64);
+}
+END_TEST
+
 static Suite *bdi_suite(void)
 {
 	Suite *s = suite_create("bdi");
@@ -641,6 +728,8 @@ static Suite *bdi_suite(void)
 	tcase_add_test(tc, character_device_and_fifo_are_enotblk);
 	tcase_add_test(tc, missing_path_is_enoent);
 	tcase_add_test(tc, filesystem_refusing_odirect_is_einval);
+	tcase_add_test(tc,
+		atomic_writes_reported_and_required_as_the_file_offers);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("close_and_stats");
@@ -656,6 +745,8 @@ static Suite *bdi_suite(void)
 	tcase_add_unchecked_fixture(tc, loop_setup, loop_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, block_device_works_like_a_file);
+	tcase_add_test(tc,
+		atomic_writes_reported_and_required_as_the_device_offers);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -523,6 +523,48 @@ static bool probe_uring(void)
 	return true;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Atomic writes: how a request is cut into RWF_ATOMIC pieces              */
+
+/*
+ * pwb__atomic_len() gives the largest naturally aligned power of two the
+ * device writes untorn at an offset: the checks a device applies to an
+ * RWF_ATOMIC write (length a power of two within the unit range, offset a
+ * multiple of the length, at most the segment limit of one-page iovecs).
+ * This VM's devices offer no atomic writes, so the backends' RWF_ATOMIC
+ * path itself runs only where one does (check_bdi says which).
+ */
+START_TEST(test_atomic_pieces_are_aligned_powers_of_two_within_the_unit)
+{
+	static const struct {
+		uint64_t off, len;
+		unsigned int min, max, segs;
+		uint64_t want;
+	} t[] = {
+		{ 0, 64 * 1024, 4096, 16384, 0, 16384 },  /* capped by max */
+		{ 4096, 64 * 1024, 4096, 16384, 0, 4096 }, /* 4K aligned */
+		{ 8192, 64 * 1024, 4096, 16384, 0, 8192 }, /* 8K aligned */
+		{ 0, 12288, 4096, 16384, 0, 8192 },	  /* pow2 <= len */
+		{ 0, 64 * 1024, 4096, 65536, 1, 4096 },	  /* one segment */
+		{ 0, 64 * 1024, 4096, 65536, 2, 8192 },	  /* two segments */
+		{ 4096, 64 * 1024, 8192, 65536, 0, 0 },	  /* below min */
+		{ 2048, 64 * 1024, 512, 65536, 0, 0 },	  /* page unaligned */
+		{ 0, 64 * 1024, 512, 2048, 0, 0 },	  /* max < page */
+		{ 1ull << 40, 1ull << 30, 4096, 1u << 20, 0, 1u << 20 },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		ck_assert_msg(pwb__atomic_len(t[i].off, t[i].len, 4096,
+					      t[i].min, t[i].max,
+					      t[i].segs) == t[i].want,
+			      "row %u: %" PRIu64 " (want %" PRIu64 ")", i,
+			      pwb__atomic_len(t[i].off, t[i].len, 4096,
+					      t[i].min, t[i].max, t[i].segs),
+			      t[i].want);
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
@@ -561,6 +603,11 @@ static Suite *io_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_io_extents_one_per_contiguous_extent, 0,
 		(int)(sizeof(extent_backends) / sizeof(extent_backends[0])));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("atomic");
+	tcase_add_test(tc,
+		test_atomic_pieces_are_aligned_powers_of_two_within_the_unit);
 	suite_add_tcase(s, tc);
 	return s;
 }
