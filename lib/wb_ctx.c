@@ -335,6 +335,14 @@ int pwb__flusher_start(struct pwb_bdi *bdi, unsigned int idx)
 	 */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/*
+	 * The same for liburcu's call_rcu worker, which runs our deferred
+	 * frees: it starts on the first call_rcu() of the process, from
+	 * whichever thread that is (an application thread closing an inode,
+	 * with its signals open). Start it here, blocked, if it is not
+	 * running yet; later calls return the same worker.
+	 */
+	(void)get_default_call_rcu_data();
 	ret = pthread_create(&fl->thread, NULL, flusher_main, fl);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret)

@@ -23,6 +23,7 @@ for t in $suites; do
 	log="$builddir/$t.valgrind.log"
 	printf '%-28s ' "$t"
 	if (cd "$builddir" && PWB_TEST_DIR="$builddir/tests" CK_FORK=no \
+		PWB_TEST_UNDER_VALGRIND=1 \
 		CK_DEFAULT_TIMEOUT=0 \
 		./libtool --mode=execute valgrind --quiet --error-exitcode=99 \
 		--leak-check=full --errors-for-leak-kinds=definite \
