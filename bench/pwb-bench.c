@@ -1264,6 +1264,7 @@ static double thr_flush_rate(unsigned int ctx, uint64_t img)
 struct thr_figures {
 	double writer;		/* MiB/s after the warm-up */
 	double best_worst;	/* best over worst second after warm-up */
+	double dev_best_worst;	/* the same for the device's writes */
 	uint64_t max_dirty, bound;
 	double throttle_s;
 	uint64_t events;
@@ -1276,6 +1277,7 @@ static void thr_once(unsigned int ctx, uint64_t img, double duration,
 	struct app_inode *ai;
 	struct pwb_stats st;
 	uint64_t best = 0, worst = UINT64_MAX, steady = 0;
+	uint64_t dbest = 0, dworst = UINT64_MAX;
 	unsigned int i;
 
 	if (!t)
@@ -1307,11 +1309,14 @@ static void thr_once(unsigned int ctx, uint64_t img, double duration,
 		best = BENCH_MAX(best, t->per_sec[i]);
 		worst = t->per_sec[i] < worst ? t->per_sec[i] : worst;
 		steady += t->per_sec[i];
+		dbest = BENCH_MAX(dbest, t->dev_sec[i]);
+		dworst = t->dev_sec[i] < dworst ? t->dev_sec[i] : dworst;
 	}
 	if (t->nr_secs <= THR_SKIP_S)
 		die("throttle: --duration must exceed %d s", THR_SKIP_S);
 	f->writer = (double)steady / MIB / (t->nr_secs - THR_SKIP_S);
 	f->best_worst = worst ? (double)best / (double)worst : 1e9;
+	f->dev_best_worst = dworst ? (double)dbest / (double)dworst : 1e9;
 	f->max_dirty = t->max_dirty;
 	f->bound = o.dirty_limit + t->max_chunks;
 	f->throttle_s = (double)st.throttle_ns / 1e9;
@@ -1364,11 +1369,13 @@ static void bench_throttle(void)
 		bound = BENCH_MAX(bound, f.bound);
 		fprintf(tbl, "throttle run %u: writers %.1f MiB/s (after %d s), "
 			"device: fio %.1f, libpwb unthrottled %.1f MiB/s; "
-			"writer/device %.2f; best/worst second %.2f; peak "
+			"writer/device %.2f; best/worst second %.2f (device's "
+			"own %.2f); peak "
 			"dirty %.1f MiB (bound %.1f MiB); throttled %.1f s in "
 			"%" PRIu64 " sleeps\n",
 			k, f.writer, THR_SKIP_S, dev[k], own[k], ratio[k],
-			f.best_worst, (double)f.max_dirty / MIB,
+			f.best_worst, f.dev_best_worst,
+			(double)f.max_dirty / MIB,
 			(double)f.bound / MIB, f.throttle_s, f.events);
 	}
 	r.pwb = median(wr, o.runs);

@@ -567,6 +567,9 @@ struct pwb_bdi {
 	unsigned long bg_active;	/* uatomic: background kick sent */
 	uint64_t throttle_ns;		/* uatomic: time dirtiers slept */
 	uint64_t throttle_events;	/* uatomic: sleeps */
+	uint64_t thr_window;		/* uatomic: current dirtier window */
+	uint64_t thr_cur;		/* uatomic: dirtiers in it */
+	uint64_t thr_prev;		/* uatomic: dirtiers in the one before */
 	struct pwb__fault_state *fault;	/* RCU-published, io-fault.c */
 	uint64_t fault_hits;		/* uatomic: writes hit, every rule */
 
@@ -625,6 +628,34 @@ void pwb__throttle_account(uint64_t pages) PWB__INTERNAL;
 void pwb__kick_background(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* pwb_balance_dirty() without argument checks. */
 int pwb__balance_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
+
+#define PWB__THROTTLE_MAX_PAUSE_NS (200 * PWB__NSEC_PER_MSEC)
+#define PWB__THROTTLE_MIN_PAUSE_NS (1 * PWB__NSEC_PER_MSEC)
+
+/* What the pause of one dirtier is decided from. Pages, except bw. */
+struct pwb__throttle_state {
+	uint64_t bg;		/* background threshold (0: none) */
+	uint64_t limit;		/* dirty_bytes (0: no throttling) */
+	uint64_t dirty;		/* dirty + writeback, whole bdi */
+	uint64_t bw;		/* bytes/s, sum over the contexts */
+	uint64_t dirtied;	/* pages the dirtier owes */
+	unsigned int nr_dirtiers; /* threads dirtying now (at least 1) */
+	unsigned int page_shift;
+};
+
+/* The pause in ns for a dirtier in state @s: 0 at or below the set point;
+ * between the set point and the limit the time to write s->dirtied pages
+ * at the dirtier's share of the bandwidth scaled down towards the limit
+ * (may be below PWB__THROTTLE_MIN_PAUSE_NS: then not slept, but owed); at
+ * the limit (*@hard set) the time to write the excess, at least the
+ * minimum. Never above PWB__THROTTLE_MAX_PAUSE_NS. */
+uint64_t pwb__throttle_pause(const struct pwb__throttle_state *s,
+			     bool *hard) PWB__INTERNAL;
+/* Count the calling thread as a dirtier of @bdi at clock time @now and
+ * return the number of threads that dirtied in this or the previous
+ * 200 ms window (at least 1). */
+unsigned int pwb__throttle_dirtiers(struct pwb_bdi *bdi,
+				    uint64_t now) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* inode.c                                                                */

@@ -695,6 +695,9 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 		if (cds_list_empty(&wb->b_io))
 			break;
 		progress = writeback_inodes(wb, work, &err);
+		/* A background pass may last as long as dirtiers keep up:
+		 * the throttle needs the estimate fresh, not at its end. */
+		update_bandwidth(wb, false);
 		if (work->sync_mode == PWB__SYNC_ALL || progress)
 			continue;
 		/* No progress: only failures or busy inodes are left. */
