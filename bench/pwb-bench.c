@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -85,6 +86,7 @@ struct opts {
 	uint64_t md_pages;		/* markdirty: pages per thread */
 	uint64_t dirty_bg;		/* dirty_background_bytes, 0 = default */
 	uint64_t dirty_limit;		/* throttle: dirty_bytes */
+	uint64_t mem_inodes;		/* memory: inodes opened */
 	bool json, csv, no_fio, no_kernel, keep, throttle, verbose;
 };
 
@@ -1391,6 +1393,85 @@ static void bench_throttle(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Memory: tracking cost per dirty page and per inode                     */
+
+/* Bytes the C library's allocator has handed out now: in-use heap chunks
+ * plus mmap'd blocks, summed over every arena (mallinfo2). */
+static uint64_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+}
+
+/*
+ * One bdi on the sparse image, null backend, no writeback (nothing is
+ * written during the measurement): the heap growth while one thread
+ * dirties o.md_pages dense pages one pwb_mark_dirty() per page, divided
+ * by the pages; then while it opens --mem-inodes inodes, divided by the
+ * inodes; then while it dirties the first page of each of them (sparse
+ * dirtying: the worst case per page).
+ */
+static void bench_memory(void)
+{
+	uint64_t pages = o.md_pages, n = o.mem_inodes, i, before, after;
+	struct pwb_bdi *bdi = bdi_open(g_sparse, "null", o.sweep[0], false);
+	struct app_inode one = { .pages = pages }, *ai;
+	struct result r = { .wl = WL_MEMORY, .backend = "null",
+			    .ctx = o.sweep[0], .threads = 1, .fio = -1,
+			    .kern = -1, .unit = "B/page" };
+	double per_page, per_inode, per_sparse;
+
+	ai = calloc(n, sizeof(*ai));
+	if (!ai)
+		die("out of memory");
+	if (pwb_inode_open(bdi, 0, &app_ops, &one, &one.inode))
+		die("pwb_inode_open: %s", pwb_errmsg());
+	before = heap_in_use();
+	for (i = 0; i < pages; i++)
+		if (pwb_mark_dirty(one.inode, i * PS, PS))
+			die("pwb_mark_dirty: %s", pwb_errmsg());
+	after = heap_in_use();
+	per_page = (double)(after - before) / (double)pages;
+
+	before = heap_in_use();
+	for (i = 0; i < n; i++) {
+		ai[i] = (struct app_inode){ .pages = 1 };
+		if (pwb_inode_open(bdi, i + 1, &app_ops, &ai[i], &ai[i].inode))
+			die("pwb_inode_open: %s", pwb_errmsg());
+	}
+	after = heap_in_use();
+	per_inode = (double)(after - before) / (double)n;
+	/* A sparse page: the first dirty page of each of those inodes. */
+	before = after;
+	for (i = 0; i < n; i++)
+		if (pwb_mark_dirty(ai[i].inode, 0, PS))
+			die("pwb_mark_dirty: %s", pwb_errmsg());
+	after = heap_in_use();
+	per_sparse = (double)(after - before) / (double)n;
+	pwb_bdi_close(bdi);
+	free(ai);
+
+	r.pwb = per_page;
+	r.bytes = pages * PS;
+	snprintf(r.note, sizeof(r.note),
+		 "%" PRIu64 " dense pages (limit 16 B/page); mallinfo2 deltas",
+		 pages);
+	add_result(&r);
+	r.unit = "B/inode";
+	r.pwb = per_inode;
+	snprintf(r.note, sizeof(r.note),
+		 "%" PRIu64 " inodes registered (limit 512 B/inode)", n);
+	add_result(&r);
+	r.unit = "B/page";
+	r.pwb = per_sparse;
+	snprintf(r.note, sizeof(r.note),
+		 "first dirty page of each of those inodes (sparse: one "
+		 "512-page leaf)");
+	add_result(&r);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Output                                                                 */
 
 static void fmt_val(char *buf, size_t n, double v)
@@ -1580,7 +1661,8 @@ static void usage(FILE *f)
 "                    contenders taking turns (3)\n"
 "  --repeat N        markdirty/null: best of N (3)\n"
 "  --null-pages N    null: dirty pages per run (16M)\n"
-"  --md-pages N      markdirty: pages per thread (1M)\n"
+"  --md-pages N      markdirty: pages per thread (1M); memory: pages\n"
+"  --mem-inodes N    memory: inodes opened (100000)\n"
 "  --throttle        open with PWB_BDI_THROTTLE\n"
 "  --dirty-bg BYTES  dirty_background_bytes (libpwb default 64M;\n"
 "                    throttle: half of --dirty-limit)\n"
@@ -1595,7 +1677,7 @@ static void parse_opts(int argc, char **argv)
 	enum { O_WL = 256, O_CTX, O_FL, O_POL, O_BE, O_DEPTH, O_SIZE, O_THR,
 	       O_DUR, O_DEV, O_DIR, O_JSON, O_CSV, O_SWEEP, O_NOFIO, O_NOK,
 	       O_INO, O_FSE, O_REP, O_NP, O_MDP, O_KEEP, O_THROT, O_RUNS,
-	       O_DBG, O_DLIM };
+	       O_DBG, O_DLIM, O_MEMI };
 	static const struct option lo[] = {
 		{ "workload", 1, NULL, O_WL }, { "contexts", 1, NULL, O_CTX },
 		{ "flushers", 1, NULL, O_FL }, { "policy", 1, NULL, O_POL },
@@ -1611,6 +1693,7 @@ static void parse_opts(int argc, char **argv)
 		{ "throttle", 0, NULL, O_THROT }, { "runs", 1, NULL, O_RUNS },
 		{ "dirty-bg", 1, NULL, O_DBG },
 		{ "dirty-limit", 1, NULL, O_DLIM },
+		{ "mem-inodes", 1, NULL, O_MEMI },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1634,6 +1717,7 @@ static void parse_opts(int argc, char **argv)
 	o.null_pages = 16ull << 20;
 	o.md_pages = 1ull << 20;
 	o.dirty_limit = 64ull << 20;
+	o.mem_inodes = 100000;
 	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
 		switch (c) {
 		case O_WL: parse_workloads(optarg); break;
@@ -1662,6 +1746,7 @@ static void parse_opts(int argc, char **argv)
 		case O_RUNS: o.runs = (unsigned int)atoi(optarg); break;
 		case O_DBG: o.dirty_bg = parse_size(optarg); break;
 		case O_DLIM: o.dirty_limit = parse_size(optarg); break;
+		case O_MEMI: o.mem_inodes = parse_size(optarg); break;
 		case 'v': o.verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
@@ -1813,7 +1898,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < (1 << 20); i++)
 			g_src[i] = (uint8_t)(i * 131 + 7);
 	}
-	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL]) {
+	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL] || o.wl[WL_MEMORY]) {
 		uint64_t sz = BENCH_MAX(o.null_pages,
 					     o.md_pages * o.threads) * PS +
 			      (1u << 20);
@@ -1838,6 +1923,8 @@ int main(int argc, char **argv)
 			bench_null();
 		else if (i == WL_THROTTLE)
 			bench_throttle();
+		else if (i == WL_MEMORY)
+			bench_memory();
 		else
 			bench_io((enum workload)i);
 	}
