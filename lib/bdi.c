@@ -266,7 +266,9 @@ struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 	for (i = 0; i < keep; i++)
 		arr->ctx[i] = old->ctx[i];
 	for (i = keep; i < nr; i++) {
-		arr->ctx[i] = malloc(sizeof(*arr->ctx[i]));
+		/* Aligned: its dirty slots each own a cache line. */
+		arr->ctx[i] = aligned_alloc(_Alignof(struct pwb__wb_ctx),
+					    sizeof(*arr->ctx[i]));
 		ret = arr->ctx[i] ? pwb__wb_ctx_init(arr->ctx[i], bdi, i)
 				  : pwb__err(-ENOMEM, "out of memory");
 		if (ret) {
@@ -515,7 +517,7 @@ uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
 	rcu_read_lock();
 	arr = PWB__RCU_DEREF(bdi->ctxs);
 	for (i = 0; i < arr->nr; i++)
-		sum += pwb__aread(&arr->ctx[i]->stats.dirty_pages);
+		sum += pwb__wb_dirty_pages(arr->ctx[i]);
 	pwb__rcu_read_unlock();
 	return sum;
 }
@@ -619,8 +621,8 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 		if (reason == PWB_WB_BACKGROUND)
 			w->nr_pages = INT64_MAX;
 		else	/* bounded by what is dirty now, like the kernel */
-			w->nr_pages = (int64_t)pwb__aread(
-					      &arr->ctx[i]->stats.dirty_pages) +
+			w->nr_pages = (int64_t)pwb__wb_dirty_pages(
+					      arr->ctx[i]) +
 				      1024;
 		pwb__wb_queue_work(arr->ctx[i], w);
 	}

@@ -263,8 +263,7 @@ again:
 		inode->dirtied_when = pwb__now(bdi);
 	wb = assign_wb_locked(inode, wb);
 	/* Counted under the lock, so the flusher's decrement comes after. */
-	uatomic_add(&wb->stats.dirty_pages, n);
-	uatomic_add(&wb->stats.dirtied_pages, n);
+	pwb__wb_account_dirtied(wb, (uint64_t)n);
 	pthread_mutex_unlock(&inode->lock);
 
 	if (attach)

@@ -427,6 +427,22 @@ _Static_assert(sizeof(struct pwb__wb_stats) % sizeof(uint64_t) == 0,
 	       "struct pwb__wb_stats holds only uint64_t counters");
 
 /*
+ * The dirtying path's counters, split in cache-line slots so that threads
+ * dirtying inodes of one context do not write a shared line on every call
+ * (the kernel's percpu counters, by thread instead of CPU). A thread uses
+ * slot (its number mod PWB__NR_DIRTY_SLOTS); every other writer of these
+ * counts (flusher, re-shard, close) uses the base counters in struct
+ * pwb__wb_stats. A context's value is the base plus every slot: exact,
+ * not approximate (each slot alone may wrap below zero; the sum modulo
+ * 2^64 is right), read lock-free like the other counters.
+ */
+#define PWB__NR_DIRTY_SLOTS 16
+struct pwb__dirty_slot {
+	uint64_t dirty_pages;		/* uatomic */
+	uint64_t dirtied_pages;		/* uatomic */
+} __attribute__((aligned(64)));
+
+/*
  * A writeback context: the kernel's struct bdi_writeback, one of several per
  * bdi. Its flusher thread is the only thread that writes its inodes' pages.
  */
@@ -457,7 +473,17 @@ struct pwb__wb_ctx {
 	uint64_t nospc_backoff_ns;	/* that pause, doubled per ENOSPC */
 
 	struct pwb__wb_stats stats;
+	struct pwb__dirty_slot dslot[PWB__NR_DIRTY_SLOTS];
 };
+
+/* Count @n pages newly dirtied in @wb by the calling thread (its slot). */
+void pwb__wb_account_dirtied(struct pwb__wb_ctx *wb,
+			     uint64_t n) PWB__INTERNAL;
+/* Dirty pages of @wb now: the base counter plus every slot. */
+uint64_t pwb__wb_dirty_pages(struct pwb__wb_ctx *wb) PWB__INTERNAL;
+/* Move the slots' counts into wb->stats (before the stats are copied
+ * away when @wb retires; nobody dirties @wb then). */
+void pwb__wb_fold_slots(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 
 int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 		     unsigned int idx) PWB__INTERNAL;

@@ -65,7 +65,7 @@ static uint64_t bdi_dirty_state(struct pwb_bdi *bdi, uint64_t *bw)
 	for (i = 0; i < arr->nr; i++) {
 		struct pwb__wb_ctx *wb = arr->ctx[i];
 
-		sum += pwb__aread(&wb->stats.dirty_pages) +
+		sum += pwb__wb_dirty_pages(wb) +
 		       pwb__aread(&wb->stats.writeback_pages);
 		*bw += pwb__aread(&wb->avg_write_bw);
 	}

@@ -365,6 +365,45 @@ void pwb__flushers_resume(struct pwb_bdi *bdi)
 	pthread_mutex_unlock(&bdi->park_lock);
 }
 
+static unsigned long next_dirty_slot;
+static __thread unsigned int my_dirty_slot;	/* slot + 1; 0: none yet */
+
+void pwb__wb_account_dirtied(struct pwb__wb_ctx *wb, uint64_t n)
+{
+	struct pwb__dirty_slot *slot;
+
+	if (caa_unlikely(!my_dirty_slot))
+		my_dirty_slot = (unsigned int)(uatomic_add_return(
+			&next_dirty_slot, 1) % PWB__NR_DIRTY_SLOTS) + 1;
+	slot = &wb->dslot[my_dirty_slot - 1];
+	uatomic_add(&slot->dirty_pages, n);
+	uatomic_add(&slot->dirtied_pages, n);
+}
+
+uint64_t pwb__wb_dirty_pages(struct pwb__wb_ctx *wb)
+{
+	uint64_t sum = pwb__aread(&wb->stats.dirty_pages);
+	unsigned int i;
+
+	for (i = 0; i < PWB__NR_DIRTY_SLOTS; i++)
+		sum += pwb__aread(&wb->dslot[i].dirty_pages);
+	return sum;
+}
+
+void pwb__wb_fold_slots(struct pwb__wb_ctx *wb)
+{
+	unsigned int i;
+
+	for (i = 0; i < PWB__NR_DIRTY_SLOTS; i++) {
+		struct pwb__dirty_slot *slot = &wb->dslot[i];
+
+		uatomic_add(&wb->stats.dirty_pages,
+			    uatomic_xchg(&slot->dirty_pages, 0));
+		uatomic_add(&wb->stats.dirtied_pages,
+			    uatomic_xchg(&slot->dirtied_pages, 0));
+	}
+}
+
 void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
 {
 	st->nr_dirty_inodes += pwb__aread(&s->nr_dirty_inodes);
@@ -402,6 +441,12 @@ void pwb__wb_counters_add(struct pwb__wb_stats *dst,
 
 void pwb__wb_stats_read(struct pwb__wb_ctx *wb, struct pwb_stats *st)
 {
+	unsigned int i;
+
 	pwb__wb_counters_read(&wb->stats, st);
+	for (i = 0; i < PWB__NR_DIRTY_SLOTS; i++) {
+		st->dirty_pages += pwb__aread(&wb->dslot[i].dirty_pages);
+		st->dirtied_pages += pwb__aread(&wb->dslot[i].dirtied_pages);
+	}
 	st->write_bandwidth += pwb__aread(&wb->avg_write_bw);
 }

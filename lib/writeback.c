@@ -770,7 +770,7 @@ void pwb__wb_check_old_data_flush(struct pwb__wb_ctx *wb)
 		return;
 	wb->last_old_flush = now;
 	/* Bounded like the kernel's: what is dirty now, plus some slack. */
-	work.nr_pages = (int64_t)pwb__aread(&wb->stats.dirty_pages) + 1024;
+	work.nr_pages = (int64_t)pwb__wb_dirty_pages(wb) + 1024;
 	pwb__wb_do_work(wb, &work);
 }
 
