@@ -191,6 +191,12 @@ struct pwb_bdi_config {
 	 *  error, even after later writes succeed, until
 	 *  pwb_inode_clear_error(). 0 never marks an inode. Default 8. */
 	unsigned int max_write_failures;
+	/** Cap on the write rate of background, periodic and
+	 *  pwb_bdi_writeback() passes together, in bytes/s (a token bucket
+	 *  holding a tenth of a second of the rate, at least max_io_bytes);
+	 *  integrity sync (pwb_sync, pwb_fsync, close) is never capped. 0
+	 *  means no cap. Default 0. */
+	uint64_t rate_limit_bytes_per_sec;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -709,6 +715,9 @@ struct pwb_stats {
 	/** Now, pwb_bdi_stats only: max over mean of the contexts' dirty
 	 *  pages, times 1000 (1000 = perfectly even; 0 if nothing dirty). */
 	uint64_t imbalance_milli;
+	/** Time the flusher slept to keep background and periodic writeback
+	 *  under rate_limit_bytes_per_sec, in ns. */
+	uint64_t rate_limited_ns;
 };
 
 /**

@@ -318,6 +318,7 @@ static void destroy_locks(struct pwb_bdi *bdi)
 	pthread_mutex_destroy(&bdi->park_lock);
 	pthread_mutex_destroy(&bdi->flush_lock);
 	pthread_mutex_destroy(&bdi->lock);
+	pwb__rate_destroy(&bdi->rate);
 }
 
 PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
@@ -368,6 +369,8 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	pthread_mutex_init(&bdi->reshard_lock, NULL);
 	pthread_mutex_init(&bdi->inflight_lock, NULL);
 	pthread_cond_init(&bdi->inflight_cond, NULL);
+	pwb__rate_init(&bdi->rate, cfg->rate_limit_bytes_per_sec,
+		       cfg->max_io_bytes, pwb__now(bdi));
 	bdi->fd = -1;
 
 	bdi->io = pwb__io_backend_find(cfg->backend);

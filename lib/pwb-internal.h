@@ -254,6 +254,9 @@ struct pwb__wb_work {
 	int64_t nr_pages;		/* pages to write at most */
 	struct pwb__completion *done;	/* signalled when finished, or NULL */
 	bool auto_free;			/* free() when finished */
+	uint64_t queued_at;		/* clock ns, set when queued */
+	bool yielded;			/* the flusher: cut short by the rate
+					 * cap for queued work */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -421,6 +424,7 @@ struct pwb__wb_stats {
 	uint64_t device_flushes;
 	uint64_t flush_ns;
 	uint64_t io_extents;	/* contiguous dirty extents written */
+	uint64_t rate_limited_ns;	/* flusher slept for the rate cap */
 };
 /* pwb__wb_counters_add() relies on this. */
 _Static_assert(sizeof(struct pwb__wb_stats) % sizeof(uint64_t) == 0,
@@ -492,6 +496,20 @@ void pwb__wb_ctx_destroy(struct pwb__wb_ctx *wb) PWB__INTERNAL;
  * context completes at once with -EAGAIN (the caller retries). */
 void pwb__wb_queue_work(struct pwb__wb_ctx *wb,
 			struct pwb__wb_work *work) PWB__INTERNAL;
+/*
+ * Queued work is served by class: integrity (SYNC_ALL) first, then
+ * background and "write everything", then periodic; in arrival order
+ * within a class. Work queued longer than PWB__WORK_MAX_WAIT_NS goes
+ * first whatever its class, and the flusher runs its background and
+ * periodic checks after every PWB__WORK_BATCH items, so that nothing
+ * starves.
+ */
+#define PWB__WORK_MAX_WAIT_NS (1 * PWB__NSEC_PER_SEC)
+#define PWB__WORK_BATCH 16
+/* The item the flusher should run next at clock time @now, or NULL;
+ * not removed. Caller holds wb->work_lock. */
+struct pwb__wb_work *pwb__wb_next_work_locked(struct pwb__wb_ctx *wb,
+					      uint64_t now) PWB__INTERNAL;
 /* Ask the serving flusher to check the background threshold. */
 void pwb__wb_kick_background(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 void pwb__wb_stats_read(struct pwb__wb_ctx *wb,
@@ -537,6 +555,15 @@ void pwb__flushers_resume(struct pwb_bdi *bdi) PWB__INTERNAL;
 struct pwb__wb_ctx_array {
 	unsigned int nr;
 	struct pwb__wb_ctx *ctx[];
+};
+
+/* pacing.c: The write-rate cap (pwb_bdi_config.rate_limit_bytes_per_sec). */
+struct pwb__rate_bucket {
+	pthread_mutex_t lock;
+	uint64_t rate;		/* bytes/s; 0: no cap (lock never taken) */
+	int64_t burst;		/* most tokens kept */
+	int64_t tokens;		/* lock: bytes that may go now; < 0: owed */
+	uint64_t stamp;		/* lock: clock ns of the last refill */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -593,6 +620,7 @@ struct pwb_bdi {
 	unsigned long bg_active;	/* uatomic: background kick sent */
 	uint64_t throttle_ns;		/* uatomic: time dirtiers slept */
 	uint64_t throttle_events;	/* uatomic: sleeps */
+	struct pwb__rate_bucket rate;	/* the write-rate cap, pacing.c */
 	uint64_t thr_window;		/* uatomic: current dirtier window */
 	uint64_t thr_cur;		/* uatomic: dirtiers in it */
 	uint64_t thr_prev;		/* uatomic: dirtiers in the one before */
@@ -684,6 +712,24 @@ unsigned int pwb__throttle_dirtiers(struct pwb_bdi *bdi,
 				    uint64_t now) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
+/* pacing.c                                                               */
+
+/* struct pwb__rate_bucket: above struct pwb_bdi, which holds one. */
+void pwb__rate_init(struct pwb__rate_bucket *b, uint64_t rate,
+		    uint64_t min_burst, uint64_t now) PWB__INTERNAL;
+void pwb__rate_destroy(struct pwb__rate_bucket *b) PWB__INTERNAL;
+/* Charge @bytes just written at clock time @now; return how long the
+ * writer should sleep before its next write (0: none). */
+uint64_t pwb__rate_charge(struct pwb__rate_bucket *b, uint64_t bytes,
+			  uint64_t now) PWB__INTERNAL;
+/* How long until the bucket is out of debt at clock time @now. */
+uint64_t pwb__rate_wait_ns(struct pwb__rate_bucket *b,
+			   uint64_t now) PWB__INTERNAL;
+/* Sleep up to @wait ns on @wb's flusher, in slices; return false early
+ * (the debt stays owed) as soon as work is queued on @wb. */
+bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
 /* inode.c                                                                */
 
 /* The list an inode is on. */
@@ -770,6 +816,8 @@ int pwb__inode_close(struct pwb_inode *inode) PWB__INTERNAL;
  * for its completion. */
 int pwb__wb_do_work(struct pwb__wb_ctx *wb,
 		    struct pwb__wb_work *work) PWB__INTERNAL;
+/* Is work queued on @wb? Takes work_lock. */
+bool pwb__wb_work_pending(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 /* Periodic and background checks run after the queued work. */
 void pwb__wb_check_old_data_flush(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 void pwb__wb_check_background_flush(struct pwb__wb_ctx *wb) PWB__INTERNAL;

@@ -137,25 +137,32 @@ void pwb__flusher_kick(struct pwb__flusher *fl)
 	pthread_mutex_unlock(&fl->lock);
 }
 
+/* Service class of queued work: integrity first, then background (and
+ * "write everything"), then periodic. */
+static int work_rank(const struct pwb__wb_work *work)
+{
+	if (work->sync_mode == PWB__SYNC_ALL)
+		return 0;
+	return work->reason == PWB_WB_PERIODIC ? 2 : 1;
+}
+
 void pwb__wb_queue_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 {
 	struct cds_list_head *pos = &wb->work_list;
+	struct pwb__wb_work *w;
 
+	work->queued_at = pwb__now(wb->bdi);
 	pthread_mutex_lock(&wb->work_lock);
 	if (wb->retired) {
 		pthread_mutex_unlock(&wb->work_lock);
 		finish_work(work, -EAGAIN);
 		return;
 	}
-	/* Integrity work goes ahead of other work, in arrival order. */
-	if (work->sync_mode == PWB__SYNC_ALL) {
-		struct pwb__wb_work *w;
-
-		cds_list_for_each_entry(w, &wb->work_list, list) {
-			if (w->sync_mode != PWB__SYNC_ALL) {
-				pos = &w->list;
-				break;
-			}
+	/* Sorted by class, arrival order within a class. */
+	cds_list_for_each_entry(w, &wb->work_list, list) {
+		if (work_rank(w) > work_rank(work)) {
+			pos = &w->list;
+			break;
 		}
 	}
 	cds_list_add_tail(&work->list, pos);
@@ -173,6 +180,23 @@ void pwb__wb_kick_background(struct pwb__wb_ctx *wb)
 	wb->bg_kick = true;
 	pthread_mutex_unlock(&wb->work_lock);
 	pwb__flusher_kick(serving_flusher(wb));
+}
+
+struct pwb__wb_work *pwb__wb_next_work_locked(struct pwb__wb_ctx *wb,
+					      uint64_t now)
+{
+	struct pwb__wb_work *w, *oldest = NULL;
+
+	if (cds_list_empty(&wb->work_list))
+		return NULL;
+	/* No class starves: work that waited too long goes first. */
+	cds_list_for_each_entry(w, &wb->work_list, list)
+		if (now - w->queued_at > PWB__WORK_MAX_WAIT_NS &&
+		    (!oldest || w->queued_at < oldest->queued_at))
+			oldest = w;
+	return oldest ? oldest : cds_list_first_entry(&wb->work_list,
+						       struct pwb__wb_work,
+						       list);
 }
 
 /* Park here if a re-shard asked. Returns true if the flusher parked. */
@@ -210,34 +234,45 @@ static bool park_requested(struct pwb_bdi *bdi)
 	return PWB__READ(bdi->park_req);
 }
 
-/* Run @wb's queued work, then its periodic and background checks. Returns
- * false if a park request cut it short. */
+/*
+ * Run @wb's queued work, then its background and periodic checks (in that
+ * order). A steady stream of queued work does not starve the checks: they
+ * also run after every PWB__WORK_BATCH items. Returns false if a park
+ * request cut it short.
+ */
 static bool serve_ctx(struct pwb__flusher *fl, struct pwb__wb_ctx *wb)
 {
-	struct pwb__wb_work *work;
-	bool bg;
+	unsigned int served = 0;
 
 	pwb__set_flusher_ctx((int)wb->idx);
 	for (;;) {
+		struct pwb__wb_work *work;
+		bool bg, empty;
+
 		if (park_requested(fl->bdi))
 			return false;
 		pthread_mutex_lock(&wb->work_lock);
-		if (cds_list_empty(&wb->work_list))
-			break;
-		work = cds_list_first_entry(&wb->work_list,
-					    struct pwb__wb_work, list);
-		cds_list_del(&work->list);
+		empty = cds_list_empty(&wb->work_list);
+		if (!empty && served < PWB__WORK_BATCH) {
+			work = pwb__wb_next_work_locked(wb,
+							pwb__now(wb->bdi));
+			cds_list_del(&work->list);
+			pthread_mutex_unlock(&wb->work_lock);
+			finish_work(work, pwb__wb_do_work(wb, work));
+			served++;
+			continue;
+		}
+		bg = wb->bg_kick;
+		wb->bg_kick = false;
 		pthread_mutex_unlock(&wb->work_lock);
-		finish_work(work, pwb__wb_do_work(wb, work));
-	}
-	bg = wb->bg_kick;
-	wb->bg_kick = false;
-	pthread_mutex_unlock(&wb->work_lock);
 
-	pwb__wb_check_old_data_flush(wb);
-	if (bg)
-		pwb__wb_check_background_flush(wb);
-	return true;
+		if (bg)
+			pwb__wb_check_background_flush(wb);
+		pwb__wb_check_old_data_flush(wb);
+		if (empty)
+			return true;
+		served = 0;
+	}
 }
 
 static void *flusher_main(void *arg)
@@ -424,6 +459,7 @@ void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
 	st->device_flushes += pwb__aread(&s->device_flushes);
 	st->flush_ns += pwb__aread(&s->flush_ns);
 	st->io_extents += pwb__aread(&s->io_extents);
+	st->rate_limited_ns += pwb__aread(&s->rate_limited_ns);
 }
 
 void pwb__wb_counters_add(struct pwb__wb_stats *dst,

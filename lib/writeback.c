@@ -42,6 +42,7 @@ struct wb_control {
 	int64_t nr_to_write;	/* pages left in this visit's chunk */
 	uint64_t written;	/* pages handed to the backend */
 	int err;		/* first error of the visit */
+	bool yielded;		/* stopped for queued work (rate cap) */
 };
 
 static bool over_bg_thresh(struct pwb_bdi *bdi)
@@ -421,6 +422,14 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			wbc->err = ret;
 		wbc->nr_to_write -= (int64_t)n;
 		wbc->written += n;
+		/* The rate cap paces SYNC_NONE passes only (pacing.c). */
+		if (!sync && bdi->rate.rate &&
+		    !pwb__rate_sleep(wb, pwb__rate_charge(
+					     &bdi->rate, n << bdi->page_shift,
+					     pwb__now(bdi)))) {
+			wbc->yielded = true;
+			wbc->nr_to_write = 0;
+		}
 
 		pthread_mutex_lock(&inode->lock);
 		if (idx == 0)	/* wrapped past UINT64_MAX */
@@ -547,7 +556,7 @@ static int64_t chunk_pages(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	return (int64_t)PWB__MIN(pages, (uint64_t)INT64_MAX);
 }
 
-static bool work_pending(struct pwb__wb_ctx *wb)
+bool pwb__wb_work_pending(struct pwb__wb_ctx *wb)
 {
 	bool pending;
 
@@ -597,6 +606,10 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 			*err = wbc.err;
 		if (work->sync_mode == PWB__SYNC_ALL)
 			continue;
+		if (wbc.yielded) {
+			work->yielded = true;
+			break;
+		}
 		work->nr_pages -= (int64_t)wbc.written;
 		if (work->nr_pages <= 0)
 			break;
@@ -665,7 +678,7 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 			if (work->nr_pages <= 0)
 				break;
 			/* Explicit work is waiting: let it run first. */
-			if (work->reason != PWB_WB_ALL && work_pending(wb))
+			if (work->reason != PWB_WB_ALL && pwb__wb_work_pending(wb))
 				break;
 			if (work->reason == PWB_WB_BACKGROUND &&
 			    !over_bg_thresh(bdi))
@@ -695,6 +708,11 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 		if (cds_list_empty(&wb->b_io))
 			break;
 		progress = writeback_inodes(wb, work, &err);
+		if (work->yielded) {
+			/* Queued work goes first; the pass ends here. */
+			update_bandwidth(wb, false);
+			break;
+		}
 		/* A background pass may last as long as dirtiers keep up:
 		 * the throttle needs the estimate fresh, not at its end. */
 		update_bandwidth(wb, false);
