@@ -222,6 +222,15 @@ int pwb__balance_dirty(struct pwb_bdi *bdi)
 		if (!hard && events)
 			break;		/* paid at the limit already */
 		sleep_ns(pause);
+		if (bdi->cfg.event) {
+			struct pwb_event ev = {
+				.type = PWB_EV_THROTTLE,
+				.duration_ns = pwb__clock_monotonic(NULL) -
+					       start - slept,
+			};
+
+			bdi->cfg.event(&ev, bdi->cfg.event_arg);
+		}
 		slept = pwb__clock_monotonic(NULL) - start;
 		events++;
 		/* Below the limit one proportional pause is the payment. */

@@ -748,8 +748,22 @@ static int writeback_one_inode(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 
 int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 {
-	uint64_t t0 = pwb__clock_monotonic(NULL);
+	uint64_t t0 = pwb__clock_monotonic(NULL), written0 = 0;
+	struct pwb_event ev = {
+		.type = PWB_EV_WB_START,
+		.ctx = wb->idx,
+		.reason = work->sync_mode == PWB__SYNC_ALL ? PWB_WB_SYNC
+							   : work->reason,
+	};
+	void (*event)(const struct pwb_event *, void *) = wb->bdi->cfg.event;
 	int err;
+
+	if (event) {
+		/* Only this flusher writes this context: the difference is
+		 * this pass's, once its completions are reaped below. */
+		written0 = pwb__aread(&wb->stats.written_pages);
+		event(&ev, wb->bdi->cfg.event_arg);
+	}
 
 	uatomic_inc(&wb->stats.wb_passes);
 	if (work->sync_mode == PWB__SYNC_ALL)
@@ -769,7 +783,13 @@ int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	 * pages never sit "under writeback" while nobody reaps them.
 	 */
 	wb->bdi->io->wait(wb->io_state);
-	uatomic_add(&wb->stats.flush_ns, pwb__clock_monotonic(NULL) - t0);
+	ev.duration_ns = pwb__clock_monotonic(NULL) - t0;
+	uatomic_add(&wb->stats.flush_ns, ev.duration_ns);
+	if (event) {
+		ev.type = PWB_EV_WB_END;
+		ev.pages = pwb__aread(&wb->stats.written_pages) - written0;
+		event(&ev, wb->bdi->cfg.event_arg);
+	}
 	return err;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * check_pacing.c - the write-rate cap and the order of queued work
- * (lib/pacing.c, lib/wb_ctx.c)
+ * check_pacing.c - the write-rate cap, the order of queued work and the
+ * event callback (lib/pacing.c, lib/wb_ctx.c, pwb_bdi_config.event)
  *
  * White-box. The token bucket is driven by clock values the test passes
  * in; the work queue by the bdi's injected clock with the flushers parked,
@@ -179,6 +179,119 @@ START_TEST(sync_ignores_the_cap)
 }
 END_TEST
 
+#define MAX_EVENTS 4096
+
+struct event_log {
+	pthread_mutex_t lock;
+	unsigned int nr;
+	struct pwb_event ev[MAX_EVENTS];
+	pthread_t thread[MAX_EVENTS];
+};
+
+static void log_event(const struct pwb_event *ev, void *arg)
+{
+	struct event_log *log = arg;
+
+	pthread_mutex_lock(&log->lock);
+	if (log->nr < MAX_EVENTS) {
+		log->thread[log->nr] = pthread_self();
+		log->ev[log->nr++] = *ev;
+	}
+	pthread_mutex_unlock(&log->lock);
+}
+
+/*
+ * Passes of every kind report a start and an end that pair up per
+ * context, the ends count every page written, and a dirtier held at the
+ * limit (writes slowed by a delay fault) reports its sleeps.
+ */
+START_TEST(events_arrive_and_pair_up)
+{
+	const uint64_t pages = 256;	/* 1 MiB per inode */
+	struct tu_clock clk = { .now = 10 * SEC };
+	static struct event_log log;
+	struct pwb_fault delay = {
+		.kind = PWB_FAULT_DELAY, .every = 1, .delay_ms = 20,
+	};
+	struct pwb_bdi_config cfg;
+	struct tu_store s[2];
+	struct pwb_bdi *bdi;
+	uint64_t sum = 0, throttles = 0, starts = 0;
+	int open_reason[2] = { 0, 0 };
+	char *img;
+	unsigned int i, k;
+
+	memset(&log, 0, sizeof(log));
+	pthread_mutex_init(&log.lock, NULL);
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = 2;
+	cfg.dirty_writeback_ms = 0;
+	cfg.dirty_background_bytes = 128 * 1024;
+	cfg.dirty_bytes = 256 * 1024;
+	cfg.flags = PWB_BDI_THROTTLE;
+	cfg.event = log_event;
+	cfg.event_arg = &log;
+	bdi = open_bdi(&img, &clk, &cfg);
+	for (k = 0; k < 2; k++) {
+		tu_store_init(&s[k], k, PS, pages, k * pages * PS);
+		ck_assert_int_eq(tu_store_open(&s[k], bdi), 0);
+		for (i = 0; i < pages; i++)
+			tu_fill_page(&s[k], i, 1);
+	}
+	ck_assert_int_eq(pwb_bdi_inject_fault(bdi, &delay), 0);
+	/* Far above dirty_bytes: the dirtier must wait for the device. */
+	ck_assert_int_eq(pwb_mark_dirty(s[0].inode, 0, pages * PS), 0);
+	ck_assert_int_eq(pwb_bdi_inject_fault(bdi, NULL), 0);
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(pwb_bdi_writeback(bdi, PWB_WB_ALL, PWB_WB_WAIT), 0);
+	ck_assert_int_eq(pwb_mark_dirty(s[1].inode, 0, pages * PS), 0);
+	ck_assert_int_eq(pwb_bdi_writeback(bdi, PWB_WB_ALL, PWB_WB_WAIT), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+
+	ck_assert_uint_lt(log.nr, MAX_EVENTS);
+	for (i = 0; i < log.nr; i++) {
+		const struct pwb_event *ev = &log.ev[i];
+
+		if (ev->type == PWB_EV_THROTTLE) {
+			ck_assert_uint_gt(ev->duration_ns, 0);
+			throttles++;
+			continue;
+		}
+		ck_assert_uint_lt(ev->ctx, 2);
+		if (ev->type == PWB_EV_WB_START) {
+			ck_assert_msg(!open_reason[ev->ctx],
+				      "event %u: ctx %u started twice", i,
+				      ev->ctx);
+			open_reason[ev->ctx] = ev->reason;
+			starts++;
+			/* Its end comes on the same thread. */
+			for (k = i + 1; k < log.nr; k++)
+				if (log.ev[k].type == PWB_EV_WB_END &&
+				    log.ev[k].ctx == ev->ctx)
+					break;
+			ck_assert_uint_lt(k, log.nr);
+			ck_assert(pthread_equal(log.thread[k], log.thread[i]));
+			continue;
+		}
+		ck_assert_int_eq(ev->type, PWB_EV_WB_END);
+		ck_assert_int_eq((int)ev->reason, open_reason[ev->ctx]);
+		open_reason[ev->ctx] = 0;
+		sum += ev->pages;
+	}
+	ck_assert_int_eq(open_reason[0], 0);
+	ck_assert_int_eq(open_reason[1], 0);
+	/* pwb_sync and two pwb_bdi_writeback on 2 contexts, and close. */
+	ck_assert_uint_ge(starts, 6);
+	ck_assert_uint_gt(throttles, 0);
+	ck_assert_uint_eq(sum, 2 * pages);
+	ck_assert_int_eq(tu_verify_device(img, s, 2), 0);
+	for (k = 0; k < 2; k++)
+		tu_store_destroy(&s[k]);
+	tu_image_remove(img);
+	pthread_mutex_destroy(&log.lock);
+}
+END_TEST
+
 static Suite *pacing_suite(void)
 {
 	Suite *s = suite_create("pacing");
@@ -192,6 +305,7 @@ static Suite *pacing_suite(void)
 	tcase_set_timeout(tq, 30);
 	tcase_add_test(tq, queued_work_is_served_by_class);
 	tcase_add_test(tq, sync_ignores_the_cap);
+	tcase_add_test(tq, events_arrive_and_pair_up);
 	suite_add_tcase(s, tq);
 	return s;
 }
