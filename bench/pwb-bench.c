@@ -25,12 +25,17 @@
  *             dirty pages, 1 and T threads (no I/O: the null backend)
  *   null      pages/s through the null backend for dense dirty ranges,
  *             1 and 2 contexts (the engine's CPU cost per page)
+ *   throttle  writers faster than the device under PWB_BDI_THROTTLE:
+ *             peak dirty memory against its bound, writer throughput
+ *             against the device's, and its steadiness second by second
+ *   memory    bytes of tracking per dirty page and per registered inode
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -55,10 +60,11 @@
 #define CTX_AUTO 0u
 
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
-		NR_WL };
+		WL_THROTTLE, WL_MEMORY, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
-	"seed", "rand4k", "skew", "fsync", "markdirty", "null",
+	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
+	"memory",
 };
 
 struct opts {
@@ -83,6 +89,8 @@ struct opts {
 	uint64_t dirty_bg;		/* dirty_background_bytes, 0 = default */
 	unsigned int auto_min, auto_max;	/* tuner bounds, 0 = default */
 	unsigned int auto_ms;		/* tuner window, 0 = default */
+	uint64_t dirty_limit;		/* throttle: dirty_bytes */
+	uint64_t mem_inodes;		/* memory: inodes opened */
 	bool json, csv, no_fio, no_kernel, keep, throttle, verbose;
 };
 
@@ -98,10 +106,11 @@ struct result {
 	unsigned int auto_nr;		/* auto: the count chosen at the end */
 	unsigned int auto_reason;	/* auto: enum pwb_auto_reason */
 	uint64_t auto_steps;		/* auto: re-shards made */
-	char note[128];
+	char note[160];
 };
 
 static struct opts o;
+static double median(double *v, unsigned int n);
 static struct result results[MAX_RESULTS];
 static unsigned int nr_results;
 static FILE *tbl;			/* where the table goes */
@@ -1061,6 +1070,432 @@ static void bench_null(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Throttling: writers faster than the device                             */
+
+/*
+ * Dirty memory here is what the throttle itself bounds (lib/throttle.c)
+ * and what the kernel's balance_dirty_pages() counts: pages dirty plus
+ * pages being written (NR_FILE_DIRTY + NR_WRITEBACK). Both are memory the
+ * application must keep and cannot reuse yet.
+ */
+#define THR_SAMPLE_NS 10000000ull	/* dirty memory sampled every 10 ms */
+#define THR_SKIP_S 5			/* seconds left out as warm-up */
+#define THR_MAX_SECS 3600
+
+struct thr_writer {
+	struct app_inode *ai;
+	uint64_t bytes;			/* atomic; own cache line */
+	int err;
+	pthread_t tid;
+	bool *stop;
+} __attribute__((aligned(64)));
+
+struct thr_run {
+	struct pwb_bdi *bdi;
+	struct thr_writer *w;
+	unsigned int nw;
+	bool stop;
+	double secs;			/* writing phase */
+	uint64_t max_dirty;		/* bytes, peak of dirty + writeback */
+	uint64_t max_chunks;		/* bytes, peak of the chunk sum */
+	uint64_t per_sec[THR_MAX_SECS];	/* writer bytes in each second */
+	uint64_t dev_sec[THR_MAX_SECS];	/* bytes written to the device */
+	unsigned int nr_secs;
+};
+
+/* The writeback chunk of a context writing at @bw bytes/s: mirrors
+ * chunk_pages() in lib/writeback.c (half a second of bandwidth, rounded
+ * up to the next multiple of 4 MiB). */
+static uint64_t wb_chunk_bytes(uint64_t bw)
+{
+	const uint64_t min = 4ull << 20;
+
+	return (bw / 2 / PS * PS + min) / min * min;
+}
+
+static void *thr_writer_fn(void *arg)
+{
+	struct thr_writer *w = arg;
+	uint64_t idx = 0;
+
+	while (!__atomic_load_n(w->stop, __ATOMIC_RELAXED)) {
+		int rc;
+
+		/* The application fills its page, then marks it dirty. */
+		memcpy(w->ai->mem + idx * PS, g_src + (idx & 255) * PS, PS);
+		rc = pwb_mark_dirty(w->ai->inode, idx * PS, PS);
+		if (rc && !w->err)
+			w->err = rc;
+		__atomic_add_fetch(&w->bytes, PS, __ATOMIC_RELAXED);
+		if (++idx == w->ai->pages)
+			idx = 0;
+	}
+	return NULL;
+}
+
+static uint64_t thr_written(const struct thr_run *t)
+{
+	uint64_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < t->nw; i++)
+		sum += __atomic_load_n(&t->w[i].bytes, __ATOMIC_RELAXED);
+	return sum;
+}
+
+/* Runs on the main thread for the writing phase: samples dirty memory
+ * every 10 ms, the writers' bytes every second. */
+static void thr_sample(struct thr_run *t, double duration)
+{
+	unsigned int nctx = pwb_bdi_nr_wb_ctx(t->bdi), c;
+	uint64_t last = 0, last_dev = 0, ticks = 0, per_sec_ticks = 1000000000ull /
+						    THR_SAMPLE_NS;
+	struct timespec ts;
+	double t0 = now_s();
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	for (;;) {
+		struct pwb_stats st;
+		uint64_t d, dev, chunks = 0;
+
+		ts.tv_nsec += THR_SAMPLE_NS;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_nsec -= 1000000000;
+			ts.tv_sec++;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		pwb_bdi_stats(t->bdi, &st);
+		d = (st.dirty_pages + st.writeback_pages) * PS;
+		dev = st.bytes_written;
+		t->max_dirty = BENCH_MAX(t->max_dirty, d);
+		for (c = 0; c < nctx; c++)
+			if (!pwb_wb_ctx_stats(t->bdi, c, &st))
+				chunks += wb_chunk_bytes(st.write_bandwidth);
+		t->max_chunks = BENCH_MAX(t->max_chunks, chunks);
+		if (++ticks % per_sec_ticks == 0 && t->nr_secs < THR_MAX_SECS) {
+			uint64_t now = thr_written(t);
+
+			t->dev_sec[t->nr_secs] = dev - last_dev;
+			t->per_sec[t->nr_secs++] = now - last;
+			last = now;
+			last_dev = dev;
+		}
+		if (now_s() - t0 >= duration)
+			break;
+	}
+	t->secs = now_s() - t0;
+}
+
+static struct pwb_bdi *thr_bdi_open(unsigned int ctx, bool throttle)
+{
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi;
+	int rc;
+
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = ctx;
+	cfg.nr_flushers = o.flushers;
+	cfg.policy = o.policy;
+	cfg.backend = o.backend;
+	cfg.io_depth = o.depth;
+	if (throttle) {
+		cfg.flags |= PWB_BDI_THROTTLE;
+		cfg.dirty_bytes = o.dirty_limit;
+		cfg.dirty_background_bytes =
+			o.dirty_bg && o.dirty_bg <= o.dirty_limit
+				? o.dirty_bg : o.dirty_limit / 2;
+	} else {
+		cfg.dirty_bytes = 0;
+		cfg.dirty_background_bytes = 0;
+		cfg.dirty_writeback_ms = 0;
+	}
+	rc = pwb_bdi_open(g_img, &cfg, &bdi);
+	if (rc)
+		die("pwb_bdi_open(%s): %s: %s", g_img, pwb_strerror(rc),
+		    pwb_errmsg());
+	return bdi;
+}
+
+/* One inode per writer over @img bytes, each its own region. */
+static struct app_inode *thr_inodes(struct pwb_bdi *bdi, unsigned int n,
+				    uint64_t img)
+{
+	struct app_inode *ai = calloc(n, sizeof(*ai));
+	uint64_t per = img / n / PS * PS;
+	unsigned int i;
+
+	if (!ai)
+		die("out of memory");
+	for (i = 0; i < n; i++) {
+		ai[i].base = (uint64_t)i * per;
+		ai[i].mem = g_mem + ai[i].base;
+		ai[i].pages = per / PS;
+		if (pwb_inode_open(bdi, i, &app_ops, &ai[i], &ai[i].inode))
+			die("pwb_inode_open: %s", pwb_errmsg());
+	}
+	return ai;
+}
+
+static void thr_inodes_close(struct pwb_bdi *bdi, struct app_inode *ai)
+{
+	int rc = pwb_bdi_close(bdi);
+
+	if (rc)
+		die("pwb_bdi_close: %s", pwb_strerror(rc));
+	free(ai);
+}
+
+/* The device's write throughput for the I/O libpwb sends it: fio,
+ * sequential max_io_bytes (1 MiB) writes, numjobs = contexts, iodepth =
+ * io_depth, 5 s. */
+static double thr_fio(unsigned int ctx, uint64_t img)
+{
+	const char *engine = !strcmp(o.backend, "io_uring") ? "io_uring"
+							     : "psync";
+	uint64_t region = img / ctx / (1u << 20) * (1u << 20);
+	char job[512];
+
+	snprintf(job, sizeof(job),
+		 "--ioengine=%s --iodepth=%u --numjobs=%u --rw=write --bs=1M "
+		 "--size=%" PRIu64 " --offset_increment=%" PRIu64
+		 " --runtime=5 --time_based",
+		 engine, strcmp(engine, "psync") ? o.depth : 1, ctx, region,
+		 region);
+	return fio_run(job);
+}
+
+/* libpwb's own flush rate without throttling: the writers' regions all
+ * dirty at once, then pwb_sync. MiB/s. */
+static double thr_flush_rate(unsigned int ctx, uint64_t img)
+{
+	struct pwb_bdi *bdi = thr_bdi_open(ctx, false);
+	struct app_inode *ai = thr_inodes(bdi, o.threads, img);
+	uint64_t bytes = 0;
+	unsigned int i;
+	double t0, t1;
+
+	for (i = 0; i < o.threads; i++) {
+		if (pwb_mark_dirty(ai[i].inode, 0, ai[i].pages * PS))
+			die("pwb_mark_dirty: %s", pwb_errmsg());
+		bytes += ai[i].pages * PS;
+	}
+	t0 = now_s();
+	if (pwb_sync(bdi))
+		die("pwb_sync: %s", pwb_errmsg());
+	t1 = now_s();
+	thr_inodes_close(bdi, ai);
+	return (double)bytes / MIB / (t1 - t0);
+}
+
+struct thr_figures {
+	double writer;		/* MiB/s after the warm-up */
+	double best_worst;	/* best over worst second after warm-up */
+	double dev_best_worst;	/* the same for the device's writes */
+	uint64_t max_dirty, bound;
+	double throttle_s;
+	uint64_t events;
+};
+
+static void thr_once(unsigned int ctx, uint64_t img, double duration,
+		     struct thr_figures *f)
+{
+	struct thr_run *t = calloc(1, sizeof(*t));
+	struct app_inode *ai;
+	struct pwb_stats st;
+	uint64_t best = 0, worst = UINT64_MAX, steady = 0;
+	uint64_t dbest = 0, dworst = UINT64_MAX;
+	unsigned int i;
+
+	if (!t)
+		die("out of memory");
+	t->bdi = thr_bdi_open(ctx, true);
+	t->nw = o.threads;
+	ai = thr_inodes(t->bdi, t->nw, img);
+	if (posix_memalign((void **)&t->w, 64, t->nw * sizeof(*t->w)))
+		die("out of memory");
+	memset(t->w, 0, t->nw * sizeof(*t->w));
+	for (i = 0; i < t->nw; i++) {
+		t->w[i].ai = &ai[i];
+		t->w[i].stop = &t->stop;
+		if (pthread_create(&t->w[i].tid, NULL, thr_writer_fn, &t->w[i]))
+			die("pthread_create failed");
+	}
+	thr_sample(t, duration);
+	__atomic_store_n(&t->stop, true, __ATOMIC_RELAXED);
+	for (i = 0; i < t->nw; i++) {
+		pthread_join(t->w[i].tid, NULL);
+		if (t->w[i].err)
+			die("pwb_mark_dirty under throttling: %s",
+			    pwb_strerror(t->w[i].err));
+	}
+	pwb_bdi_stats(t->bdi, &st);
+	if (pwb_sync(t->bdi))
+		die("pwb_sync: %s", pwb_errmsg());
+	for (i = THR_SKIP_S; i < t->nr_secs; i++) {
+		best = BENCH_MAX(best, t->per_sec[i]);
+		worst = t->per_sec[i] < worst ? t->per_sec[i] : worst;
+		steady += t->per_sec[i];
+		dbest = BENCH_MAX(dbest, t->dev_sec[i]);
+		dworst = t->dev_sec[i] < dworst ? t->dev_sec[i] : dworst;
+	}
+	if (t->nr_secs <= THR_SKIP_S)
+		die("throttle: --duration must exceed %d s", THR_SKIP_S);
+	f->writer = (double)steady / MIB / (t->nr_secs - THR_SKIP_S);
+	f->best_worst = worst ? (double)best / (double)worst : 1e9;
+	f->dev_best_worst = dworst ? (double)dbest / (double)dworst : 1e9;
+	f->max_dirty = t->max_dirty;
+	f->bound = o.dirty_limit + t->max_chunks;
+	f->throttle_s = (double)st.throttle_ns / 1e9;
+	f->events = st.throttle_events;
+	if (o.verbose) {
+		fprintf(stderr, "  writer MiB per second:");
+		for (i = 0; i < t->nr_secs; i++)
+			fprintf(stderr, " %.0f", (double)t->per_sec[i] / MIB);
+		fprintf(stderr, "\n  device MiB per second:");
+		for (i = 0; i < t->nr_secs; i++)
+			fprintf(stderr, " %.0f", (double)t->dev_sec[i] / MIB);
+		fprintf(stderr, "\n");
+	}
+	thr_inodes_close(t->bdi, ai);
+	free(t->w);
+	free(t);
+}
+
+/*
+ * o.runs runs, each: the device's throughput (fio, and libpwb's own
+ * unthrottled flush rate), then the throttled writers for --duration
+ * seconds (20 by default). Medians of the ratios; the peak of dirty
+ * memory is the worst run's.
+ */
+static void bench_throttle(void)
+{
+	unsigned int ctx = o.sweep[0], k;
+	uint64_t img = device_size(g_img);
+	double duration = o.duration > 0 ? o.duration : 20;
+	bool fio = !o.no_fio && strcmp(o.backend, "null") && have_fio();
+	double wr[MAX_RUNS], dev[MAX_RUNS], own[MAX_RUNS], ratio[MAX_RUNS];
+	double bw[MAX_RUNS];
+	uint64_t max_dirty = 0, bound = 0;
+	struct result r = { .wl = WL_THROTTLE, .backend = o.backend,
+			    .ctx = ctx, .depth = o.depth,
+			    .threads = o.threads, .kern = -1,
+			    .unit = "MiB/s" };
+
+	img = img < 2 * o.size ? img : 2 * o.size;
+	for (k = 0; k < o.runs; k++) {
+		struct thr_figures f;
+
+		dev[k] = fio ? thr_fio(ctx, img) : -1;
+		own[k] = thr_flush_rate(ctx, img);
+		thr_once(ctx, img, duration, &f);
+		wr[k] = f.writer;
+		ratio[k] = f.writer / (dev[k] > 0 ? dev[k] : own[k]);
+		bw[k] = f.best_worst;
+		max_dirty = BENCH_MAX(max_dirty, f.max_dirty);
+		bound = BENCH_MAX(bound, f.bound);
+		fprintf(tbl, "throttle run %u: writers %.1f MiB/s (after %d s), "
+			"device: fio %.1f, libpwb unthrottled %.1f MiB/s; "
+			"writer/device %.2f; best/worst second %.2f (device's "
+			"own %.2f); peak "
+			"dirty %.1f MiB (bound %.1f MiB); throttled %.1f s in "
+			"%" PRIu64 " sleeps\n",
+			k, f.writer, THR_SKIP_S, dev[k], own[k], ratio[k],
+			f.best_worst, f.dev_best_worst,
+			(double)f.max_dirty / MIB,
+			(double)f.bound / MIB, f.throttle_s, f.events);
+	}
+	r.pwb = median(wr, o.runs);
+	r.fio = fio ? median(dev, o.runs) : median(own, o.runs);
+	r.secs = duration;
+	snprintf(r.note, sizeof(r.note),
+		 "vs %s; w/d %.2f (>=0.9); best/worst %.2f (<=1.5); "
+		 "dirty max %.1f<=%.1f MiB",
+		 fio ? "fio" : "own flush", median(ratio, o.runs),
+		 median(bw, o.runs), (double)max_dirty / MIB,
+		 (double)bound / MIB);
+	add_result(&r);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Memory: tracking cost per dirty page and per inode                     */
+
+/* Bytes the C library's allocator has handed out now: in-use heap chunks
+ * plus mmap'd blocks, summed over every arena (mallinfo2). */
+static uint64_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+}
+
+/*
+ * One bdi on the sparse image, null backend, no writeback (nothing is
+ * written during the measurement): the heap growth while one thread
+ * dirties o.md_pages dense pages one pwb_mark_dirty() per page, divided
+ * by the pages; then while it opens --mem-inodes inodes, divided by the
+ * inodes; then while it dirties the first page of each of them (sparse
+ * dirtying: the worst case per page).
+ */
+static void bench_memory(void)
+{
+	uint64_t pages = o.md_pages, n = o.mem_inodes, i, before, after;
+	struct pwb_bdi *bdi = bdi_open(g_sparse, "null", o.sweep[0], false);
+	struct app_inode one = { .pages = pages }, *ai;
+	struct result r = { .wl = WL_MEMORY, .backend = "null",
+			    .ctx = o.sweep[0], .threads = 1, .fio = -1,
+			    .kern = -1, .unit = "B/page" };
+	double per_page, per_inode, per_sparse;
+
+	ai = calloc(n, sizeof(*ai));
+	if (!ai)
+		die("out of memory");
+	if (pwb_inode_open(bdi, 0, &app_ops, &one, &one.inode))
+		die("pwb_inode_open: %s", pwb_errmsg());
+	before = heap_in_use();
+	for (i = 0; i < pages; i++)
+		if (pwb_mark_dirty(one.inode, i * PS, PS))
+			die("pwb_mark_dirty: %s", pwb_errmsg());
+	after = heap_in_use();
+	per_page = (double)(after - before) / (double)pages;
+
+	before = heap_in_use();
+	for (i = 0; i < n; i++) {
+		ai[i] = (struct app_inode){ .pages = 1 };
+		if (pwb_inode_open(bdi, i + 1, &app_ops, &ai[i], &ai[i].inode))
+			die("pwb_inode_open: %s", pwb_errmsg());
+	}
+	after = heap_in_use();
+	per_inode = (double)(after - before) / (double)n;
+	/* A sparse page: the first dirty page of each of those inodes. */
+	before = after;
+	for (i = 0; i < n; i++)
+		if (pwb_mark_dirty(ai[i].inode, 0, PS))
+			die("pwb_mark_dirty: %s", pwb_errmsg());
+	after = heap_in_use();
+	per_sparse = (double)(after - before) / (double)n;
+	pwb_bdi_close(bdi);
+	free(ai);
+
+	r.pwb = per_page;
+	r.bytes = pages * PS;
+	snprintf(r.note, sizeof(r.note),
+		 "%" PRIu64 " dense pages (limit 16 B/page); mallinfo2 deltas",
+		 pages);
+	add_result(&r);
+	r.unit = "B/inode";
+	r.pwb = per_inode;
+	snprintf(r.note, sizeof(r.note),
+		 "%" PRIu64 " inodes registered (limit 512 B/inode)", n);
+	add_result(&r);
+	r.unit = "B/page";
+	r.pwb = per_sparse;
+	snprintf(r.note, sizeof(r.note),
+		 "first dirty page of each of those inodes (sparse: one "
+		 "512-page leaf)");
+	add_result(&r);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Output                                                                 */
 
 static void fmt_val(char *buf, size_t n, double v)
@@ -1267,7 +1702,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: pwb-bench [options]\n"
-"  --workload LIST   seed,rand4k,skew,fsync,markdirty,null or all (seed)\n"
+"  --workload LIST   seed,rand4k,skew,fsync,markdirty,null,throttle,\n"
+"                    memory or all (seed)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
@@ -1283,7 +1719,8 @@ static void usage(FILE *f)
 "  --threads N       application threads (online CPUs)\n"
 "  --inodes N        inodes for rand4k and skew (16)\n"
 "  --fsync-every K   fsync workload: writes between fsyncs (64)\n"
-"  --duration SEC    cap on each run's writing phase (0: none)\n"
+"  --duration SEC    cap on each run's writing phase (0: none;\n"
+"                    throttle: its length, default 20)\n"
 "  --device PATH     device or file to write (default: an image it\n"
 "                    creates in --dir and removes)\n"
 "  --dir DIR         where images go (current directory)\n"
@@ -1291,9 +1728,12 @@ static void usage(FILE *f)
 "                    contenders taking turns (3)\n"
 "  --repeat N        markdirty/null: best of N (3)\n"
 "  --null-pages N    null: dirty pages per run (16M)\n"
-"  --md-pages N      markdirty: pages per thread (1M)\n"
+"  --md-pages N      markdirty: pages per thread (1M); memory: pages\n"
+"  --mem-inodes N    memory: inodes opened (100000)\n"
 "  --throttle        open with PWB_BDI_THROTTLE\n"
-"  --dirty-bg BYTES  dirty_background_bytes (libpwb default 64M)\n"
+"  --dirty-bg BYTES  dirty_background_bytes (libpwb default 64M;\n"
+"                    throttle: half of --dirty-limit)\n"
+"  --dirty-limit BYTES  throttle: dirty_bytes (64M)\n"
 "  --json, --csv     machine-readable output on stdout (table on stderr)\n"
 "  --no-fio          skip fio; --no-kernel  skip the page-cache path\n"
 "  --keep            keep the created image; -v  show fio commands\n");
@@ -1304,7 +1744,7 @@ static void parse_opts(int argc, char **argv)
 	enum { O_WL = 256, O_CTX, O_FL, O_POL, O_BE, O_DEPTH, O_SIZE, O_THR,
 	       O_DUR, O_DEV, O_DIR, O_JSON, O_CSV, O_SWEEP, O_NOFIO, O_NOK,
 	       O_INO, O_FSE, O_REP, O_NP, O_MDP, O_KEEP, O_THROT, O_RUNS,
-	       O_DBG, O_AMIN, O_AMAX, O_AMS, O_ASW };
+	       O_DBG, O_AMIN, O_AMAX, O_AMS, O_ASW, O_DLIM, O_MEMI };
 	static const struct option lo[] = {
 		{ "workload", 1, NULL, O_WL }, { "contexts", 1, NULL, O_CTX },
 		{ "flushers", 1, NULL, O_FL }, { "policy", 1, NULL, O_POL },
@@ -1322,6 +1762,8 @@ static void parse_opts(int argc, char **argv)
 		{ "auto-min", 1, NULL, O_AMIN }, { "auto-max", 1, NULL, O_AMAX },
 		{ "auto-interval", 1, NULL, O_AMS },
 		{ "auto-sweep", 0, NULL, O_ASW },
+		{ "dirty-limit", 1, NULL, O_DLIM },
+		{ "mem-inodes", 1, NULL, O_MEMI },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1344,6 +1786,8 @@ static void parse_opts(int argc, char **argv)
 	 * blur the 1 vs 2 context ratio; the sparse image is 64 GiB. */
 	o.null_pages = 16ull << 20;
 	o.md_pages = 1ull << 20;
+	o.dirty_limit = 64ull << 20;
+	o.mem_inodes = 100000;
 	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
 		switch (c) {
 		case O_WL: parse_workloads(optarg); break;
@@ -1382,6 +1826,8 @@ static void parse_opts(int argc, char **argv)
 			parse_sweep("1,2,4,6,8,auto");
 			o.throttle = true;
 			break;
+		case O_DLIM: o.dirty_limit = parse_size(optarg); break;
+		case O_MEMI: o.mem_inodes = parse_size(optarg); break;
 		case 'v': o.verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
@@ -1564,7 +2010,7 @@ int main(int argc, char **argv)
 	 * engine-only workloads, which never write to it. */
 	need = 2 * o.size;
 	if (o.wl[WL_SEED] || o.wl[WL_RAND4K] || o.wl[WL_SKEW] ||
-	    o.wl[WL_FSYNC]) {
+	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE]) {
 		if (o.device) {
 			g_img = strdup(o.device);
 			img = device_size(g_img);
@@ -1589,7 +2035,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < (1 << 20); i++)
 			g_src[i] = (uint8_t)(i * 131 + 7);
 	}
-	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL]) {
+	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL] || o.wl[WL_MEMORY]) {
 		uint64_t sz = BENCH_MAX(o.null_pages,
 					     o.md_pages * o.threads) * PS +
 			      (1u << 20);
@@ -1612,6 +2058,10 @@ int main(int argc, char **argv)
 			bench_markdirty();
 		else if (i == WL_NULL)
 			bench_null();
+		else if (i == WL_THROTTLE)
+			bench_throttle();
+		else if (i == WL_MEMORY)
+			bench_memory();
 		else
 			bench_io((enum workload)i);
 	}

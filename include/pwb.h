@@ -126,6 +126,7 @@ PWB_API const char *pwb_errmsg(void);
 
 struct pwb_bdi;
 struct pwb_inode;
+struct pwb_event;
 
 /* ---------------------------------------------------------------------- */
 /* Configuration                                                          */
@@ -225,6 +226,20 @@ struct pwb_bdi_config {
 	 *  milliseconds of cfg.clock; 0 means 200. Otherwise 10 .. 600000
 	 *  (checked even without the flag). Default 0. */
 	unsigned int auto_interval_ms;
+	/** Cap on the write rate of background, periodic and
+	 *  pwb_bdi_writeback() passes together, in bytes/s (a token bucket
+	 *  holding a tenth of a second of the rate, at least max_io_bytes);
+	 *  integrity sync (pwb_sync, pwb_fsync, close) is never capped. 0
+	 *  means no cap. Default 0. */
+	uint64_t rate_limit_bytes_per_sec;
+	/** Optional. Called at the start and end of every writeback pass
+	 *  (on the context's flusher thread) and after every sleep of a
+	 *  throttled dirtier (on that thread), with @event_arg. It runs with
+	 *  no libpwb lock held, under the rules of the inode ops callbacks
+	 *  (no pwb_fsync, pwb_sync or close), and should return quickly:
+	 *  the pass or the dirtier waits for it. NULL: no events. */
+	void (*event)(const struct pwb_event *ev, void *event_arg);
+	void *event_arg;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -451,6 +466,31 @@ enum pwb_wb_reason {
 	/** Write everything dirty now, without waiting for the device cache
 	 *  (WB_SYNC_NONE; "start writeback on everything"). */
 	PWB_WB_ALL = 3,
+	/** Only in events: an integrity sync pass (pwb_sync, pwb_fsync,
+	 *  close). pwb_bdi_writeback() refuses it. */
+	PWB_WB_SYNC = 4,
+};
+
+/** What a struct pwb_event reports. */
+enum pwb_event_type {
+	PWB_EV_WB_START = 1,	/* a writeback pass starts on a context */
+	PWB_EV_WB_END = 2,	/* and ends: pages, duration_ns */
+	PWB_EV_THROTTLE = 3,	/* a dirtier slept in pwb_balance_dirty */
+};
+
+/**
+ * struct pwb_event - one event for pwb_bdi_config.event
+ *
+ * Every PWB_EV_WB_START is followed, on the same thread, by the
+ * PWB_EV_WB_END of the same context and reason, with no other event of
+ * that context between them. Fields may be appended in later releases.
+ */
+struct pwb_event {
+	enum pwb_event_type type;
+	unsigned int ctx;		/* WB_*: context index; THROTTLE: 0 */
+	enum pwb_wb_reason reason;	/* WB_*: why the pass runs */
+	uint64_t pages;			/* WB_END: pages written by the pass */
+	uint64_t duration_ns;		/* WB_END: pass; THROTTLE: the sleep */
 };
 
 /** pwb_bdi_writeback() flag: wait until every context finished the pass. */
@@ -854,6 +894,9 @@ struct pwb_stats {
 	uint64_t auto_best_bw;		/* now: bytes/s of the fastest count
 					 * measured in the current search */
 	uint64_t auto_best_nr_wb_ctx;	/* now: that count (0: none yet) */
+	/** Time the flusher slept to keep background and periodic writeback
+	 *  under rate_limit_bytes_per_sec, in ns. */
+	uint64_t rate_limited_ns;
 };
 
 /**

@@ -327,7 +327,9 @@ struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 	for (i = 0; i < keep; i++)
 		arr->ctx[i] = old->ctx[i];
 	for (i = keep; i < nr; i++) {
-		arr->ctx[i] = malloc(sizeof(*arr->ctx[i]));
+		/* Aligned: its dirty slots each own a cache line. */
+		arr->ctx[i] = aligned_alloc(_Alignof(struct pwb__wb_ctx),
+					    sizeof(*arr->ctx[i]));
 		ret = arr->ctx[i] ? pwb__wb_ctx_init(arr->ctx[i], bdi, i)
 				  : pwb__err(-ENOMEM, "out of memory");
 		if (ret) {
@@ -378,6 +380,7 @@ static void destroy_locks(struct pwb_bdi *bdi)
 	pthread_mutex_destroy(&bdi->park_lock);
 	pthread_mutex_destroy(&bdi->flush_lock);
 	pthread_mutex_destroy(&bdi->lock);
+	pwb__rate_destroy(&bdi->rate);
 }
 
 PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
@@ -436,6 +439,8 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	pthread_mutex_init(&bdi->reshard_lock, NULL);
 	pthread_mutex_init(&bdi->inflight_lock, NULL);
 	pthread_cond_init(&bdi->inflight_cond, NULL);
+	pwb__rate_init(&bdi->rate, cfg->rate_limit_bytes_per_sec,
+		       cfg->max_io_bytes, pwb__now(bdi));
 	bdi->fd = -1;
 
 	bdi->io = pwb__io_backend_find(cfg->backend);
@@ -637,7 +642,7 @@ uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
 	rcu_read_lock();
 	arr = PWB__RCU_DEREF(bdi->ctxs);
 	for (i = 0; i < arr->nr; i++)
-		sum += pwb__aread(&arr->ctx[i]->stats.dirty_pages);
+		sum += pwb__wb_dirty_pages(arr->ctx[i]);
 	pwb__rcu_read_unlock();
 	return sum;
 }
@@ -748,8 +753,8 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 		if (reason == PWB_WB_BACKGROUND)
 			w->nr_pages = INT64_MAX;
 		else	/* bounded by what is dirty now, like the kernel */
-			w->nr_pages = (int64_t)pwb__aread(
-					      &arr->ctx[i]->stats.dirty_pages) +
+			w->nr_pages = (int64_t)pwb__wb_dirty_pages(
+					      arr->ctx[i]) +
 				      1024;
 		pwb__wb_queue_work(arr->ctx[i], w);
 	}

@@ -289,8 +289,7 @@ again:
 		inode->dirtied_when = pwb__now(bdi);
 	wb = assign_wb_locked(inode, wb, key);
 	/* Counted under the lock, so the flusher's decrement comes after. */
-	uatomic_add(&wb->stats.dirty_pages, n);
-	uatomic_add(&wb->stats.dirtied_pages, n);
+	pwb__wb_account_dirtied(wb, (uint64_t)n);
 	pthread_mutex_unlock(&inode->lock);
 
 	if (attach)
@@ -550,7 +549,7 @@ int pwb__inode_close(struct pwb_inode *inode)
 	pwb__rcu_read_unlock();
 	/* Lock-free lookups may still see it until a grace period passes. */
 	PWB__TSAN_RELEASE(inode);
-	call_rcu(&inode->rcu, inode_free_rcu);
+	pwb__call_rcu(&inode->rcu, inode_free_rcu);
 	/* Last touch of the bdi: a pwb_bdi_close() waiting for this close
 	 * may free it as soon as the lock is dropped. */
 	pthread_mutex_lock(&bdi->lock);

@@ -243,7 +243,7 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 	old = __atomic_exchange_n(&bdi->fault, fs, __ATOMIC_ACQ_REL);
 	if (old) {
 		PWB__TSAN_RELEASE(old);
-		call_rcu(&old->rcu, fault_free_rcu);
+		pwb__call_rcu(&old->rcu, fault_free_rcu);
 	}
 	pwb__rcu_read_unlock();
 	return 0;

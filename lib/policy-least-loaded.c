@@ -35,10 +35,10 @@ static int least_loaded_select(void *state,
 	arr = PWB__RCU_DEREF(bdi->ctxs);
 	n = PWB__MIN(nr_wb_ctx, arr->nr);
 	start = best = pwb__policy_hash(info->ino, n);
-	best_pages = pwb__aread(&arr->ctx[best]->stats.dirty_pages);
+	best_pages = pwb__wb_dirty_pages(arr->ctx[best]);
 	for (k = 1; k < n && best_pages; k++) {
 		i = (start + k) % n;
-		pages = pwb__aread(&arr->ctx[i]->stats.dirty_pages);
+		pages = pwb__wb_dirty_pages(arr->ctx[i]);
 		if (pages < best_pages) {
 			best = i;
 			best_pages = pages;

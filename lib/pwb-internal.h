@@ -111,6 +111,11 @@ static inline void pwb__rcu_read_unlock(void)
 	rcu_read_unlock();
 }
 
+/* call_rcu(), with the first call of the process made with every signal
+ * blocked, so that liburcu's worker thread inherits that mask (wb_ctx.c). */
+void pwb__call_rcu(struct rcu_head *head,
+		   void (*fn)(struct rcu_head *)) PWB__INTERNAL;
+
 static inline void pwb__synchronize_rcu(void)
 {
 	synchronize_rcu();
@@ -300,6 +305,9 @@ struct pwb__wb_work {
 	int64_t nr_pages;		/* pages to write at most */
 	struct pwb__completion *done;	/* signalled when finished, or NULL */
 	bool auto_free;			/* free() when finished */
+	uint64_t queued_at;		/* clock ns, set when queued */
+	bool yielded;			/* the flusher: cut short by the rate
+					 * cap for queued work */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -498,10 +506,27 @@ struct pwb__wb_stats {
 	uint64_t device_flushes;
 	uint64_t flush_ns;
 	uint64_t io_extents;	/* contiguous dirty extents written */
+	uint64_t rate_limited_ns;	/* flusher slept for the rate cap */
 };
 /* pwb__wb_counters_add() relies on this. */
 _Static_assert(sizeof(struct pwb__wb_stats) % sizeof(uint64_t) == 0,
 	       "struct pwb__wb_stats holds only uint64_t counters");
+
+/*
+ * The dirtying path's counters, split in cache-line slots so that threads
+ * dirtying inodes of one context do not write a shared line on every call
+ * (the kernel's percpu counters, by thread instead of CPU). A thread uses
+ * slot (its number mod PWB__NR_DIRTY_SLOTS); every other writer of these
+ * counts (flusher, re-shard, close) uses the base counters in struct
+ * pwb__wb_stats. A context's value is the base plus every slot: exact,
+ * not approximate (each slot alone may wrap below zero; the sum modulo
+ * 2^64 is right), read lock-free like the other counters.
+ */
+#define PWB__NR_DIRTY_SLOTS 16
+struct pwb__dirty_slot {
+	uint64_t dirty_pages;		/* uatomic */
+	uint64_t dirtied_pages;		/* uatomic */
+} __attribute__((aligned(64)));
 
 /*
  * A writeback context: the kernel's struct bdi_writeback, one of several per
@@ -547,7 +572,17 @@ struct pwb__wb_ctx {
 	struct pwb__xa io_tree;		/* list_lock: b_io inodes by key */
 
 	struct pwb__wb_stats stats;
+	struct pwb__dirty_slot dslot[PWB__NR_DIRTY_SLOTS];
 };
+
+/* Count @n pages newly dirtied in @wb by the calling thread (its slot). */
+void pwb__wb_account_dirtied(struct pwb__wb_ctx *wb,
+			     uint64_t n) PWB__INTERNAL;
+/* Dirty pages of @wb now: the base counter plus every slot. */
+uint64_t pwb__wb_dirty_pages(struct pwb__wb_ctx *wb) PWB__INTERNAL;
+/* Move the slots' counts into wb->stats (before the stats are copied
+ * away when @wb retires; nobody dirties @wb then). */
+void pwb__wb_fold_slots(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 
 struct pwb__wb_ctx_array;
 /* Give the contexts of @arr the list arrangement @pol asks for. Flushers
@@ -562,6 +597,20 @@ void pwb__wb_ctx_destroy(struct pwb__wb_ctx *wb) PWB__INTERNAL;
  * context completes at once with -EAGAIN (the caller retries). */
 void pwb__wb_queue_work(struct pwb__wb_ctx *wb,
 			struct pwb__wb_work *work) PWB__INTERNAL;
+/*
+ * Queued work is served by class: integrity (SYNC_ALL) first, then
+ * background and "write everything", then periodic; in arrival order
+ * within a class. Work queued longer than PWB__WORK_MAX_WAIT_NS goes
+ * first whatever its class, and the flusher runs its background and
+ * periodic checks after every PWB__WORK_BATCH items, so that nothing
+ * starves.
+ */
+#define PWB__WORK_MAX_WAIT_NS (1 * PWB__NSEC_PER_SEC)
+#define PWB__WORK_BATCH 16
+/* The item the flusher should run next at clock time @now, or NULL;
+ * not removed. Caller holds wb->work_lock. */
+struct pwb__wb_work *pwb__wb_next_work_locked(struct pwb__wb_ctx *wb,
+					      uint64_t now) PWB__INTERNAL;
 /* Ask the serving flusher to check the background threshold. */
 void pwb__wb_kick_background(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 void pwb__wb_stats_read(struct pwb__wb_ctx *wb,
@@ -607,6 +656,15 @@ void pwb__flushers_resume(struct pwb_bdi *bdi) PWB__INTERNAL;
 struct pwb__wb_ctx_array {
 	unsigned int nr;
 	struct pwb__wb_ctx *ctx[];
+};
+
+/* pacing.c: The write-rate cap (pwb_bdi_config.rate_limit_bytes_per_sec). */
+struct pwb__rate_bucket {
+	pthread_mutex_t lock;
+	uint64_t rate;		/* bytes/s; 0: no cap (lock never taken) */
+	int64_t burst;		/* most tokens kept */
+	int64_t tokens;		/* lock: bytes that may go now; < 0: owed */
+	uint64_t stamp;		/* lock: clock ns of the last refill */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -773,6 +831,10 @@ struct pwb_bdi {
 	unsigned long bg_active;	/* uatomic: background kick sent */
 	uint64_t throttle_ns;		/* uatomic: time dirtiers slept */
 	uint64_t throttle_events;	/* uatomic: sleeps */
+	struct pwb__rate_bucket rate;	/* the write-rate cap, pacing.c */
+	uint64_t thr_window;		/* uatomic: current dirtier window */
+	uint64_t thr_cur;		/* uatomic: dirtiers in it */
+	uint64_t thr_prev;		/* uatomic: dirtiers in the one before */
 	struct pwb__fault_state *fault;	/* RCU-published, io-fault.c */
 	uint64_t fault_hits;		/* uatomic: writes hit, every rule */
 
@@ -866,6 +928,52 @@ int pwb__balance_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
  * keeps @bdi alive): the common "no pause" answer needs no reference; a
  * pause takes one. Drops rcu_read_lock before it returns. */
 int pwb__balance_dirty_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
+
+#define PWB__THROTTLE_MAX_PAUSE_NS (200 * PWB__NSEC_PER_MSEC)
+#define PWB__THROTTLE_MIN_PAUSE_NS (1 * PWB__NSEC_PER_MSEC)
+
+/* What the pause of one dirtier is decided from. Pages, except bw. */
+struct pwb__throttle_state {
+	uint64_t bg;		/* background threshold (0: none) */
+	uint64_t limit;		/* dirty_bytes (0: no throttling) */
+	uint64_t dirty;		/* dirty + writeback, whole bdi */
+	uint64_t bw;		/* bytes/s, sum over the contexts */
+	uint64_t dirtied;	/* pages the dirtier owes */
+	unsigned int nr_dirtiers; /* threads dirtying now (at least 1) */
+	unsigned int page_shift;
+};
+
+/* The pause in ns for a dirtier in state @s: 0 at or below the set point;
+ * between the set point and the limit the time to write s->dirtied pages
+ * at the dirtier's share of the bandwidth scaled down towards the limit
+ * (may be below PWB__THROTTLE_MIN_PAUSE_NS: then not slept, but owed); at
+ * the limit (*@hard set) the time to write the excess, at least the
+ * minimum. Never above PWB__THROTTLE_MAX_PAUSE_NS. */
+uint64_t pwb__throttle_pause(const struct pwb__throttle_state *s,
+			     bool *hard) PWB__INTERNAL;
+/* Count the calling thread as a dirtier of @bdi at clock time @now and
+ * return the number of threads that dirtied in this or the previous
+ * 200 ms window (at least 1). */
+unsigned int pwb__throttle_dirtiers(struct pwb_bdi *bdi,
+				    uint64_t now) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* pacing.c                                                               */
+
+/* struct pwb__rate_bucket: above struct pwb_bdi, which holds one. */
+void pwb__rate_init(struct pwb__rate_bucket *b, uint64_t rate,
+		    uint64_t min_burst, uint64_t now) PWB__INTERNAL;
+void pwb__rate_destroy(struct pwb__rate_bucket *b) PWB__INTERNAL;
+/* Charge @bytes just written at clock time @now; return how long the
+ * writer should sleep before its next write (0: none). */
+uint64_t pwb__rate_charge(struct pwb__rate_bucket *b, uint64_t bytes,
+			  uint64_t now) PWB__INTERNAL;
+/* How long until the bucket is out of debt at clock time @now. */
+uint64_t pwb__rate_wait_ns(struct pwb__rate_bucket *b,
+			   uint64_t now) PWB__INTERNAL;
+/* Sleep up to @wait ns on @wb's flusher, in slices; return false early
+ * (the debt stays owed) as soon as work is queued on @wb. */
+bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* inode.c                                                                */
@@ -961,6 +1069,8 @@ int pwb__inode_close(struct pwb_inode *inode) PWB__INTERNAL;
  * for its completion. */
 int pwb__wb_do_work(struct pwb__wb_ctx *wb,
 		    struct pwb__wb_work *work) PWB__INTERNAL;
+/* Is work queued on @wb? Takes work_lock. */
+bool pwb__wb_work_pending(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 /* Periodic and background checks run after the queued work. */
 void pwb__wb_check_old_data_flush(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 void pwb__wb_check_background_flush(struct pwb__wb_ctx *wb) PWB__INTERNAL;

@@ -160,6 +160,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 
 	for (i = nr; i < old->nr; i++) {
 		pwb__wb_ctx_retire(old->ctx[i]);
+		pwb__wb_fold_slots(old->ctx[i]);
 		pwb__wb_counters_add(&bdi->retired_stats, &old->ctx[i]->stats);
 	}
 

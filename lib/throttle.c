@@ -11,28 +11,48 @@
  * bg is dirty_background_bytes, limit dirty_bytes, setpoint half way. A
  * dirtier is never asked to write pages itself (the kernel stopped doing that
  * in 2010: it seeks the disk to death); it sleeps instead. Between setpoint
- * and limit the sleep is the time the device needs, at the contexts'
- * measured bandwidth scaled down by how close dirty memory is to the limit,
- * to write what this thread dirtied since its last check; so writers settle
- * at the device's pace instead of stalling and bursting. Sleeps are at most
- * 200 ms each. dirty_exceeded is judged over all contexts together.
+ * and limit the sleep is the time the device needs to write what this
+ * thread dirtied since it last paid, at its share of the bandwidth: the
+ * sum of the contexts' measured bandwidths (moving averages) divided by the
+ * number of threads dirtying now, scaled down linearly from 1 at the set
+ * point to 0 at the limit. So N writers together go at the device's pace
+ * near the set point instead of stalling and bursting. Sleeps shorter than
+ * 1 ms are not taken but owed (the debt carries to the next call); sleeps
+ * are at most 200 ms each. At the limit a dirtier waits, in sleeps of
+ * about the time the device needs for the excess, until dirty memory is
+ * below it. dirty_exceeded is judged over all contexts together.
+ *
+ * pwb__throttle_pause() is the decision alone, a pure function, so that
+ * tests can check it without sleeping.
  */
 #include "pwb-internal.h"
 
 #include <time.h>
 
-#define MAX_PAUSE_NS (200 * PWB__NSEC_PER_MSEC)
-#define MIN_PAUSE_NS (1 * PWB__NSEC_PER_MSEC)
+#define MAX_PAUSE_NS PWB__THROTTLE_MAX_PAUSE_NS
+#define MIN_PAUSE_NS PWB__THROTTLE_MIN_PAUSE_NS
+/* Dirtiers are counted over windows of this length. */
+#define DIRTIER_WINDOW_NS (200 * PWB__NSEC_PER_MSEC)
 
-/* Pages this thread dirtied since its last balance check. */
+/*
+ * What this thread owes: pages it dirtied since it last paid, and the
+ * bdi and window in which it was last counted as a dirtier. A pause too
+ * short to sleep (below MIN_PAUSE_NS: a page at device speed takes
+ * microseconds) is not rounded up, which would hold every writer to one
+ * call per millisecond; the debt is carried until it is worth a sleep.
+ */
 static __thread uint64_t dirtied_since_balance;
+static __thread const struct pwb_bdi *counted_bdi;
+static __thread uint64_t counted_window;
 
 void pwb__throttle_account(uint64_t pages)
 {
 	dirtied_since_balance += pages;
 }
 
-/* Dirty and writeback pages of the whole bdi, and its write bandwidth. */
+/* Dirty and writeback pages of the whole bdi, and its write bandwidth:
+ * the sums over every context, so that dirty_exceeded is one decision
+ * for the bdi, not one per context. */
 static uint64_t bdi_dirty_state(struct pwb_bdi *bdi, uint64_t *bw)
 {
 	struct pwb__wb_ctx_array *arr;
@@ -45,12 +65,65 @@ static uint64_t bdi_dirty_state(struct pwb_bdi *bdi, uint64_t *bw)
 	for (i = 0; i < arr->nr; i++) {
 		struct pwb__wb_ctx *wb = arr->ctx[i];
 
-		sum += pwb__aread(&wb->stats.dirty_pages) +
+		sum += pwb__wb_dirty_pages(wb) +
 		       pwb__aread(&wb->stats.writeback_pages);
 		*bw += pwb__aread(&wb->avg_write_bw);
 	}
 	pwb__rcu_read_unlock();
 	return sum;
+}
+
+unsigned int pwb__throttle_dirtiers(struct pwb_bdi *bdi, uint64_t now)
+{
+	uint64_t window = now / DIRTIER_WINDOW_NS + 1;	/* never 0 */
+	uint64_t seen = pwb__aread(&bdi->thr_window);
+	uint64_t cur, prev;
+
+	/* The first dirtier of a new window rolls the counts over. */
+	if (seen != window &&
+	    uatomic_cmpxchg(&bdi->thr_window, seen, window) == seen) {
+		/* A window skipped entirely had no dirtiers. */
+		prev = seen + 1 == window ? pwb__aread(&bdi->thr_cur) : 0;
+		pwb__aset(&bdi->thr_prev, prev);
+		pwb__aset(&bdi->thr_cur, 0);
+	}
+	if (counted_bdi != bdi || counted_window != window) {
+		counted_bdi = bdi;
+		counted_window = window;
+		uatomic_inc(&bdi->thr_cur);
+	}
+	cur = pwb__aread(&bdi->thr_cur);
+	prev = pwb__aread(&bdi->thr_prev);
+	return (unsigned int)PWB__MAX(PWB__MAX(cur, prev), 1ull);
+}
+
+uint64_t pwb__throttle_pause(const struct pwb__throttle_state *s, bool *hard)
+{
+	uint64_t setpoint, room, rate, pause;
+
+	*hard = false;
+	if (!s->limit)
+		return 0;
+	setpoint = s->bg + (s->limit - s->bg) / 2;
+	if (s->dirty <= setpoint)
+		return 0;
+	/* Each of the nr dirtiers may go at its share of the bandwidth at
+	 * the set point, less the closer dirty memory is to the limit. */
+	rate = PWB__MAX(s->bw, 1ull << 20) / PWB__MAX(s->nr_dirtiers, 1u);
+	if (s->dirty >= s->limit) {
+		/* At the limit: wait about as long as the device needs to
+		 * write what is over it, then look again. */
+		*hard = true;
+		room = (s->dirty - s->limit + 1) << s->page_shift;
+		pause = room * PWB__NSEC_PER_SEC /
+			PWB__MAX(s->bw, 1ull << 20);
+		return PWB__MIN(PWB__MAX(pause, MIN_PAUSE_NS), MAX_PAUSE_NS);
+	}
+	room = s->limit - s->dirty;
+	rate = rate * room / (s->limit - setpoint);
+	rate = PWB__MAX(rate, 4096ull);
+	pause = (s->dirtied << s->page_shift) * PWB__NSEC_PER_SEC / rate;
+	return PWB__MIN(pause, MAX_PAUSE_NS);
 }
 
 void pwb__kick_background(struct pwb_bdi *bdi)
@@ -80,40 +153,34 @@ static void sleep_ns(uint64_t ns)
 }
 
 /*
- * Decide the next pause for a dirtier. Returns 0 to go on, else the pause
- * in ns; *hard says dirty memory is at the limit.
+ * Decide the next pause for a dirtier that owes @dirtied pages. Returns 0
+ * to go on, else the pause in ns (below MIN_PAUSE_NS: too short to sleep,
+ * keep the debt); *hard says dirty memory is at the limit.
  */
 static uint64_t next_pause(struct pwb_bdi *bdi, uint64_t dirtied, bool *hard)
 {
-	uint64_t bg = bdi->bg_thresh_pages, limit = bdi->dirty_limit_pages;
-	uint64_t bw, dirty = bdi_dirty_state(bdi, &bw), setpoint, rate, pause;
+	struct pwb__throttle_state s = {
+		.bg = bdi->bg_thresh_pages,
+		.limit = bdi->dirty_limit_pages,
+		.dirtied = dirtied,
+		.page_shift = bdi->page_shift,
+	};
 
+	s.dirty = bdi_dirty_state(bdi, &s.bw);
 	*hard = false;
-	if (bg && dirty > bg)
+	if (s.bg && s.dirty > s.bg)
 		pwb__kick_background(bdi);
-	if (!limit)
+	if (!s.limit || s.dirty <= s.bg + (s.limit - s.bg) / 2)
 		return 0;
-	setpoint = bg + (limit - bg) / 2;
-	if (dirty <= setpoint)
-		return 0;
-	if (!bg)
+	if (!s.bg)
 		pwb__kick_background(bdi);	/* no bg set: start it here */
-	if (dirty >= limit) {
-		*hard = true;
-		return MAX_PAUSE_NS / 4;
-	}
-	/* Allowed rate: the bandwidth, scaled by the room left (1 at the
-	 * set point, 0 at the limit). */
-	bw = PWB__MAX(bw, 1ull << 20);
-	rate = bw * (limit - dirty) / (limit - setpoint);
-	rate = PWB__MAX(rate, 4096ull);
-	pause = (PWB__MAX(dirtied, 1ull) << bdi->page_shift) *
-		PWB__NSEC_PER_SEC / rate;
-	return PWB__MIN(PWB__MAX(pause, MIN_PAUSE_NS), MAX_PAUSE_NS);
+	s.nr_dirtiers = pwb__throttle_dirtiers(bdi, pwb__now(bdi));
+	return pwb__throttle_pause(&s, hard);
 }
 
 PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
 {
+	uint64_t pause;
 	bool hard;
 
 	pwb__err_clear();
@@ -124,12 +191,14 @@ PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
 		pwb__rcu_read_unlock();
 		return pwb__bdi_dead_err("pwb_balance_dirty_nowait");
 	}
-	if (!next_pause(bdi, dirtied_since_balance, &hard)) {
-		pwb__rcu_read_unlock();
+	pause = next_pause(bdi, dirtied_since_balance, &hard);
+	pwb__rcu_read_unlock();
+	if (!pause) {
 		dirtied_since_balance = 0;
 		return 0;
 	}
-	pwb__rcu_read_unlock();
+	if (!hard && pause < MIN_PAUSE_NS)
+		return 0;	/* the debt is kept for the next check */
 	return pwb__err(-EAGAIN, "dirty memory is above the set point: "
 				 "writeback started, try again later");
 }
@@ -138,13 +207,12 @@ int pwb__balance_dirty(struct pwb_bdi *bdi)
 {
 	uint64_t start = pwb__clock_monotonic(NULL), slept = 0;
 	uint64_t timeout = bdi->cfg.throttle_timeout_ms * PWB__NSEC_PER_MSEC;
-	uint64_t dirtied = dirtied_since_balance;
 	unsigned int events = 0;
 	int ret = 0;
 
 	for (;;) {
 		bool hard;
-		uint64_t pause = next_pause(bdi, dirtied, &hard);
+		uint64_t pause = next_pause(bdi, dirtied_since_balance, &hard);
 
 		if (!pause)
 			break;
@@ -153,13 +221,27 @@ int pwb__balance_dirty(struct pwb_bdi *bdi)
 			ret = pwb__err(-ESHUTDOWN, "the bdi is being closed");
 			break;
 		}
+		/* Not worth a sleep yet: keep the debt for a later call. */
+		if (!hard && pause < MIN_PAUSE_NS && !events)
+			return 0;
 		if (timeout && hard && slept >= timeout) {
 			ret = pwb__err(-ETIMEDOUT, "the device made no room "
 						   "for dirty data in %u ms",
 				       bdi->cfg.throttle_timeout_ms);
 			break;
 		}
+		if (!hard && events)
+			break;		/* paid at the limit already */
 		sleep_ns(pause);
+		if (bdi->cfg.event) {
+			struct pwb_event ev = {
+				.type = PWB_EV_THROTTLE,
+				.duration_ns = pwb__clock_monotonic(NULL) -
+					       start - slept,
+			};
+
+			bdi->cfg.event(&ev, bdi->cfg.event_arg);
+		}
 		slept = pwb__clock_monotonic(NULL) - start;
 		events++;
 		/* Below the limit one proportional pause is the payment. */

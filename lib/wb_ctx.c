@@ -40,6 +40,31 @@ int pwb__flusher_ctx_idx(void)
 	return pwb__flusher_idx;
 }
 
+/*
+ * liburcu starts its call_rcu worker thread on the first call_rcu() of the
+ * process, from whichever thread makes it (often an application thread
+ * closing an inode), and the worker inherits that thread's signal mask.
+ * The first call goes out with every signal blocked, so the worker, like
+ * the flushers, never runs the application's handlers. (Starting the
+ * worker at open instead would put it in processes that then fork, where
+ * the child has the worker's state but not its thread.)
+ */
+void pwb__call_rcu(struct rcu_head *head, void (*fn)(struct rcu_head *))
+{
+	static int started;
+	sigset_t all, old;
+
+	if (caa_likely(pwb__aread(&started))) {
+		call_rcu(head, fn);
+		return;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	call_rcu(head, fn);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pwb__aset(&started, 1);
+}
+
 void pwb__set_flusher_ctx(int idx)
 {
 	pwb__flusher_idx = idx;
@@ -142,25 +167,32 @@ void pwb__flusher_kick(struct pwb__flusher *fl)
 	pthread_mutex_unlock(&fl->lock);
 }
 
+/* Service class of queued work: integrity first, then background (and
+ * "write everything"), then periodic. */
+static int work_rank(const struct pwb__wb_work *work)
+{
+	if (work->sync_mode == PWB__SYNC_ALL)
+		return 0;
+	return work->reason == PWB_WB_PERIODIC ? 2 : 1;
+}
+
 void pwb__wb_queue_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 {
 	struct cds_list_head *pos = &wb->work_list;
+	struct pwb__wb_work *w;
 
+	work->queued_at = pwb__now(wb->bdi);
 	pthread_mutex_lock(&wb->work_lock);
 	if (wb->retired) {
 		pthread_mutex_unlock(&wb->work_lock);
 		finish_work(work, -EAGAIN);
 		return;
 	}
-	/* Integrity work goes ahead of other work, in arrival order. */
-	if (work->sync_mode == PWB__SYNC_ALL) {
-		struct pwb__wb_work *w;
-
-		cds_list_for_each_entry(w, &wb->work_list, list) {
-			if (w->sync_mode != PWB__SYNC_ALL) {
-				pos = &w->list;
-				break;
-			}
+	/* Sorted by class, arrival order within a class. */
+	cds_list_for_each_entry(w, &wb->work_list, list) {
+		if (work_rank(w) > work_rank(work)) {
+			pos = &w->list;
+			break;
 		}
 	}
 	cds_list_add_tail(&work->list, pos);
@@ -178,6 +210,23 @@ void pwb__wb_kick_background(struct pwb__wb_ctx *wb)
 	wb->bg_kick = true;
 	pthread_mutex_unlock(&wb->work_lock);
 	pwb__flusher_kick(serving_flusher(wb));
+}
+
+struct pwb__wb_work *pwb__wb_next_work_locked(struct pwb__wb_ctx *wb,
+					      uint64_t now)
+{
+	struct pwb__wb_work *w, *oldest = NULL;
+
+	if (cds_list_empty(&wb->work_list))
+		return NULL;
+	/* No class starves: work that waited too long goes first. */
+	cds_list_for_each_entry(w, &wb->work_list, list)
+		if (now - w->queued_at > PWB__WORK_MAX_WAIT_NS &&
+		    (!oldest || w->queued_at < oldest->queued_at))
+			oldest = w;
+	return oldest ? oldest : cds_list_first_entry(&wb->work_list,
+						       struct pwb__wb_work,
+						       list);
 }
 
 /* Park here if a re-shard asked. Returns true if the flusher parked. */
@@ -215,34 +264,45 @@ static bool park_requested(struct pwb_bdi *bdi)
 	return PWB__READ(bdi->park_req);
 }
 
-/* Run @wb's queued work, then its periodic and background checks. Returns
- * false if a park request cut it short. */
+/*
+ * Run @wb's queued work, then its background and periodic checks (in that
+ * order). A steady stream of queued work does not starve the checks: they
+ * also run after every PWB__WORK_BATCH items. Returns false if a park
+ * request cut it short.
+ */
 static bool serve_ctx(struct pwb__flusher *fl, struct pwb__wb_ctx *wb)
 {
-	struct pwb__wb_work *work;
-	bool bg;
+	unsigned int served = 0;
 
 	pwb__set_flusher_ctx((int)wb->idx);
 	for (;;) {
+		struct pwb__wb_work *work;
+		bool bg, empty;
+
 		if (park_requested(fl->bdi))
 			return false;
 		pthread_mutex_lock(&wb->work_lock);
-		if (cds_list_empty(&wb->work_list))
-			break;
-		work = cds_list_first_entry(&wb->work_list,
-					    struct pwb__wb_work, list);
-		cds_list_del(&work->list);
+		empty = cds_list_empty(&wb->work_list);
+		if (!empty && served < PWB__WORK_BATCH) {
+			work = pwb__wb_next_work_locked(wb,
+							pwb__now(wb->bdi));
+			cds_list_del(&work->list);
+			pthread_mutex_unlock(&wb->work_lock);
+			finish_work(work, pwb__wb_do_work(wb, work));
+			served++;
+			continue;
+		}
+		bg = wb->bg_kick;
+		wb->bg_kick = false;
 		pthread_mutex_unlock(&wb->work_lock);
-		finish_work(work, pwb__wb_do_work(wb, work));
-	}
-	bg = wb->bg_kick;
-	wb->bg_kick = false;
-	pthread_mutex_unlock(&wb->work_lock);
 
-	pwb__wb_check_old_data_flush(wb);
-	if (bg)
-		pwb__wb_check_background_flush(wb);
-	return true;
+		if (bg)
+			pwb__wb_check_background_flush(wb);
+		pwb__wb_check_old_data_flush(wb);
+		if (empty)
+			return true;
+		served = 0;
+	}
 }
 
 static void *flusher_main(void *arg)
@@ -335,14 +395,6 @@ int pwb__flusher_start(struct pwb_bdi *bdi, unsigned int idx)
 	 */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	/*
-	 * The same for liburcu's call_rcu worker, which runs our deferred
-	 * frees: it starts on the first call_rcu() of the process, from
-	 * whichever thread that is (an application thread closing an inode,
-	 * with its signals open). Start it here, blocked, if it is not
-	 * running yet; later calls return the same worker.
-	 */
-	(void)get_default_call_rcu_data();
 	ret = pthread_create(&fl->thread, NULL, flusher_main, fl);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret)
@@ -389,6 +441,45 @@ void pwb__flushers_resume(struct pwb_bdi *bdi)
 	pthread_mutex_unlock(&bdi->park_lock);
 }
 
+static unsigned long next_dirty_slot;
+static __thread unsigned int my_dirty_slot;	/* slot + 1; 0: none yet */
+
+void pwb__wb_account_dirtied(struct pwb__wb_ctx *wb, uint64_t n)
+{
+	struct pwb__dirty_slot *slot;
+
+	if (caa_unlikely(!my_dirty_slot))
+		my_dirty_slot = (unsigned int)(uatomic_add_return(
+			&next_dirty_slot, 1) % PWB__NR_DIRTY_SLOTS) + 1;
+	slot = &wb->dslot[my_dirty_slot - 1];
+	uatomic_add(&slot->dirty_pages, n);
+	uatomic_add(&slot->dirtied_pages, n);
+}
+
+uint64_t pwb__wb_dirty_pages(struct pwb__wb_ctx *wb)
+{
+	uint64_t sum = pwb__aread(&wb->stats.dirty_pages);
+	unsigned int i;
+
+	for (i = 0; i < PWB__NR_DIRTY_SLOTS; i++)
+		sum += pwb__aread(&wb->dslot[i].dirty_pages);
+	return sum;
+}
+
+void pwb__wb_fold_slots(struct pwb__wb_ctx *wb)
+{
+	unsigned int i;
+
+	for (i = 0; i < PWB__NR_DIRTY_SLOTS; i++) {
+		struct pwb__dirty_slot *slot = &wb->dslot[i];
+
+		uatomic_add(&wb->stats.dirty_pages,
+			    uatomic_xchg(&slot->dirty_pages, 0));
+		uatomic_add(&wb->stats.dirtied_pages,
+			    uatomic_xchg(&slot->dirtied_pages, 0));
+	}
+}
+
 void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
 {
 	st->nr_dirty_inodes += pwb__aread(&s->nr_dirty_inodes);
@@ -409,6 +500,7 @@ void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
 	st->device_flushes += pwb__aread(&s->device_flushes);
 	st->flush_ns += pwb__aread(&s->flush_ns);
 	st->io_extents += pwb__aread(&s->io_extents);
+	st->rate_limited_ns += pwb__aread(&s->rate_limited_ns);
 }
 
 void pwb__wb_counters_add(struct pwb__wb_stats *dst,
@@ -426,6 +518,12 @@ void pwb__wb_counters_add(struct pwb__wb_stats *dst,
 
 void pwb__wb_stats_read(struct pwb__wb_ctx *wb, struct pwb_stats *st)
 {
+	unsigned int i;
+
 	pwb__wb_counters_read(&wb->stats, st);
+	for (i = 0; i < PWB__NR_DIRTY_SLOTS; i++) {
+		st->dirty_pages += pwb__aread(&wb->dslot[i].dirty_pages);
+		st->dirtied_pages += pwb__aread(&wb->dslot[i].dirtied_pages);
+	}
 	st->write_bandwidth += pwb__aread(&wb->avg_write_bw);
 }

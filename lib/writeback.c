@@ -42,6 +42,7 @@ struct wb_control {
 	int64_t nr_to_write;	/* pages left in this visit's chunk */
 	uint64_t written;	/* pages handed to the backend */
 	int err;		/* first error of the visit */
+	bool yielded;		/* stopped for queued work (rate cap) */
 };
 
 static bool over_bg_thresh(struct pwb_bdi *bdi)
@@ -482,6 +483,14 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			wbc->err = ret;
 		wbc->nr_to_write -= (int64_t)n;
 		wbc->written += n;
+		/* The rate cap paces SYNC_NONE passes only (pacing.c). */
+		if (!sync && bdi->rate.rate &&
+		    !pwb__rate_sleep(wb, pwb__rate_charge(
+					     &bdi->rate, n << bdi->page_shift,
+					     pwb__now(bdi)))) {
+			wbc->yielded = true;
+			wbc->nr_to_write = 0;
+		}
 
 		pthread_mutex_lock(&inode->lock);
 		if (idx == 0)	/* wrapped past UINT64_MAX */
@@ -608,7 +617,7 @@ static int64_t chunk_pages(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	return (int64_t)PWB__MIN(pages, (uint64_t)INT64_MAX);
 }
 
-static bool work_pending(struct pwb__wb_ctx *wb)
+bool pwb__wb_work_pending(struct pwb__wb_ctx *wb)
 {
 	bool pending;
 
@@ -657,6 +666,10 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 			*err = wbc.err;
 		if (work->sync_mode == PWB__SYNC_ALL)
 			continue;
+		if (wbc.yielded) {
+			work->yielded = true;
+			break;
+		}
 		work->nr_pages -= (int64_t)wbc.written;
 		if (work->nr_pages <= 0)
 			break;
@@ -712,7 +725,7 @@ static bool none_pass_done(struct pwb__wb_ctx *wb, struct pwb__wb_work *work,
 	if (work->nr_pages <= 0)
 		return true;
 	/* Explicit work is waiting: let it run first. */
-	if (work->reason != PWB_WB_ALL && work_pending(wb))
+	if (work->reason != PWB_WB_ALL && pwb__wb_work_pending(wb))
 		return true;
 	/* So is a re-shard (the automatic tuner's, every few windows):
 	 * periodic and background passes end at a slice boundary and start
@@ -774,6 +787,12 @@ static int wb_writeback_own(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 		if (cds_list_empty(&wb->b_io))
 			break;
 		progress = writeback_inodes(wb, work, &err);
+		/* Queued work goes first (rate cap): the pass ends here. */
+		if (work->yielded)
+			break;
+		/* A background pass may last as long as dirtiers keep up:
+		 * the throttle needs the estimate fresh, not at its end. */
+		update_bandwidth(wb, false);
 		if (work->sync_mode == PWB__SYNC_ALL || progress)
 			continue;
 		/* No progress: only failures or busy inodes are left. */
@@ -857,11 +876,12 @@ static unsigned int claim_batch_locked(struct pwb__wb_ctx *lw,
 /*
  * Write the @n claimed inodes on @wb's queue, wait for the writes, then
  * requeue and release them. Caller holds lw->list_lock (dropped while
- * writing). Returns pages written; *@err gets the first error.
+ * writing). Returns pages written; *@err gets the first error, *@yielded
+ * is set if the rate cap stopped a visit for queued work.
  */
 static uint64_t write_claimed_locked(struct pwb__wb_ctx *wb,
 				     struct pwb__wb_ctx *lw, struct claim *c,
-				     unsigned int n, int *err)
+				     unsigned int n, int *err, bool *yielded)
 {
 	uint64_t total = 0;
 	unsigned int i;
@@ -884,6 +904,8 @@ static uint64_t write_claimed_locked(struct pwb__wb_ctx *wb,
 		total += c[i].wbc.written;
 		if (c[i].wbc.err && !*err)
 			*err = c[i].wbc.err;
+		if (c[i].wbc.yielded)
+			*yielded = true;
 	}
 	pthread_cond_broadcast(&lw->sync_cond);
 	return total;
@@ -929,14 +951,18 @@ static int wb_writeback_shared(struct pwb__wb_ctx *wb, struct pwb__wb_ctx *lw,
 		n = claim_batch_locked(lw, work, c, max);
 		if (!n)
 			break;
-		written = write_claimed_locked(wb, lw, c, n, &err);
+		written = write_claimed_locked(wb, lw, c, n, &err,
+					       &work->yielded);
 		if (sync)
 			continue;
+		if (work->yielded)
+			break;
+		update_bandwidth(wb, false);
 		work->nr_pages -= (int64_t)written;
 		/* Yield to queued work now and then, as writeback_inodes(). */
 		if (pwb__now(bdi) - slice > PASS_SLICE_NS) {
 			slice = pwb__now(bdi);
-			if (work_pending(wb) && work->reason != PWB_WB_ALL)
+			if (pwb__wb_work_pending(wb) && work->reason != PWB_WB_ALL)
 				break;
 		}
 	}
@@ -980,8 +1006,22 @@ static int writeback_one_inode(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 
 int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 {
-	uint64_t t0 = pwb__clock_monotonic(NULL);
+	uint64_t t0 = pwb__clock_monotonic(NULL), written0 = 0;
+	struct pwb_event ev = {
+		.type = PWB_EV_WB_START,
+		.ctx = wb->idx,
+		.reason = work->sync_mode == PWB__SYNC_ALL ? PWB_WB_SYNC
+							   : work->reason,
+	};
+	void (*event)(const struct pwb_event *, void *) = wb->bdi->cfg.event;
 	int err;
+
+	if (event) {
+		/* Only this flusher writes this context: the difference is
+		 * this pass's, once its completions are reaped below. */
+		written0 = pwb__aread(&wb->stats.written_pages);
+		event(&ev, wb->bdi->cfg.event_arg);
+	}
 
 	uatomic_inc(&wb->stats.wb_passes);
 	if (work->sync_mode == PWB__SYNC_ALL)
@@ -1001,7 +1041,13 @@ int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	 * pages never sit "under writeback" while nobody reaps them.
 	 */
 	wb->bdi->io->wait(wb->io_state);
-	uatomic_add(&wb->stats.flush_ns, pwb__clock_monotonic(NULL) - t0);
+	ev.duration_ns = pwb__clock_monotonic(NULL) - t0;
+	uatomic_add(&wb->stats.flush_ns, ev.duration_ns);
+	if (event) {
+		ev.type = PWB_EV_WB_END;
+		ev.pages = pwb__aread(&wb->stats.written_pages) - written0;
+		event(&ev, wb->bdi->cfg.event_arg);
+	}
 	return err;
 }
 
@@ -1021,8 +1067,7 @@ void pwb__wb_check_old_data_flush(struct pwb__wb_ctx *wb)
 	wb->last_old_flush = now;
 	/* Bounded like the kernel's: what is dirty now, plus some slack. */
 	work.nr_pages =
-		(int64_t)pwb__aread(&PWB__READ(wb->lists)->stats.dirty_pages) +
-		1024;
+		(int64_t)pwb__wb_dirty_pages(PWB__READ(wb->lists)) + 1024;
 	pwb__wb_do_work(wb, &work);
 }
 

@@ -109,7 +109,7 @@ static void check_lists_consistent(struct pwb_bdi *bdi,
 		pthread_mutex_unlock(&inode->lock);
 	}
 	for (c = 0; c < arr->nr; c++)
-		ck_assert_uint_eq(uatomic_read(&arr->ctx[c]->stats.dirty_pages),
+		ck_assert_uint_eq(pwb__wb_dirty_pages(arr->ctx[c]),
 				  per_ctx[c]);
 	for (c = arr->nr; c-- > 0;)
 		pthread_mutex_unlock(&arr->ctx[c]->list_lock);
