@@ -966,11 +966,5 @@ static Suite *api_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(api_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(api_suite(), false);
 }

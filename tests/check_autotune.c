@@ -705,14 +705,5 @@ static Suite *autotune_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tu_odirect_unsupported())
-		return 77;
-	sr = srunner_create(autotune_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(autotune_suite(), true);
 }

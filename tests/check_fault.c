@@ -1394,16 +1394,9 @@ static bool probe_uring(void)
  * refuses it, saying so. */
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
 	if (tu_odirect_unsupported())
 		return 77;
 	atexit(remove_stale_image);
 	uring_ok = probe_uring();
-	sr = srunner_create(fault_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(fault_suite(), false);
 }

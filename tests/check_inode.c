@@ -711,11 +711,5 @@ static Suite *inode_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(inode_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(inode_suite(), false);
 }

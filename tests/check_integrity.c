@@ -346,15 +346,8 @@ static Suite *integrity_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
 	if (tu_odirect_unsupported())
 		return 77;
 	atexit(remove_stale_image);
-	sr = srunner_create(integrity_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(integrity_suite(), false);
 }

@@ -614,8 +614,7 @@ static Suite *io_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
+	int ret;
 
 	if (tu_odirect_unsupported())
 		return 77;
@@ -623,10 +622,7 @@ int main(void)
 	i_ops.end_write = i_end_write;
 	uring_ok = probe_uring();
 	atexit(remove_stale_image);
-	sr = srunner_create(io_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	ret = tu_run_suite(io_suite(), false);
 	track_image(NULL);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ret;
 }

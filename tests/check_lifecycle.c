@@ -658,14 +658,5 @@ static Suite *lifecycle_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tu_odirect_unsupported())
-		return 77;
-	sr = srunner_create(lifecycle_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_run_suite(lifecycle_suite(), true);
 }

@@ -312,14 +312,5 @@ static Suite *pacing_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tu_odirect_unsupported())
-		return 77;
-	sr = srunner_create(pacing_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(pacing_suite(), true);
 }

@@ -191,11 +191,5 @@ static Suite *throttle_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(throttle_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(throttle_suite(), false);
 }

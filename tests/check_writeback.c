@@ -1630,15 +1630,8 @@ static Suite *writeback_suite(void)
  * one that refuses it, saying so. */
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
 	if (tu_odirect_unsupported())
 		return 77;
 	atexit(remove_stale_image);
-	sr = srunner_create(writeback_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(writeback_suite(), false);
 }

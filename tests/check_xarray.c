@@ -188,11 +188,5 @@ static Suite *xarray_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(xarray_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(xarray_suite(), false);
 }

@@ -43,6 +43,20 @@ int tu_odirect_unsupported(void)
 	return 1;
 }
 
+int tu_run_suite(Suite *s, bool needs_odirect)
+{
+	SRunner *sr;
+	int failed;
+
+	if (needs_odirect && tu_odirect_unsupported())
+		return 77;
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 char *tu_image_create(uint64_t size)
 {
 	char *path;

@@ -18,6 +18,12 @@
 
 #include "pwb.h"
 
+struct Suite;
+/* Run every test of @s (Check's Suite) and return main()'s exit status:
+ * 77 (skipped, after saying why) if @needs_odirect and the test directory
+ * refuses O_DIRECT, else 0 if all passed, 1 otherwise. */
+int tu_run_suite(struct Suite *s, bool needs_odirect);
+
 /* Directory for test images; never NULL. */
 const char *tu_test_dir(void);
 
