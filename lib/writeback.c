@@ -579,25 +579,65 @@ static void wait_inode_sync_locked(struct pwb__wb_ctx *wb,
 }
 
 /*
- * One visit: claim @inode (I_SYNC), write a chunk, requeue, release.
- * Caller holds list_lock; it is dropped during the I/O.
+ * Claim @inode for a visit: I_SYNC (nobody else writes it) and a new visit
+ * number for the failure count; false if another thread holds it. I_SYNC
+ * is only set under list_lock, so a caller that saw it clear there may
+ * rely on this succeeding. Caller holds list_lock.
  */
-static void visit_inode_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
-			       struct wb_control *wbc)
+static bool claim_inode_locked(struct pwb_inode *inode)
 {
+	bool busy;
+
 	pthread_mutex_lock(&inode->lock);
-	inode->state |= PWB__I_SYNC;
-	inode->wb_visit++;	/* failures are counted per visit */
+	busy = inode->state & PWB__I_SYNC;
+	if (!busy) {
+		inode->state |= PWB__I_SYNC;
+		inode->wb_visit++;	/* failures are counted per visit */
+	}
 	pthread_mutex_unlock(&inode->lock);
-	pthread_mutex_unlock(&wb->list_lock);
+	return !busy;
+}
 
-	writeback_single_inode(wb, inode, wbc);
+/*
+ * A pass met @inode on b_io while another thread holds it: a SYNC_NONE
+ * pass leaves it for later (b_more_io); integrity waits for its writer,
+ * who requeued it, and puts it back on b_io to look again. Caller holds
+ * list_lock.
+ */
+static void pass_over_busy_locked(struct pwb__wb_ctx *wb,
+				  struct pwb_inode *inode, bool sync)
+{
+	if (!sync) {
+		pwb__inode_move_locked(wb, inode, PWB__LIST_MORE_IO);
+		return;
+	}
+	wait_inode_sync_locked(wb, inode);
+	pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
+}
 
-	pthread_mutex_lock(&wb->list_lock);
+/* End a visit: requeue @inode and drop I_SYNC. Caller holds list_lock and
+ * broadcasts sync_cond afterwards. */
+static void release_inode_locked(struct pwb__wb_ctx *wb,
+				 struct pwb_inode *inode,
+				 const struct wb_control *wbc)
+{
 	pthread_mutex_lock(&inode->lock);
 	requeue_inode_locked(wb, inode, wbc);
 	inode->state &= ~PWB__I_SYNC;
 	pthread_mutex_unlock(&inode->lock);
+}
+
+/*
+ * One visit of an inode the caller claimed: write a chunk, requeue,
+ * release. Caller holds list_lock; it is dropped during the I/O.
+ */
+static void visit_inode_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+			       struct wb_control *wbc)
+{
+	pthread_mutex_unlock(&wb->list_lock);
+	writeback_single_inode(wb, inode, wbc);
+	pthread_mutex_lock(&wb->list_lock);
+	release_inode_locked(wb, inode, wbc);
 	pthread_cond_broadcast(&wb->sync_cond);
 }
 
@@ -643,21 +683,10 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 			.sync_mode = work->sync_mode,
 			.nr_to_write = chunk_pages(wb, work),
 		};
-		bool busy;
 
-		pthread_mutex_lock(&inode->lock);
-		busy = inode->state & PWB__I_SYNC;
-		pthread_mutex_unlock(&inode->lock);
-		if (busy) {
-			/* Someone else writes it; integrity waits for them. */
-			if (work->sync_mode == PWB__SYNC_ALL) {
-				wait_inode_sync_locked(wb, inode);
-				/* Its writer requeued it: visit it anyway. */
-				pwb__inode_move_locked(wb, inode,
-						       PWB__LIST_IO);
-				continue;
-			}
-			pwb__inode_move_locked(wb, inode, PWB__LIST_MORE_IO);
+		if (!claim_inode_locked(inode)) {
+			pass_over_busy_locked(wb, inode,
+					      work->sync_mode == PWB__SYNC_ALL);
 			continue;
 		}
 		visit_inode_locked(wb, inode, &wbc);
@@ -841,25 +870,11 @@ static unsigned int claim_batch_locked(struct pwb__wb_ctx *lw,
 
 	while (n < max && !cds_list_empty(&lw->b_io)) {
 		struct pwb_inode *inode = first_io_inode(lw);
-		bool busy;
 
-		pthread_mutex_lock(&inode->lock);
-		busy = inode->state & PWB__I_SYNC;
-		if (!busy) {
-			inode->state |= PWB__I_SYNC;
-			inode->wb_visit++;
-		}
-		pthread_mutex_unlock(&inode->lock);
-		if (busy) {
-			if (!sync) {
-				pwb__inode_move_locked(lw, inode,
-						       PWB__LIST_MORE_IO);
-				continue;
-			}
-			if (n)
-				break;	/* write what we hold first */
-			wait_inode_sync_locked(lw, inode);
-			pwb__inode_move_locked(lw, inode, PWB__LIST_IO);
+		if (!claim_inode_locked(inode)) {
+			if (sync && n)
+				break;	/* write what we hold before waiting */
+			pass_over_busy_locked(lw, inode, sync);
 			continue;
 		}
 		pwb__inode_move_locked(lw, inode, PWB__LIST_NONE);
@@ -895,12 +910,7 @@ static uint64_t write_claimed_locked(struct pwb__wb_ctx *wb,
 		*err = ret;
 	pthread_mutex_lock(&lw->list_lock);
 	for (i = 0; i < n; i++) {
-		struct pwb_inode *inode = c[i].inode;
-
-		pthread_mutex_lock(&inode->lock);
-		requeue_inode_locked(lw, inode, &c[i].wbc);
-		inode->state &= ~PWB__I_SYNC;
-		pthread_mutex_unlock(&inode->lock);
+		release_inode_locked(lw, c[i].inode, &c[i].wbc);
 		total += c[i].wbc.written;
 		if (c[i].wbc.err && !*err)
 			*err = c[i].wbc.err;
@@ -998,7 +1008,10 @@ static int writeback_one_inode(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 		pthread_mutex_unlock(&wb->list_lock);
 		return -EAGAIN;
 	}
-	wait_inode_sync_locked(wb, inode);
+	/* Succeeds at the first try: we hold list_lock after the wait. */
+	do
+		wait_inode_sync_locked(wb, inode);
+	while (!claim_inode_locked(inode));
 	visit_inode_locked(wb, inode, &wbc);
 	pthread_mutex_unlock(&wb->list_lock);
 	return wbc.err;
