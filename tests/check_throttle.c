@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "pwb-internal.h"
+#include "test-util.h"
 
 #define MS PWB__NSEC_PER_MSEC
 
