@@ -567,6 +567,8 @@ struct pwb__wb_ctx {
 					 * work: this context, or context 0
 					 * under F_SHARED_LIST */
 	unsigned int claim_batch;	/* PWB__READ: F_SHARED_LIST claims */
+	bool shared;			/* PWB__READ: F_SHARED_LIST, so this
+					 * context (context 0 too) claims */
 	bool ordered;			/* list_lock: F_ORDERED, b_io is
 					 * also indexed by io_tree */
 	struct pwb__xa io_tree;		/* list_lock: b_io inodes by key */

@@ -148,6 +148,7 @@ void pwb__ctxs_apply_policy(struct pwb__wb_ctx_array *arr,
 		struct pwb__wb_ctx *wb = arr->ctx[i];
 
 		PWB__WRITE(wb->lists, shared ? arr->ctx[0] : wb);
+		PWB__WRITE(wb->shared, shared);
 		PWB__WRITE(wb->claim_batch,
 			   pol->batch ? pol->batch : PWB__POLICY_BATCH_DEFAULT);
 		pthread_mutex_lock(&wb->list_lock);
@@ -517,7 +518,7 @@ static void writeback_single_inode(struct pwb__wb_ctx *wb,
 	meta_due = (inode->state & (PWB__I_DIRTY_META | PWB__I_DIRTY_TIME)) &&
 		   inode->ops.write_inode;
 	pthread_mutex_unlock(&inode->lock);
-	if ((sync && meta_due) || freeing) {
+	if ((sync && meta_due) || freeing || PWB__READ(wb->shared)) {
 		/*
 		 * An integrity sync writes metadata only after its data has
 		 * landed; a closing inode's I_SYNC must not clear while its
@@ -525,7 +526,9 @@ static void writeback_single_inode(struct pwb__wb_ctx *wb,
 		 * asynchronous backend would end a write on a freed inode).
 		 * Otherwise there is no wait per inode: with io_uring it
 		 * would drain the queue between inodes, which halved pwb_sync
-		 * throughput over many small inodes. pwb__wb_do_work() waits
+		 * throughput over many small inodes. Under a shared list
+		 * (fsync visits on context 0) an inode must not be released
+		 * with writes in flight: another flusher may claim it next. pwb__wb_do_work() waits
 		 * once at the end of the pass, before the device flush.
 		 */
 		int ret = bdi->io->wait(wb->io_state);
@@ -607,12 +610,25 @@ static bool claim_inode_locked(struct pwb_inode *inode)
 static void pass_over_busy_locked(struct pwb__wb_ctx *wb,
 				  struct pwb_inode *inode, bool sync)
 {
+	bool gone;
+
 	if (!sync) {
 		pwb__inode_move_locked(wb, inode, PWB__LIST_MORE_IO);
 		return;
 	}
+	/*
+	 * While we sleep its holder may release it and its owner close it
+	 * (off every list, GONE, freed after a grace period): the read-side
+	 * section keeps the memory, GONE says to leave it alone.
+	 */
+	rcu_read_lock();
 	wait_inode_sync_locked(wb, inode);
-	pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
+	pthread_mutex_lock(&inode->lock);
+	gone = inode->state & PWB__I_GONE;
+	pthread_mutex_unlock(&inode->lock);
+	if (!gone)
+		pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
+	pwb__rcu_read_unlock();
 }
 
 /* End a visit: requeue @inode and drop I_SYNC. Caller holds list_lock and
@@ -988,8 +1004,10 @@ static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	int err;
 
 	update_bandwidth(wb, true);
-	err = lw == wb ? wb_writeback_own(wb, work)
-		       : wb_writeback_shared(wb, lw, work);
+	/* Context 0 owns the shared lists and claims from them like the
+	 * others: a visit must not release an inode with writes in flight. */
+	err = PWB__READ(wb->shared) ? wb_writeback_shared(wb, lw, work)
+				    : wb_writeback_own(wb, work);
 	update_bandwidth(wb, false);
 	return err;
 }
