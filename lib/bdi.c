@@ -379,6 +379,7 @@ static void destroy_locks(struct pwb_bdi *bdi)
 	pthread_cond_destroy(&bdi->park_cond);
 	pthread_mutex_destroy(&bdi->park_lock);
 	pthread_mutex_destroy(&bdi->flush_lock);
+	pthread_mutex_destroy(&bdi->cursor_lock);
 	pthread_mutex_destroy(&bdi->lock);
 	pwb__rate_destroy(&bdi->rate);
 }
@@ -434,6 +435,7 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		pthread_condattr_destroy(&attr);
 	}
 	pthread_mutex_init(&bdi->flush_lock, NULL);
+	pthread_mutex_init(&bdi->cursor_lock, NULL);
 	pthread_mutex_init(&bdi->park_lock, NULL);
 	pthread_cond_init(&bdi->park_cond, NULL);
 	pthread_mutex_init(&bdi->reshard_lock, NULL);
@@ -659,7 +661,7 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
 	if (bdi->flushed_seq >= seq)
 		goto out;
 	target = pwb__aread(&bdi->write_seq);
-	bdi->nr_device_flushes++;
+	uatomic_inc(&bdi->nr_device_flushes);
 	/* Signals do not interrupt it on local file systems; on others
 	 * EINTR means "not done", so ask again. */
 	while ((err = fdatasync(bdi->fd) ? -errno : 0) == -EINTR)
@@ -783,15 +785,15 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 		return -ESHUTDOWN;
 	/* Our own cursor, as in pwb_fsync(): concurrent syncs that started
 	 * before an error was reported each get it, later ones do not. */
-	pthread_mutex_lock(&bdi->flush_lock);
+	pthread_mutex_lock(&bdi->cursor_lock);
 	since = bdi->sync_cursor;
-	pthread_mutex_unlock(&bdi->flush_lock);
+	pthread_mutex_unlock(&bdi->cursor_lock);
 	werr = pwb__sync_and_wait(bdi, NULL);
 	ferr = pwb__bdi_flush_device(bdi, pwb__aread(&bdi->write_seq));
-	pthread_mutex_lock(&bdi->flush_lock);
+	pthread_mutex_lock(&bdi->cursor_lock);
 	err = pwb__errseq_check_and_advance(&bdi->wb_err, &since);
 	bdi->sync_cursor = since;
-	pthread_mutex_unlock(&bdi->flush_lock);
+	pthread_mutex_unlock(&bdi->cursor_lock);
 	if (!err)
 		err = ferr;
 	if (!err && werr == -ENOMEM)

@@ -11,6 +11,10 @@
  *	    inode->lock			(page map, state, dirtied_when, errors)
  *	  wb->work_lock			(work queue, flusher wakeups; never held
  *					 together with list_lock or inode->lock)
+ *	bdi->flush_lock			(device flushes; held across fdatasync,
+ *	  inode->lock			 which can take seconds, so no query,
+ *					 dirtier or sync start waits for it)
+ *	bdi->cursor_lock		(pwb_sync's error cursor; leaf)
  *	completion->lock		(leaf)
  *
  * RCU (urcu-bp): bdi->ctxs (the context array) is published with
@@ -840,10 +844,11 @@ struct pwb_bdi {
 	struct pwb__fault_state *fault;	/* RCU-published, io-fault.c */
 	uint64_t fault_hits;		/* uatomic: writes hit, every rule */
 
-	uint64_t nr_device_flushes;	/* flush_lock */
+	uint64_t nr_device_flushes;	/* uatomic, bumped under flush_lock */
 
 	pwb__errseq_t wb_err;		/* uatomic: errors on any inode */
-	pwb__errseq_t sync_cursor;	/* flush_lock: pwb_sync's cursor */
+	pthread_mutex_t cursor_lock;
+	pwb__errseq_t sync_cursor;	/* cursor_lock: pwb_sync's cursor */
 
 	struct pwb__autotune *autotune;	/* NULL without the flag; set at
 					 * open, freed at close */

@@ -35,10 +35,9 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	if (st->dirty_pages)
 		st->imbalance_milli = max_dirty * arr->nr * 1000 /
 				      st->dirty_pages;
-	/* Device flushes belong to the bdi, not to one context. */
-	pthread_mutex_lock(&bdi->flush_lock);
-	st->device_flushes += bdi->nr_device_flushes;
-	pthread_mutex_unlock(&bdi->flush_lock);
+	/* Device flushes belong to the bdi, not to one context. Read
+	 * without flush_lock, which a flush holds for its whole fdatasync. */
+	st->device_flushes += pwb__aread(&bdi->nr_device_flushes);
 	/* What contexts retired by re-shards had done. */
 	pwb__wb_counters_read(&bdi->retired_stats, st);
 	st->throttle_ns = pwb__aread(&bdi->throttle_ns);

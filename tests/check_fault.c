@@ -1295,6 +1295,71 @@ START_TEST(test_bdi_close_with_failing_device_returns_error)
 }
 END_TEST
 
+/*
+ * A device flush holds bdi->flush_lock for its whole fdatasync: hundreds of
+ * milliseconds on a virtual disk, forever on a device that stopped. The
+ * test holds the lock itself, standing in for such a flush. A monitoring
+ * thread must still read the statistics, and a pwb_sync() that starts
+ * meanwhile must get its writes out; only its own flush waits.
+ */
+struct sync_call {
+	struct pwb_bdi *bdi;
+	int rc;
+};
+
+static void *sync_call_fn(void *arg)
+{
+	struct sync_call *c = arg;
+
+	c->rc = pwb_sync(c->bdi);
+	return NULL;
+}
+
+START_TEST(test_stats_and_sync_writes_do_not_wait_for_a_device_flush)
+{
+	struct sync_call call;
+	struct pwb_stats st;
+	struct tu_store a;
+	struct env e;
+	pthread_t tid;
+	uint64_t flushes;
+
+	env_config(&e, NULL);
+	env_open(&e, 256);
+	open_store(&e, &a, 1, 64, 0, NULL);
+	dirty_range(&a, 0, 64, 1);
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);	/* write_seq > 0 */
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	flushes = st.device_flushes;
+	dirty_range(&a, 0, 64, 2);
+
+	pthread_mutex_lock(&e.bdi->flush_lock);	/* "a flush is running" */
+	/* Blocked here (until the tcase timeout) if stats took the lock. */
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	ck_assert_uint_eq(st.dirty_pages, 64);
+	call = (struct sync_call){ .bdi = e.bdi, .rc = 1 };
+	ck_assert_int_eq(pthread_create(&tid, NULL, sync_call_fn, &call), 0);
+	/* The sync's writes complete while the flush still runs. */
+	do {
+		sched_yield();
+		ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	} while (st.written_pages < 128);
+	ck_assert_uint_eq(st.dirty_pages + st.writeback_pages, 0);
+	ck_assert_uint_eq(st.device_flushes, flushes);
+	ck_assert_int_eq(__atomic_load_n(&call.rc, __ATOMIC_RELAXED), 1);
+	pthread_mutex_unlock(&e.bdi->flush_lock);
+
+	pthread_join(tid, NULL);
+	ck_assert_int_eq(call.rc, 0);
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	ck_assert_uint_eq(st.device_flushes, flushes + 1);
+	ck_assert_int_eq(tu_verify_device(e.img, &a, 1), 0);
+	close_store_expect(&a, 0);
+	env_close(&e);
+	tu_store_destroy(&a);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 
 static Suite *fault_suite(void)
@@ -1352,6 +1417,8 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_close_of_failed_inode_reports_the_error);
 	tcase_add_test(tc, test_enospc_pauses_the_context_and_writeback_resumes);
 	tcase_add_test(tc, test_bdi_close_with_failing_device_returns_error);
+	tcase_add_test(tc,
+		test_stats_and_sync_writes_do_not_wait_for_a_device_flush);
 	suite_add_tcase(s, tc);
 	return s;
 }
