@@ -1,0 +1,93 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# bench-smoke.sh - bench/pwb-bench runs every workload to the end and
+# prints its table, its JSON and its CSV. A correctness check of the
+# measuring tool the README documents, not a measurement: the sizes are
+# tiny and no figure is judged (speed is read from the bench by hand; see
+# bench/README.md).
+#
+# Environment (exported by Makefile.am's AM_TESTS_ENVIRONMENT):
+# top_builddir, PWB_TEST_DIR. Exit 77 (skip) under a sanitizer build: the
+# bench's writers rewrite page memory that may be in flight, which is the
+# application's business and would be reported as a race.
+set -u
+
+top_builddir=${top_builddir:-$(pwd)}
+dir=${PWB_TEST_DIR:-/var/tmp}
+bench=$top_builddir/bench/pwb-bench
+
+if [ -n "${PWB_SANITIZERS:-}" ]; then
+	echo "SKIP: the bench is not run under sanitizers ($PWB_SANITIZERS)"
+	exit 77
+fi
+if [ ! -x "$bench" ]; then
+	echo "FAIL: $bench was not built"
+	exit 1
+fi
+
+out=$(mktemp "$dir/bench-smoke-XXXXXX") || exit 1
+trap 'rm -f "$out" "$out.err"' EXIT
+fails=0
+
+# run NAME ARGS...: the bench must exit 0; its stdout is kept in $out.
+run() {
+	local name=$1
+	shift
+	if ! "$bench" --dir "$dir" "$@" >"$out" 2>"$out.err"; then
+		echo "FAIL $name: pwb-bench $* exited $?"
+		cat "$out.err"
+		fails=$((fails + 1))
+		return 1
+	fi
+	return 0
+}
+
+# expect NAME PATTERN: $out holds a line matching the extended regex.
+expect() {
+	if ! grep -Eq "$2" "$out"; then
+		echo "FAIL $1: no line matching /$2/ in:"
+		cat "$out" "$out.err"
+		fails=$((fails + 1))
+	fi
+}
+
+backend=io_uring
+if ! "$bench" --dir "$dir" --workload seed --size 4M --runs 1 --no-fio \
+	--no-kernel >"$out" 2>"$out.err"; then
+	if grep -q io_uring "$out.err"; then
+		echo "note: io_uring refused here, the I/O workloads use psync:"
+		cat "$out.err"
+		backend=psync
+	fi
+fi
+
+# The I/O workloads against fio (when installed) and the kernel.
+small=(--backend "$backend" --size 8M --threads 2 --inodes 4 --runs 1)
+for wl in seed rand4k skew fsync; do
+	run "$wl" --workload "$wl" "${small[@]}" &&
+		expect "$wl" "^$wl +$backend +2 "
+done
+# A sweep, as CSV: a header and one row per count.
+if run sweep --workload rand4k "${small[@]}" --sweep 1,2 --csv; then
+	expect sweep "^workload,backend,contexts,"
+	expect sweep "^rand4k,$backend,1,"
+	expect sweep "^rand4k,$backend,2,"
+fi
+# The engine alone, and the tracking memory, as JSON.
+if run engine --workload markdirty,null,memory --null-pages 65536 \
+	--md-pages 65536 --mem-inodes 1000 --repeat 1 --json; then
+	for wl in markdirty null memory; do
+		expect engine "\"workload\": \"$wl\""
+	done
+fi
+# Throttling: the shortest run it allows (the first 5 s are warm-up).
+if run throttle --workload throttle --backend "$backend" --size 16M \
+	--dirty-limit 8M --duration 6 --runs 1 --no-fio; then
+	expect throttle "^throttle +$backend "
+	expect throttle "w/d [0-9.]+ \(>=0.9\)"
+fi
+
+[ $fails -eq 0 ] || exit 1
+echo "pwb-bench ran every workload"
+exit 0
