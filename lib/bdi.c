@@ -408,6 +408,7 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	if (!bdi)
 		return pwb__err(-ENOMEM, "out of memory");
 	bdi->cfg = *cfg;
+	bdi->write_epoch = 1;		/* 0 is "never written" */
 	bdi->cfg.policy = NULL;		/* not kept: copied below */
 	bdi->cfg.backend = NULL;
 	if (!bdi->cfg.clock)
@@ -649,18 +650,43 @@ uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
 	return sum;
 }
 
-int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
+void pwb__bdi_write_done_locked(struct pwb_bdi *bdi, struct pwb_inode *inode)
+{
+	uint64_t e, old, prev;
+
+	/* The write finished (its syscall or completion returned) before
+	 * the epoch is read: a flush that has not yet advanced it will. A
+	 * full fence (GCC makes it a locked no-op on the stack on x86,
+	 * cheaper there than liburcu's mfence: 5% of a null-backend flush). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	e = uatomic_read(&bdi->write_epoch);
+	inode->last_write_epoch = e;
+	/* Raise written_epoch to e; never lower it (a thread that read the
+	 * epoch before a flush advanced it may get here after one that read
+	 * it after). */
+	old = uatomic_read(&bdi->written_epoch);
+	while (old < e) {
+		prev = uatomic_cmpxchg(&bdi->written_epoch, old, e);
+		if (prev == old)
+			break;
+		old = prev;
+	}
+}
+
+int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
 {
 	uint64_t target;
 	int err = 0;
 
-	if (!seq)
+	if (!epoch)
 		return 0;	/* nothing was ever written */
 	pthread_mutex_lock(&bdi->flush_lock);
-	/* A flush that started after our writes finished covers us. */
-	if (bdi->flushed_seq >= seq)
+	/* A flush that began after those writes finished covers them. */
+	if (bdi->flushed_epoch >= epoch)
 		goto out;
-	target = pwb__aread(&bdi->write_seq);
+	/* Writes finishing from here on are tagged target + 1: this flush
+	 * may not cover them. The add is a full barrier before fdatasync. */
+	target = uatomic_add_return(&bdi->write_epoch, 1) - 1;
 	uatomic_inc(&bdi->nr_device_flushes);
 	/* Signals do not interrupt it on local file systems; on others
 	 * EINTR means "not done", so ask again. */
@@ -684,7 +710,7 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
 						 struct pwb_inode, hnode);
 			PWB__TSAN_ACQUIRE(&inode->hnode);
 			pthread_mutex_lock(&inode->lock);
-			if (inode->last_write_seq > bdi->flushed_seq)
+			if (inode->last_write_epoch > bdi->flushed_epoch)
 				pwb__errseq_set(&inode->wb_err, err);
 			pthread_mutex_unlock(&inode->lock);
 			cds_lfht_next(bdi->inodes, &iter);
@@ -693,7 +719,7 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq)
 		pwb__err(err, "fdatasync of %s: %s", bdi->path,
 			 strerror(-err));
 	} else {
-		bdi->flushed_seq = target;
+		bdi->flushed_epoch = target;
 	}
 out:
 	pthread_mutex_unlock(&bdi->flush_lock);
@@ -789,7 +815,7 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	since = bdi->sync_cursor;
 	pthread_mutex_unlock(&bdi->cursor_lock);
 	werr = pwb__sync_and_wait(bdi, NULL);
-	ferr = pwb__bdi_flush_device(bdi, pwb__aread(&bdi->write_seq));
+	ferr = pwb__bdi_flush_device(bdi, pwb__bdi_written_epoch(bdi));
 	pthread_mutex_lock(&bdi->cursor_lock);
 	err = pwb__errseq_check_and_advance(&bdi->wb_err, &since);
 	bdi->sync_cursor = since;
@@ -909,7 +935,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	pwb__autotune_stop(bdi);
 
 	werr = pwb__sync_and_wait(bdi, NULL);
-	ferr = pwb__bdi_flush_device(bdi, pwb__aread(&bdi->write_seq));
+	ferr = pwb__bdi_flush_device(bdi, pwb__bdi_written_epoch(bdi));
 	close_inodes(bdi);
 
 	/*

@@ -442,7 +442,7 @@ static int inode_sync(struct pwb_inode *inode, int *flush_err)
 	if (!idle)
 		err = pwb__sync_and_wait(inode->bdi, inode);
 	pthread_mutex_lock(&inode->lock);
-	seq = inode->last_write_seq;
+	seq = inode->last_write_epoch;
 	pthread_mutex_unlock(&inode->lock);
 	*flush_err = pwb__bdi_flush_device(inode->bdi, seq);
 	return err;

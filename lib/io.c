@@ -158,7 +158,7 @@ void pwb__io_complete(struct pwb__io *io, int err)
 		pwb__errseq_set(&inode->wb_err, err);
 		pwb__errseq_set(&bdi->wb_err, err);
 	} else {
-		inode->last_write_seq = uatomic_add_return(&bdi->write_seq, 1);
+		pwb__bdi_write_done_locked(bdi, inode);
 	}
 	/* Back-off, the failed mark and the ENOSPC pause (error.c). */
 	pwb__wb_write_result_locked(inode, wb, err);

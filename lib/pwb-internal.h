@@ -829,9 +829,22 @@ struct pwb_bdi {
 	pthread_cond_t idle_cond;	/* with lock: users or nr_open_inodes
 					 * fell while closing */
 
+	/*
+	 * Which finished writes a device flush covers. A write that
+	 * finishes is tagged with the current flush epoch (a load, so
+	 * contexts finishing writes at once share the line read-only); a
+	 * flush advances the epoch as it begins (under flush_lock), then
+	 * runs fdatasync, so a write tagged with epoch E finished before
+	 * every flush that advanced the epoch past E began, and a
+	 * successful one of them covers it. written_epoch is the newest
+	 * epoch any write finished in, raised with compare-and-swap (once
+	 * per epoch in practice): a flush with nothing new since the last
+	 * one is skipped. Epochs start at 1; 0 means "never written".
+	 */
 	pthread_mutex_t flush_lock;	/* serialises device flushes */
-	uint64_t write_seq;		/* uatomic: bumped per finished write */
-	uint64_t flushed_seq;		/* flush_lock: write_seq covered */
+	uint64_t write_epoch;		/* uatomic; advanced under flush_lock */
+	uint64_t written_epoch;		/* uatomic: newest epoch written in */
+	uint64_t flushed_epoch;		/* flush_lock: epochs <= covered */
 
 	uint64_t dirty_limit_pages;	/* 0: no hard limit (throttle.c) */
 	unsigned long bg_active;	/* uatomic: background kick sent */
@@ -891,9 +904,18 @@ static inline bool pwb__bdi_dead_rcu(const struct pwb_bdi *bdi)
 /* -ESHUTDOWN with a message: @who was called on a bdi being torn down. */
 int pwb__bdi_dead_err(const char *who) PWB__INTERNAL;
 
-/* Flush the device cache unless every write finished before @seq is already
- * covered by an earlier flush. Return 0 or -errno (also recorded). */
-int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t seq) PWB__INTERNAL;
+/* Flush the device cache unless every write tagged with flush epoch
+ * @epoch or older is already covered by an earlier flush (0: nothing to
+ * cover). Return 0 or -errno (also recorded). */
+int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch) PWB__INTERNAL;
+/* Tag a write of @inode that just finished (caller holds inode->lock). */
+void pwb__bdi_write_done_locked(struct pwb_bdi *bdi,
+				struct pwb_inode *inode) PWB__INTERNAL;
+/* The epoch a flush must reach to cover every write finished so far. */
+static inline uint64_t pwb__bdi_written_epoch(struct pwb_bdi *bdi)
+{
+	return uatomic_read(&bdi->written_epoch);
+}
 /* Total dirty pages over all contexts (approximate, lock-free). */
 uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* True while the flusher of the calling thread is running. */
@@ -1025,7 +1047,8 @@ struct pwb_inode {
 	uint64_t dirtied_time_when;	/* same, for PWB__I_DIRTY_TIME */
 	struct pwb__map map;		/* page tags */
 	uint64_t writeback_index;	/* where the next cyclic pass starts */
-	uint64_t last_write_seq;	/* bdi->write_seq after its last write */
+	uint64_t last_write_epoch;	/* lock: flush epoch of its last
+					 * finished write (0: none) */
 	pwb__errseq_t wb_err;		/* write errors of this inode */
 	pwb__errseq_t fsync_cursor;	/* pwb_fsync's cursor */
 	unsigned int users;		/* fsyncs in progress */
