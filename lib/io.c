@@ -178,12 +178,73 @@ void pwb__io_complete(struct pwb__io *io, int err)
 		inode->ops.end_write(inode, io->index, io->nr, err);
 }
 
+/* Bytes of cached requests a context may keep: at least one request. */
+#define IO_CACHE_BYTES (1u << 20)
+
+static size_t io_size(uint64_t pages)
+{
+	return sizeof(struct pwb__io) + pages * sizeof(struct iovec);
+}
+
+struct pwb__io *pwb__io_get(struct pwb__wb_ctx *wb, uint64_t max_pages)
+{
+	uint64_t full = wb->bdi->max_io_pages;
+	struct pwb__io *io = wb->io_cache;
+	unsigned int cap;
+
+	if (io && max_pages <= io->cap) {
+		wb->io_cache = io->next_free;
+		wb->nr_io_cache--;
+		cap = io->cap;
+	} else {
+		/* A lone page is a small malloc that the allocator's
+		 * per-thread cache serves quickly; a request of a quarter
+		 * of the full size or more is made full size, to be kept. */
+		cap = (unsigned int)(max_pages * 4 >= full ? full : max_pages);
+		io = malloc(io_size(cap));
+		if (!io)
+			return NULL;
+	}
+	memset(io, 0, sizeof(*io));
+	io->cap = cap;
+	io->iov = (struct iovec *)(io + 1);
+	return io;
+}
+
+void pwb__io_put(struct pwb__wb_ctx *wb, struct pwb__io *io)
+{
+	uint64_t full = wb->bdi->max_io_pages;
+	unsigned int keep = (unsigned int)(IO_CACHE_BYTES / io_size(full));
+
+	/* Never more than can be in flight at once, plus one. */
+	if (keep > wb->bdi->cfg.io_depth + 1)
+		keep = wb->bdi->cfg.io_depth + 1;
+	if (io->cap == full && wb->nr_io_cache < PWB__MAX(keep, 1u)) {
+		io->next_free = wb->io_cache;
+		wb->io_cache = io;
+		wb->nr_io_cache++;
+		return;
+	}
+	free(io);
+}
+
+void pwb__io_cache_drain(struct pwb__wb_ctx *wb)
+{
+	struct pwb__io *io;
+
+	while ((io = wb->io_cache)) {
+		wb->io_cache = io->next_free;
+		free(io);
+	}
+	wb->nr_io_cache = 0;
+}
+
 void pwb__io_end(struct pwb__io *io, int err)
 {
 	struct pwb_bdi *bdi = io->inode->bdi;
 
 	pwb__io_complete(io, err);
-	free(io);
+	pwb__io_put(io->wb, io);
 	pwb__inflight_put(bdi, 1);
 }
 

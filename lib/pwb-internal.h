@@ -325,9 +325,11 @@ struct pwb__io {
 	uint64_t nr;		/* pages */
 	uint64_t dev_off;	/* byte offset on the device */
 	unsigned int iovcnt;
+	unsigned int cap;	/* room for this many iovecs */
 	struct iovec *iov;	/* iovcnt entries, one per page */
 	int err;		/* result, set by the backend */
 	struct cds_list_head list;	/* backend's own use */
+	struct pwb__io *next_free;	/* in wb->io_cache */
 };
 
 /*
@@ -370,9 +372,19 @@ void pwb__fault_destroy(struct pwb_bdi *bdi) PWB__INTERNAL;
 struct pwb__fault_state;
 const struct pwb__io_backend *pwb__io_backend_find(const char *name)
 	PWB__INTERNAL;
+/* A request with room for @max_pages iovecs, zeroed but for iov and cap,
+ * or NULL. Full-size requests (max_io_pages) come from the context's
+ * cache, so a busy context does not go to malloc per write. The caller
+ * owns @wb's I/O (see io_cache). */
+struct pwb__io *pwb__io_get(struct pwb__wb_ctx *wb, uint64_t max_pages)
+	PWB__INTERNAL;
+/* Give back a request from pwb__io_get (cached or freed). */
+void pwb__io_put(struct pwb__wb_ctx *wb, struct pwb__io *io) PWB__INTERNAL;
+/* Free @wb's cached requests (the context is being destroyed). */
+void pwb__io_cache_drain(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 /* Called by a backend when @io finished with @err (0 or -errno). Clears
  * the writeback tag, re-dirties the pages on error, records the error,
- * updates statistics, calls end_write and frees @io. */
+ * updates statistics, calls end_write and gives @io back (pwb__io_put). */
 void pwb__io_end(struct pwb__io *io, int err) PWB__INTERNAL;
 /* The same without freeing @io (for requests that never reached a
  * backend, kept on the stack). */
@@ -558,6 +570,12 @@ struct pwb__wb_ctx {
 	uint64_t bw_written;		/* written bytes at bw_stamp */
 	uint64_t avg_write_bw;		/* bytes/s, also read by stats */
 	void *io_state;			/* the backend's */
+	/* Finished full-size requests kept for reuse (pwb__io_get/put),
+	 * at most io_depth + 1. Owned like io_state: by the one thread at a
+	 * time that runs the context's passes or completes its requests
+	 * (its flusher, or a re-shard or close with the flushers parked). */
+	struct pwb__io *io_cache;
+	unsigned int nr_io_cache;
 	uint64_t nospc_until;		/* clock ns: ENOSPC pauses periodic and
 					 * background passes until then */
 	uint64_t nospc_backoff_ns;	/* that pause, doubled per ENOSPC */

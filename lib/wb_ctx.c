@@ -118,6 +118,7 @@ void pwb__wb_ctx_destroy(struct pwb__wb_ctx *wb)
 {
 	if (wb->bdi->io->ctx_fini)
 		wb->bdi->io->ctx_fini(wb->io_state);
+	pwb__io_cache_drain(wb);
 	pwb__xa_destroy(&wb->io_tree);
 	pthread_cond_destroy(&wb->sync_cond);
 	pthread_mutex_destroy(&wb->work_lock);

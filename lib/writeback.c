@@ -281,12 +281,10 @@ static void fail_pages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 static struct pwb__io *io_alloc(struct pwb__wb_ctx *wb,
 				struct pwb_inode *inode, uint64_t max_pages)
 {
-	struct pwb__io *io = malloc(sizeof(*io) +
-				    max_pages * sizeof(struct iovec));
+	struct pwb__io *io = pwb__io_get(wb, max_pages);
 
 	if (!io)
 		return NULL;
-	memset(io, 0, sizeof(*io));
 	io->inode = inode;
 	io->wb = wb;
 	io->iov = (struct iovec *)(io + 1);
@@ -305,7 +303,7 @@ static int submit_io(struct pwb__wb_ctx *wb, struct pwb__io *io)
 		struct pwb_inode *inode = io->inode;
 
 		pwb__inflight_put(wb->bdi, 1);
-		free(io);
+		pwb__io_put(wb, io);
 		fail_pages(wb, inode, index, nr, ret);
 	}
 	return ret;
