@@ -316,7 +316,8 @@ PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx);
  * The spec as given to pwb_bdi_open() (NULL or "" reads "inode-hash", and
  * a trailing ':' with no arguments is dropped).
  *
- * Context: any thread.
+ * Context: any thread; does not wait for a re-shard or policy switch in
+ * progress (it answers with the spec in force before the switch ends).
  * Return: 0; -EINVAL for a NULL @bdi or @buf, or @len 0; -ERANGE if the
  *         spec does not fit (@buf then holds as much as fits); -ESHUTDOWN
  *         if pwb_bdi_close() has begun.

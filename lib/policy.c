@@ -630,10 +630,12 @@ PWB_API int pwb_bdi_policy(struct pwb_bdi *bdi, char *buf, size_t len)
 							 : "len is 0");
 	if (pwb__bdi_get(bdi, "pwb_bdi_policy"))
 		return -ESHUTDOWN;
-	/* The spec changes only under reshard_lock (pwb_bdi_set_policy). */
-	pthread_mutex_lock(&bdi->reshard_lock);
-	n = snprintf(buf, len, "%s", bdi->policy->spec);
-	pthread_mutex_unlock(&bdi->reshard_lock);
+	/* A policy replaced by pwb_bdi_set_policy() is freed after a grace
+	 * period, so no need to wait for a re-shard that may take seconds
+	 * (it parks the flushers, which finish their passes first). */
+	rcu_read_lock();
+	n = snprintf(buf, len, "%s", PWB__RCU_DEREF(bdi->policy)->spec);
+	pwb__rcu_read_unlock();
 	pwb__bdi_put(bdi);
 	if ((size_t)n >= len)
 		return pwb__err(-ERANGE, "pwb_bdi_policy: the spec needs %d "

@@ -374,6 +374,32 @@ START_TEST(test_bad_reshard_counts_are_rejected)
 }
 END_TEST
 
+/*
+ * A re-shard holds reshard_lock while it parks the flushers, and they
+ * finish their passes first: an integrity sync's can take seconds. The
+ * queries answer meanwhile (the test holds the lock itself, standing in
+ * for such a re-shard; a query that took it would hang until the
+ * tcase's timeout).
+ */
+START_TEST(test_queries_answer_while_a_reshard_runs)
+{
+	struct pwb_bdi *bdi = open_bdi(2, 0, false);
+	struct pwb_bdi_info info;
+	struct pwb_stats st;
+	char spec[128];
+
+	pthread_mutex_lock(&bdi->reshard_lock);
+	ck_assert_int_eq(pwb_bdi_policy(bdi, spec, sizeof(spec)), 0);
+	ck_assert_str_eq(spec, "inode-hash");
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
+	ck_assert_int_eq(pwb_wb_ctx_stats(bdi, 1, &st), 0);
+	ck_assert_int_eq(pwb_bdi_info(bdi, &info), 0);
+	ck_assert_uint_eq(pwb_bdi_nr_wb_ctx(bdi), 2);
+	pthread_mutex_unlock(&bdi->reshard_lock);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+}
+END_TEST
+
 static Suite *reshard_suite(void)
 {
 	Suite *s = suite_create("reshard");
@@ -388,6 +414,12 @@ static Suite *reshard_suite(void)
 	tcase_add_test(tc,
 		       test_policy_switch_moves_inodes_and_bad_spec_changes_nothing);
 	tcase_add_test(tc, test_bad_reshard_counts_are_rejected);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("queries");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_queries_answer_while_a_reshard_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }
