@@ -1141,6 +1141,7 @@ struct thr_run {
 	double secs;			/* writing phase */
 	uint64_t max_dirty;		/* bytes, peak of dirty + writeback */
 	uint64_t max_chunks;		/* bytes, peak of the chunk sum */
+	uint64_t sum_dirty, sum_wb, nr_samples; /* pages, for the means */
 	uint64_t per_sec[THR_MAX_SECS];	/* writer bytes in each second */
 	uint64_t dev_sec[THR_MAX_SECS];	/* bytes written to the device */
 	unsigned int nr_secs;
@@ -1210,6 +1211,9 @@ static void thr_sample(struct thr_run *t, double duration)
 		pwb_bdi_stats(t->bdi, &st);
 		d = (st.dirty_pages + st.writeback_pages) * PS;
 		dev = st.bytes_written;
+		t->sum_dirty += st.dirty_pages;
+		t->sum_wb += st.writeback_pages;
+		t->nr_samples++;
 		t->max_dirty = BENCH_MAX(t->max_dirty, d);
 		for (c = 0; c < nctx; c++)
 			if (!pwb_wb_ctx_stats(t->bdi, c, &st))
@@ -1434,7 +1438,10 @@ static void thr_once(unsigned int ctx, uint64_t img, double duration,
 		fprintf(stderr, "\n  device MiB per second:");
 		for (i = 0; i < t->nr_secs; i++)
 			fprintf(stderr, " %.0f", (double)t->dev_sec[i] / MIB);
-		fprintf(stderr, "\n");
+		fprintf(stderr, "\n  mean dirty %.1f MiB waiting, %.1f MiB being "
+			"written\n",
+			(double)t->sum_dirty * PS / MIB / (double)t->nr_samples,
+			(double)t->sum_wb * PS / MIB / (double)t->nr_samples);
 	}
 	thr_inodes_close(t->bdi, ai);
 	free(t->w);

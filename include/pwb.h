@@ -158,7 +158,9 @@ struct pwb_bdi_config {
 	 *  block size, at most 1 MiB and at most max_io_bytes. Default 4096. */
 	unsigned int page_size;
 	/** Background writeback starts when the bdi's dirty bytes exceed this;
-	 *  0 disables background writeback. Default 64 MiB. */
+	 *  0 disables background writeback, except while dirty + writeback
+	 *  bytes are above the throttle's set point (half way to
+	 *  dirty_bytes), where it runs whatever this is. Default 64 MiB. */
 	uint64_t dirty_background_bytes;
 	/** Hard limit on dirty bytes, used by dirty throttling; 0 means no
 	 *  limit. Must be 0 or >= dirty_background_bytes. Default 256 MiB. */

@@ -968,6 +968,10 @@ void pwb__inflight_put(struct pwb_bdi *bdi, unsigned int nr) PWB__INTERNAL;
 void pwb__throttle_account(uint64_t pages) PWB__INTERNAL;
 /* Wake every flusher for background writeback, once per round. */
 void pwb__kick_background(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* True if the bdi's dirty + writeback pages are above the throttle's set
+ * point (half way from dirty_background_bytes to dirty_bytes), where
+ * dirtiers are paused; false without a dirty_bytes limit. */
+bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* pwb_balance_dirty() without argument checks; the caller holds a
  * pwb__bdi_get() reference. -ESHUTDOWN if close began meanwhile. */
 int pwb__balance_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;

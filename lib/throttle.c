@@ -73,6 +73,14 @@ static uint64_t bdi_dirty_state(struct pwb_bdi *bdi, uint64_t *bw)
 	return sum;
 }
 
+bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi)
+{
+	uint64_t bg = bdi->bg_thresh_pages, limit = bdi->dirty_limit_pages;
+	uint64_t bw;
+
+	return limit && bdi_dirty_state(bdi, &bw) > bg + (limit - bg) / 2;
+}
+
 unsigned int pwb__throttle_dirtiers(struct pwb_bdi *bdi, uint64_t now)
 {
 	uint64_t window = now / DIRTIER_WINDOW_NS + 1;	/* never 0 */

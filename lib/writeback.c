@@ -45,10 +45,24 @@ struct wb_control {
 	bool yielded;		/* stopped for queued work (rate cap) */
 };
 
+/*
+ * Background writeback runs while the pages not yet sent to the device
+ * exceed dirty_background_bytes (the kernel's rule: dirty pages, not those
+ * being written), and also, down to the last dirty page, while dirty +
+ * writeback memory is above the throttle's set point. There dirtiers are
+ * being paused, and each page left waiting is memory they sleep for while
+ * the device could be writing it: with dirty_bytes near the device's
+ * bandwidth-delay product (64 MiB on a disk taking 3 GB/s is 20 ms of it),
+ * pages held back under the background threshold are queue depth lost,
+ * and writers went at the pace of half a queue.
+ */
 static bool over_bg_thresh(struct pwb_bdi *bdi)
 {
-	return bdi->bg_thresh_pages &&
-	       pwb__bdi_dirty_pages(bdi) > bdi->bg_thresh_pages;
+	uint64_t dirty = pwb__bdi_dirty_pages(bdi);
+
+	if (bdi->bg_thresh_pages && dirty > bdi->bg_thresh_pages)
+		return true;
+	return dirty && pwb__throttle_over_setpoint(bdi);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * check_throttle.c - the dirty throttle's pause decision (lib/throttle.c)
+ * check_throttle.c - the dirty throttle (lib/throttle.c)
  *
  * White-box: pwb__throttle_pause() is a pure function of the bdi's dirty
  * state, and pwb__throttle_dirtiers() counts threads by clock windows that
- * the test passes in: nothing here sleeps or reads a real clock.
+ * the test passes in: nothing in the "pause" case sleeps or reads a real
+ * clock. The "bdi" case runs a throttled writer against a real bdi and
+ * checks only what it got back and what reached the device.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -174,6 +177,49 @@ START_TEST(dirtiers_are_counted_per_window)
 }
 END_TEST
 
+/*
+ * dirty_background_bytes 0 turns background writeback off below the
+ * throttle's set point, not above it: there the throttle starts it, and
+ * it must write, or a writer at dirty_bytes waits for nothing until
+ * throttle_timeout_ms gives it -ETIMEDOUT (which it did: the background
+ * pass ended at once, finding dirty memory "under" a threshold of 0).
+ */
+START_TEST(throttled_writer_without_background_threshold_is_not_stalled)
+{
+	enum { PAGES = 2048 };	/* 8 MiB through a 1 MiB limit */
+	char *img = tu_image_create((uint64_t)PAGES * 4096);
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi;
+	struct tu_store st;
+	uint64_t i;
+
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = 1;
+	cfg.backend = "psync";
+	cfg.flags |= PWB_BDI_THROTTLE;
+	cfg.dirty_bytes = 1 << 20;
+	cfg.dirty_background_bytes = 0;
+	cfg.throttle_timeout_ms = 5000;
+	ck_assert_int_eq(pwb_bdi_open(img, &cfg, &bdi), 0);
+	tu_store_init(&st, 1, 4096, PAGES, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	for (i = 0; i < PAGES; i++) {
+		int rc;
+
+		tu_fill_page(&st, i, 1);
+		rc = pwb_mark_dirty(st.inode, i * 4096, 4096);
+		ck_assert_msg(rc == 0, "page %" PRIu64 ": %s", i,
+			      pwb_strerror(rc));
+	}
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_store_destroy(&st);
+	tu_image_remove(img);
+}
+END_TEST
+
 static Suite *throttle_suite(void)
 {
 	Suite *s = suite_create("throttle");
@@ -186,6 +232,12 @@ static Suite *throttle_suite(void)
 	tcase_add_test(tc, pauses_are_capped_at_200ms);
 	tcase_add_test(tc, at_the_limit_the_wait_is_hard);
 	tcase_add_test(tc, dirtiers_are_counted_per_window);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("bdi");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc,
+		throttled_writer_without_background_threshold_is_not_stalled);
 	suite_add_tcase(s, tc);
 	return s;
 }
