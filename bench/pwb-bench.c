@@ -1439,9 +1439,13 @@ static void thr_once(unsigned int ctx, uint64_t img, double duration,
 		for (i = 0; i < t->nr_secs; i++)
 			fprintf(stderr, " %.0f", (double)t->dev_sec[i] / MIB);
 		fprintf(stderr, "\n  mean dirty %.1f MiB waiting, %.1f MiB being "
-			"written\n",
+			"written; %" PRIu64 " background passes, flushers in "
+			"passes %.0f%% of the time\n",
 			(double)t->sum_dirty * PS / MIB / (double)t->nr_samples,
-			(double)t->sum_wb * PS / MIB / (double)t->nr_samples);
+			(double)t->sum_wb * PS / MIB / (double)t->nr_samples,
+			st.background_passes,
+			(double)st.flush_ns / 1e7 / t->secs /
+				pwb_bdi_nr_wb_ctx(t->bdi));
 	}
 	thr_inodes_close(t->bdi, ai);
 	free(t->w);
