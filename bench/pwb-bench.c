@@ -1440,12 +1440,16 @@ static void thr_once(unsigned int ctx, uint64_t img, double duration,
 			fprintf(stderr, " %.0f", (double)t->dev_sec[i] / MIB);
 		fprintf(stderr, "\n  mean dirty %.1f MiB waiting, %.1f MiB being "
 			"written; %" PRIu64 " background passes, flushers in "
-			"passes %.0f%% of the time\n",
+			"passes %.0f%% of the time; requests of %.0f KiB on "
+			"average\n",
 			(double)t->sum_dirty * PS / MIB / (double)t->nr_samples,
 			(double)t->sum_wb * PS / MIB / (double)t->nr_samples,
 			st.background_passes,
 			(double)st.flush_ns / 1e7 / t->secs /
-				pwb_bdi_nr_wb_ctx(t->bdi));
+				pwb_bdi_nr_wb_ctx(t->bdi),
+			st.io_submitted ? (double)st.bytes_written / 1024 /
+						  (double)st.io_submitted
+					: 0.0);
 	}
 	thr_inodes_close(t->bdi, ai);
 	free(t->w);
