@@ -656,8 +656,8 @@ void pwb__bdi_write_done_locked(struct pwb_bdi *bdi, struct pwb_inode *inode)
 
 	/* The write finished (its syscall or completion returned) before
 	 * the epoch is read: a flush that has not yet advanced it will. A
-	 * full fence (GCC makes it a locked no-op on the stack on x86,
-	 * cheaper there than liburcu's mfence: 5% of a null-backend flush). */
+	 * full fence; GCC makes it a locked no-op on the stack on x86,
+	 * cheaper there than the mfence of liburcu's cmm_smp_mb(). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	e = uatomic_read(&bdi->write_epoch);
 	inode->last_write_epoch = e;

@@ -186,6 +186,16 @@ static size_t io_size(uint64_t pages)
 	return sizeof(struct pwb__io) + pages * sizeof(struct iovec);
 }
 
+unsigned int pwb__io_cache_max(const struct pwb_bdi *bdi)
+{
+	size_t keep = IO_CACHE_BYTES / io_size(bdi->max_io_pages);
+
+	/* Never more than can be in flight at once, plus one. */
+	if (keep > bdi->cfg.io_depth + 1)
+		keep = bdi->cfg.io_depth + 1;
+	return keep ? (unsigned int)keep : 1;
+}
+
 struct pwb__io *pwb__io_get(struct pwb__wb_ctx *wb, uint64_t max_pages)
 {
 	uint64_t full = wb->bdi->max_io_pages;
@@ -213,13 +223,8 @@ struct pwb__io *pwb__io_get(struct pwb__wb_ctx *wb, uint64_t max_pages)
 
 void pwb__io_put(struct pwb__wb_ctx *wb, struct pwb__io *io)
 {
-	uint64_t full = wb->bdi->max_io_pages;
-	unsigned int keep = (unsigned int)(IO_CACHE_BYTES / io_size(full));
-
-	/* Never more than can be in flight at once, plus one. */
-	if (keep > wb->bdi->cfg.io_depth + 1)
-		keep = wb->bdi->cfg.io_depth + 1;
-	if (io->cap == full && wb->nr_io_cache < PWB__MAX(keep, 1u)) {
+	if (io->cap == wb->bdi->max_io_pages &&
+	    wb->nr_io_cache < wb->io_cache_max) {
 		io->next_free = wb->io_cache;
 		wb->io_cache = io;
 		wb->nr_io_cache++;

@@ -382,6 +382,9 @@ struct pwb__io *pwb__io_get(struct pwb__wb_ctx *wb, uint64_t max_pages)
 void pwb__io_put(struct pwb__wb_ctx *wb, struct pwb__io *io) PWB__INTERNAL;
 /* Free @wb's cached requests (the context is being destroyed). */
 void pwb__io_cache_drain(struct pwb__wb_ctx *wb) PWB__INTERNAL;
+/* How many requests a context of @bdi keeps cached: io_depth + 1 at
+ * most, and at most 1 MiB of them (at least one). */
+unsigned int pwb__io_cache_max(const struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Called by a backend when @io finished with @err (0 or -errno). Clears
  * the writeback tag, re-dirties the pages on error, records the error,
  * updates statistics, calls end_write and gives @io back (pwb__io_put). */
@@ -576,6 +579,7 @@ struct pwb__wb_ctx {
 	 * (its flusher, or a re-shard or close with the flushers parked). */
 	struct pwb__io *io_cache;
 	unsigned int nr_io_cache;
+	unsigned int io_cache_max;	/* pwb__io_cache_max(), at init */
 	uint64_t nospc_until;		/* clock ns: ENOSPC pauses periodic and
 					 * background passes until then */
 	uint64_t nospc_backoff_ns;	/* that pause, doubled per ENOSPC */

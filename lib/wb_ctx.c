@@ -96,6 +96,7 @@ int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 	CDS_INIT_LIST_HEAD(&wb->work_list);
 	wb->lists = wb;
 	wb->claim_batch = PWB__POLICY_BATCH_DEFAULT;
+	wb->io_cache_max = pwb__io_cache_max(bdi);
 	pwb__xa_init(&wb->io_tree);
 	/* The kernel's initial estimate: 100 MiB/s. */
 	wb->avg_write_bw = 100ull << 20;
