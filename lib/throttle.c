@@ -73,12 +73,18 @@ static uint64_t bdi_dirty_state(struct pwb_bdi *bdi, uint64_t *bw)
 	return sum;
 }
 
+/* Where dirtiers start to be paused: half way from bg to limit. */
+static uint64_t setpoint_of(uint64_t bg, uint64_t limit)
+{
+	return bg + (limit - bg) / 2;
+}
+
 bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi)
 {
 	uint64_t bg = bdi->bg_thresh_pages, limit = bdi->dirty_limit_pages;
 	uint64_t bw;
 
-	return limit && bdi_dirty_state(bdi, &bw) > bg + (limit - bg) / 2;
+	return limit && bdi_dirty_state(bdi, &bw) > setpoint_of(bg, limit);
 }
 
 unsigned int pwb__throttle_dirtiers(struct pwb_bdi *bdi, uint64_t now)
@@ -112,7 +118,7 @@ uint64_t pwb__throttle_pause(const struct pwb__throttle_state *s, bool *hard)
 	*hard = false;
 	if (!s->limit)
 		return 0;
-	setpoint = s->bg + (s->limit - s->bg) / 2;
+	setpoint = setpoint_of(s->bg, s->limit);
 	if (s->dirty <= setpoint)
 		return 0;
 	/* Each of the nr dirtiers may go at its share of the bandwidth at
@@ -178,7 +184,7 @@ static uint64_t next_pause(struct pwb_bdi *bdi, uint64_t dirtied, bool *hard)
 	*hard = false;
 	if (s.bg && s.dirty > s.bg)
 		pwb__kick_background(bdi);
-	if (!s.limit || s.dirty <= s.bg + (s.limit - s.bg) / 2)
+	if (!s.limit || s.dirty <= setpoint_of(s.bg, s.limit))
 		return 0;
 	if (!s.bg)
 		pwb__kick_background(bdi);	/* no bg set: start it here */

@@ -1302,26 +1302,12 @@ END_TEST
  * thread must still read the statistics, and a pwb_sync() that starts
  * meanwhile must get its writes out; only its own flush waits.
  */
-struct sync_call {
-	struct pwb_bdi *bdi;
-	int rc;
-};
-
-static void *sync_call_fn(void *arg)
-{
-	struct sync_call *c = arg;
-
-	c->rc = pwb_sync(c->bdi);
-	return NULL;
-}
-
 START_TEST(test_stats_and_sync_writes_do_not_wait_for_a_device_flush)
 {
-	struct sync_call call;
+	struct caller call;
 	struct pwb_stats st;
 	struct tu_store a;
 	struct env e;
-	pthread_t tid;
 	uint64_t flushes;
 
 	env_config(&e, NULL);
@@ -1337,8 +1323,9 @@ START_TEST(test_stats_and_sync_writes_do_not_wait_for_a_device_flush)
 	/* Blocked here (until the tcase timeout) if stats took the lock. */
 	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
 	ck_assert_uint_eq(st.dirty_pages, 64);
-	call = (struct sync_call){ .bdi = e.bdi, .rc = 1 };
-	ck_assert_int_eq(pthread_create(&tid, NULL, sync_call_fn, &call), 0);
+	call = (struct caller){ .bdi = e.bdi, .rc = 1 };
+	ck_assert_int_eq(pthread_create(&call.thread, NULL, caller_main, &call),
+			 0);
 	/* The sync's writes complete while the flush still runs. */
 	do {
 		sched_yield();
@@ -1349,7 +1336,7 @@ START_TEST(test_stats_and_sync_writes_do_not_wait_for_a_device_flush)
 	ck_assert_int_eq(__atomic_load_n(&call.rc, __ATOMIC_RELAXED), 1);
 	pthread_mutex_unlock(&e.bdi->flush_lock);
 
-	pthread_join(tid, NULL);
+	pthread_join(call.thread, NULL);
 	ck_assert_int_eq(call.rc, 0);
 	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
 	ck_assert_uint_eq(st.device_flushes, flushes + 1);
