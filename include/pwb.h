@@ -231,8 +231,10 @@ struct pwb_bdi_config {
 	/** Cap on the write rate of background, periodic and
 	 *  pwb_bdi_writeback() passes together, in bytes/s (a token bucket
 	 *  holding a tenth of a second of the rate, at least max_io_bytes);
-	 *  integrity sync (pwb_sync, pwb_fsync, close) is never capped. 0
-	 *  means no cap. Default 0. */
+	 *  integrity sync (pwb_sync, pwb_fsync, close) is never capped. A
+	 *  capped pass ends early (its pages stay dirty for the next one)
+	 *  when other work is queued or a re-shard or policy switch begins.
+	 *  0 means no cap. Default 0. */
 	uint64_t rate_limit_bytes_per_sec;
 	/** Optional. Called at the start and end of every writeback pass
 	 *  (on the context's flusher thread) and after every sleep of a
