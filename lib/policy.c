@@ -18,8 +18,8 @@
  *
  * A select() that fails or answers out of range costs the inode its
  * preferred placement, never its data: the inode goes to the inode-hash
- * context, the instance counts the failure (nr_fallbacks) and says so once
- * on stderr.
+ * context, the instance counts the failure (nr_fallbacks) and the bdi says
+ * so once on stderr, however often its policy is switched.
  */
 #include "pwb-internal.h"
 
@@ -507,13 +507,18 @@ void pwb__policy_nr_changed(struct pwb__policy *pol, unsigned int nr)
 		pol->ops->nr_wb_ctx_changed(pol->state, nr);
 }
 
-/* Say once per instance that select() misbehaved. */
+/*
+ * Count a misbehaving select() in the instance; say so once per bdi (not
+ * per instance: each pwb_bdi_set_policy() makes a new one, and a policy
+ * that fails once usually fails again after every switch).
+ */
 static void report_fallback(struct pwb__policy *pol, struct pwb_inode *inode,
 			    int idx, unsigned int nr_wb_ctx)
 {
+	int *reported = &inode->bdi->policy_fallback_reported;
+
 	uatomic_inc(&pol->nr_fallbacks);
-	if (pwb__aread(&pol->fallback_reported) ||
-	    uatomic_cmpxchg(&pol->fallback_reported, 0, 1) != 0)
+	if (pwb__aread(reported) || uatomic_cmpxchg(reported, 0, 1) != 0)
 		return;
 	if (idx < 0)
 		fprintf(stderr, "libpwb: shard policy \"%s\" failed to place "

@@ -443,7 +443,6 @@ struct pwb__policy {
 	char spec[PWB_POLICY_SPEC_MAX + 1];	/* normalised "name[:args]" */
 	uint64_t nr_fallbacks;		/* uatomic: select() failed or gave an
 					 * index out of range */
-	int fallback_reported;		/* uatomic: stderr message sent */
 	unsigned int flags;		/* PWB_POLICY_F_* (ABI 2 tables) */
 	unsigned int batch;		/* F_SHARED_LIST: inodes per claim */
 };
@@ -837,6 +836,9 @@ struct pwb_bdi {
 					 * under rcu_read_lock; replaced by
 					 * pwb_bdi_set_policy with the
 					 * flushers parked */
+	int policy_fallback_reported;	/* uatomic: the shard-policy
+					 * fallback message was printed (once
+					 * per bdi, whatever the policy) */
 	const struct pwb__io_backend *io;
 
 	struct cds_lfht *inodes;	/* ino -> inode, RCU */
