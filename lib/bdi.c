@@ -565,26 +565,58 @@ fail:
 	return ret;
 }
 
-int pwb__bdi_get(struct pwb_bdi *bdi, const char *who)
+int pwb__bdi_enter(struct pwb_bdi *bdi, enum pwb__hold hold, const char *who)
 {
-	pthread_mutex_lock(&bdi->lock);
-	if (bdi->closing) {
-		pthread_mutex_unlock(&bdi->lock);
-		return pwb__err(-ESHUTDOWN, "%s: the bdi is being closed", who);
+	bool closing;
+
+	/*
+	 * The section opens before the first read of the bdi: a close that
+	 * marks it dead afterwards waits for us (synchronize_rcu) before it
+	 * frees it, so a call preempted here still finds bdi->lock intact.
+	 */
+	rcu_read_lock();
+	if (pwb__bdi_dead_rcu(bdi)) {
+		pwb__rcu_read_unlock();
+		if (hold == PWB__HOLD_CLOSE)
+			return pwb__err(-EBADF, "the bdi is already being "
+						"closed");
+		return pwb__bdi_dead_err(who);
 	}
-	bdi->users++;
+	if (hold == PWB__HOLD_RCU)
+		return 0;
+	pthread_mutex_lock(&bdi->lock);
+	closing = bdi->closing;
+	if (!closing) {
+		if (hold == PWB__HOLD_REF)
+			bdi->users++;
+		else
+			PWB__WRITE(bdi->closing, true);
+	}
 	pthread_mutex_unlock(&bdi->lock);
-	return 0;
+	pwb__rcu_read_unlock();
+	if (!closing)
+		return 0;
+	if (hold == PWB__HOLD_CLOSE)
+		return pwb__err(-EBADF, "the bdi is already being closed");
+	return pwb__err(-ESHUTDOWN, "%s: the bdi is being closed", who);
 }
 
-void pwb__bdi_put(struct pwb_bdi *bdi)
+void pwb__bdi_exit(struct pwb_bdi *bdi, enum pwb__hold hold)
 {
+	if (hold == PWB__HOLD_RCU) {
+		pwb__rcu_read_unlock();
+		return;
+	}
+	if (hold != PWB__HOLD_REF)
+		return;
+	/* Once close sees users at 0 it may go on to free the bdi: the
+	 * section keeps it intact until our unlock has returned. */
+	rcu_read_lock();
 	pthread_mutex_lock(&bdi->lock);
-	/* The last unlock of bdi->lock by this call: once close sees users
-	 * at 0 it may free the bdi. */
 	if (--bdi->users == 0 && bdi->closing)
 		pthread_cond_broadcast(&bdi->idle_cond);
 	pthread_mutex_unlock(&bdi->lock);
+	pwb__rcu_read_unlock();
 }
 
 int pwb__bdi_dead_err(const char *who)
@@ -596,12 +628,11 @@ PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
 	unsigned int nr = 0;
 
-	if (!bdi)
+	if (!bdi || pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
+				   "pwb_bdi_nr_wb_ctx"))
 		return 0;
-	rcu_read_lock();
-	if (!pwb__bdi_dead_rcu(bdi))
-		nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
-	pwb__rcu_read_unlock();
+	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
+	pwb__bdi_exit((struct pwb_bdi *)bdi, PWB__HOLD_RCU);
 	return nr;
 }
 
@@ -612,11 +643,8 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 		return pwb__err(-EINVAL, "pwb_bdi_info: NULL %s",
 				!bdi ? "bdi" : "info");
 	memset(info, 0, sizeof(*info));
-	rcu_read_lock();
-	if (pwb__bdi_dead_rcu(bdi)) {
-		pwb__rcu_read_unlock();
-		return pwb__bdi_dead_err("pwb_bdi_info");
-	}
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_info"))
+		return -ESHUTDOWN;
 	info->capacity = bdi->capacity;
 	info->logical_block_size = bdi->lbs;
 	info->page_size = pwb__page_size(bdi);
@@ -632,7 +660,7 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	info->atomic_write_unit_max = bdi->awu_max;
 	info->atomic_write_segments_max = bdi->awu_segs;
 	info->atomic_writes = bdi->atomic;
-	pwb__rcu_read_unlock();
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;
 }
 
@@ -750,7 +778,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	if (wait && pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
 					  "from an ops callback");
-	if (pwb__bdi_get(bdi, "pwb_bdi_writeback"))
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_writeback"))
 		return -ESHUTDOWN;
 
 	rcu_read_lock();
@@ -759,7 +787,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	works = calloc(nr, sizeof(*works));
 	if (!works) {
 		pwb__rcu_read_unlock();
-		pwb__bdi_put(bdi);
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return pwb__err(-ENOMEM, "out of memory");
 	}
 	if (wait)
@@ -792,7 +820,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 		pwb__completion_destroy(&done);
 	}
 	free(works);
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return 0;
 }
 
@@ -807,7 +835,7 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_sync called from an ops "
 					  "callback (a flusher thread)");
-	if (pwb__bdi_get(bdi, "pwb_sync"))
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_sync"))
 		return -ESHUTDOWN;
 	/* Our own cursor, as in pwb_fsync(): concurrent syncs that started
 	 * before an error was reported each get it, later ones do not. */
@@ -827,7 +855,7 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	if (err)
 		pwb__err(err, "pwb_sync of %s: %s", bdi->path,
 			 pwb_strerror(err));
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return err;
 }
 
@@ -882,10 +910,24 @@ static void close_inodes(struct pwb_bdi *bdi)
 		size_t i, nr, busy = 0;
 		uint64_t left;
 
+		/*
+		 * Claim them in the section that found them: an inode that
+		 * another thread closes is freed after a grace period, so it
+		 * must not be touched after the section (its close is that
+		 * thread's, and we wait for it below).
+		 */
+		rcu_read_lock();
 		inodes = pwb__bdi_collect_inodes(bdi, &nr);
-		for (i = 0; i < nr; i++)
-			if (pwb__inode_close(inodes[i]) == -EBADF)
+		for (i = 0; i < nr; i++) {
+			if (!pwb__inode_claim_close_rcu(inodes[i])) {
+				inodes[i] = NULL;
 				busy++;	/* another thread closes it */
+			}
+		}
+		pwb__rcu_read_unlock();
+		for (i = 0; i < nr; i++)
+			if (inodes[i])
+				pwb__inode_close(inodes[i]);
 		free(inodes);
 		pthread_mutex_lock(&bdi->lock);
 		left = bdi->nr_open_inodes;
@@ -920,14 +962,11 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_close called from an ops "
 					  "callback (a flusher thread)");
-	pthread_mutex_lock(&bdi->lock);
-	if (bdi->closing) {
-		pthread_mutex_unlock(&bdi->lock);
-		return pwb__err(-EBADF, "the bdi is already being closed");
-	}
 	/* Calls that wait and began before us finish first (a sync in
 	 * progress returns its own result); later ones get -ESHUTDOWN. */
-	PWB__WRITE(bdi->closing, true);
+	if (pwb__bdi_enter(bdi, PWB__HOLD_CLOSE, "pwb_bdi_close"))
+		return -EBADF;
+	pthread_mutex_lock(&bdi->lock);
 	while (bdi->users)
 		pthread_cond_wait(&bdi->idle_cond, &bdi->lock);
 	pthread_mutex_unlock(&bdi->lock);
@@ -946,7 +985,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	PWB__WRITE(bdi->dead, true);
 	pwb__synchronize_rcu();
 
-	/* No re-shard runs (it is a pwb__bdi_get user); the lock orders
+	/* No re-shard runs (it holds a reference); the lock orders
 	 * us after the last one's own clean-up. */
 	pthread_mutex_lock(&bdi->reshard_lock);
 	stop_flushers(bdi);

@@ -43,6 +43,77 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
 	return caa_container_of(node, struct pwb_inode, hnode);
 }
 
+/* Mark @inode closing unless someone else did. Caller is in a read-side
+ * section that began before @inode could be freed. */
+static bool claim_close_rcu(struct pwb_inode *inode)
+{
+	bool claimed;
+
+	pthread_mutex_lock(&inode->lock);
+	claimed = !(inode->state & PWB__I_FREEING);
+	inode->state |= PWB__I_FREEING;
+	pthread_mutex_unlock(&inode->lock);
+	return claimed;
+}
+
+int pwb__inode_enter(struct pwb_inode *inode, enum pwb__hold hold,
+		     const char *who)
+{
+	bool freeing = false;
+	uint64_t ino;
+
+	/*
+	 * Before the first read of the inode: a close frees it with
+	 * call_rcu(), after every section that began before its unregister
+	 * ended, so a call preempted between here and its first lock still
+	 * finds the inode (marked I_FREEING) and its bdi intact.
+	 */
+	rcu_read_lock();
+	if (hold == PWB__HOLD_RCU)
+		return 0;
+	if (hold == PWB__HOLD_CLOSE) {
+		freeing = !claim_close_rcu(inode);
+	} else {
+		pthread_mutex_lock(&inode->lock);
+		freeing = inode->state & PWB__I_FREEING;
+		if (!freeing)
+			inode->users++;
+		pthread_mutex_unlock(&inode->lock);
+	}
+	ino = inode->ino;
+	pwb__rcu_read_unlock();
+	if (!freeing)
+		return 0;
+	if (hold == PWB__HOLD_CLOSE)
+		return pwb__err(-EBADF, "inode %llu is already being closed",
+				(unsigned long long)ino);
+	return pwb__err(-EBADF, "%s: inode %llu is being closed", who,
+			(unsigned long long)ino);
+}
+
+void pwb__inode_exit(struct pwb_inode *inode, enum pwb__hold hold)
+{
+	if (hold == PWB__HOLD_RCU) {
+		pwb__rcu_read_unlock();
+		return;
+	}
+	if (hold != PWB__HOLD_REF)
+		return;
+	/* A close waiting for users may free the inode once we unlock: the
+	 * section keeps it intact until the unlock has returned. */
+	rcu_read_lock();
+	pthread_mutex_lock(&inode->lock);
+	if (--inode->users == 0)
+		pthread_cond_broadcast(&inode->users_cond);
+	pthread_mutex_unlock(&inode->lock);
+	pwb__rcu_read_unlock();
+}
+
+bool pwb__inode_claim_close_rcu(struct pwb_inode *inode)
+{
+	return claim_close_rcu(inode);
+}
+
 PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 			   const struct pwb_inode_ops *ops, void *priv,
 			   struct pwb_inode **inodep)
@@ -57,9 +128,13 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	if (!ops->get_page || !ops->map_page)
 		return pwb__err(-EINVAL, "pwb_inode_open: ops lack %s",
 				!ops->get_page ? "get_page" : "map_page");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_inode_open"))
+		return -ESHUTDOWN;
 	inode = calloc(1, sizeof(*inode));
-	if (!inode)
+	if (!inode) {
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return pwb__err(-ENOMEM, "pwb_inode_open: out of memory");
+	}
 	inode->ino = ino;
 	inode->bdi = bdi;
 	inode->ops = *ops;
@@ -89,11 +164,13 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		pthread_cond_destroy(&inode->users_cond);
 		pthread_mutex_destroy(&inode->lock);
 		free(inode);
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return pwb__err(-EEXIST, "inode %llu is already open",
 				(unsigned long long)ino);
 	}
 	bdi->nr_open_inodes++;
 	pthread_mutex_unlock(&bdi->lock);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	*inodep = inode;
 	return 0;
 
@@ -102,6 +179,7 @@ fail_shutdown:
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_mutex_destroy(&inode->lock);
 	free(inode);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return pwb__err(-ESHUTDOWN, "pwb_inode_open: the bdi is closing");
 }
 
@@ -233,30 +311,32 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 					    "wraps past 2^64",
 				(unsigned long long)off,
 				(unsigned long long)len);
-	bdi = inode->bdi;
-	first = off >> bdi->page_shift;
-	last = (off + (len - 1)) >> bdi->page_shift;
-	/* More pages than the device holds cannot all be written; tracking
-	 * them would only exhaust memory (found by the fuzzer). */
-	if (last - first >= bdi->capacity >> bdi->page_shift)
-		return pwb__err(-EFBIG, "pwb_mark_dirty: range of %llu pages "
-					"is larger than the device (%llu pages)",
-				(unsigned long long)(last - first + 1),
-				(unsigned long long)(bdi->capacity >>
-						     bdi->page_shift));
 	/*
 	 * One read-side section over the whole call: it keeps the inode and
 	 * the bdi alive after inode->lock is dropped (a close running now
 	 * frees them after a grace period), and costs nothing more than the
 	 * section the background check below needs anyway.
 	 */
-	rcu_read_lock();
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_mark_dirty");
+	bdi = inode->bdi;
+	first = off >> bdi->page_shift;
+	last = (off + (len - 1)) >> bdi->page_shift;
+	/* More pages than the device holds cannot all be written; tracking
+	 * them would only exhaust memory (found by the fuzzer). */
+	if (last - first >= bdi->capacity >> bdi->page_shift) {
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
+		return pwb__err(-EFBIG, "pwb_mark_dirty: range of %llu pages "
+					"is larger than the device (%llu pages)",
+				(unsigned long long)(last - first + 1),
+				(unsigned long long)(bdi->capacity >>
+						     bdi->page_shift));
+	}
 again:
 	gen = pwb__aread(&bdi->reshard_gen);
 	wb = PWB__RCU_DEREF(inode->wb);
 	if (caa_unlikely(!wb)) {
 		if (pwb__bdi_dead_rcu(bdi)) {
-			pwb__rcu_read_unlock();
+			pwb__inode_exit(inode, PWB__HOLD_RCU);
 			return pwb__bdi_dead_err("pwb_mark_dirty");
 		}
 		wb = choose_wb(inode, first, &key);
@@ -271,7 +351,7 @@ again:
 	}
 	if (inode->state & PWB__I_FREEING) {
 		pthread_mutex_unlock(&inode->lock);
-		pwb__rcu_read_unlock();
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return pwb__err(-EBADF, "pwb_mark_dirty: inode %llu is "
 					"being closed",
 				(unsigned long long)inode->ino);
@@ -279,7 +359,7 @@ again:
 	n = pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
 	if (n <= 0) {
 		pthread_mutex_unlock(&inode->lock);
-		pwb__rcu_read_unlock();
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return n ? pwb__err(-ENOMEM, "pwb_mark_dirty: out of memory")
 			 : 0;
 	}
@@ -299,10 +379,11 @@ again:
 		pwb__kick_background(bdi);
 	if (bdi->cfg.flags & PWB_BDI_THROTTLE) {
 		pwb__throttle_account((uint64_t)n);
+		/* Ends the section (it may sleep, holding the bdi). */
 		if (!pwb__in_flusher())
 			return pwb__balance_dirty_rcu(bdi);
 	}
-	pwb__rcu_read_unlock();
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
 }
 
@@ -319,18 +400,21 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: bad flags "
 					 "0x%x",
 				flags);
-	if (!inode->ops.write_inode)
-		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: inode %llu "
-					 "has no write_inode op",
-				(unsigned long long)inode->ino);
-
 	/* Keeps the inode alive after its lock is dropped, as in
 	 * pwb_mark_dirty(). */
-	rcu_read_lock();
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_mark_inode_dirty");
+	if (!inode->ops.write_inode) {
+		uint64_t ino = inode->ino;
+
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
+		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: inode %llu "
+					 "has no write_inode op",
+				(unsigned long long)ino);
+	}
 	pthread_mutex_lock(&inode->lock);
 	if (inode->state & PWB__I_FREEING) {
 		pthread_mutex_unlock(&inode->lock);
-		pwb__rcu_read_unlock();
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return pwb__err(-EBADF, "pwb_mark_inode_dirty: inode %llu is "
 					"being closed",
 				(unsigned long long)inode->ino);
@@ -360,38 +444,57 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 	pthread_mutex_unlock(&inode->lock);
 	if (attach)
 		pwb__inode_attach_dirty(inode);
-	pwb__rcu_read_unlock();
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
 }
 
 PWB_API void *pwb_inode_priv(const struct pwb_inode *inode)
 {
-	return inode ? inode->priv : NULL;
+	struct pwb_inode *in = (struct pwb_inode *)inode;
+	void *priv;
+
+	if (!in)
+		return NULL;
+	pwb__inode_enter(in, PWB__HOLD_RCU, "pwb_inode_priv");
+	priv = in->priv;
+	pwb__inode_exit(in, PWB__HOLD_RCU);
+	return priv;
 }
 
 PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode)
 {
-	return inode ? inode->ino : 0;
+	struct pwb_inode *in = (struct pwb_inode *)inode;
+	uint64_t ino;
+
+	if (!in)
+		return 0;
+	pwb__inode_enter(in, PWB__HOLD_RCU, "pwb_inode_ino");
+	ino = in->ino;
+	pwb__inode_exit(in, PWB__HOLD_RCU);
+	return ino;
 }
 
 PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 {
+	struct pwb_inode *in = (struct pwb_inode *)inode;
 	struct pwb__wb_ctx *wb;
+	uint64_t ino;
 	int idx;
 
 	pwb__err_clear();
-	if (!inode)
+	if (!in)
 		return pwb__err(-EINVAL, "pwb_inode_wb_ctx: NULL inode");
 	/* A context retired by a re-shard is freed after a grace period. */
-	rcu_read_lock();
-	wb = PWB__RCU_DEREF(inode->wb);
+	pwb__inode_enter(in, PWB__HOLD_RCU, "pwb_inode_wb_ctx");
+	wb = PWB__RCU_DEREF(in->wb);
 	idx = wb ? (int)wb->idx : -1;
-	pwb__rcu_read_unlock();
+	ino = in->ino;
+	pwb__inode_exit(in, PWB__HOLD_RCU);
 	if (idx < 0)
 		return pwb__err(-ENODATA, "inode %llu was never dirtied: its "
 					  "context is chosen at first "
 					  "dirtying",
-				(unsigned long long)inode->ino);
+				(unsigned long long)ino);
 	return idx;
 }
 
@@ -401,9 +504,11 @@ PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr)
 	if (!inode || !nr)
 		return pwb__err(-EINVAL, "pwb_inode_dirty_pages: NULL %s",
 				!inode ? "inode" : "nr");
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_dirty_pages");
 	pthread_mutex_lock(&inode->lock);
 	*nr = inode->map.count[PWB__TAG_DIRTY];
 	pthread_mutex_unlock(&inode->lock);
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
 }
 
@@ -460,14 +565,10 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_fsync called from an ops "
 					  "callback (a flusher thread)");
+	if (pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_fsync"))
+		return -EBADF;
 	ino = inode->ino;	/* a closing inode is not ours to read after */
 	pthread_mutex_lock(&inode->lock);
-	if (inode->state & PWB__I_FREEING) {
-		pthread_mutex_unlock(&inode->lock);
-		return pwb__err(-EBADF, "pwb_fsync: inode %llu is being closed",
-				(unsigned long long)ino);
-	}
-	inode->users++;
 	/*
 	 * Our own cursor, sampled now: every fsync that starts before an
 	 * error was reported to an fsync gets it, even when another fsync
@@ -487,16 +588,15 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	 * clears it, whatever later writes do. */
 	if (!err)
 		err = inode->failed_err;
-	if (--inode->users == 0)
-		pthread_cond_broadcast(&inode->users_cond);
 	pthread_mutex_unlock(&inode->lock);
+	pwb__inode_exit(inode, PWB__HOLD_REF);
 	if (!err)
 		err = ferr;
 	if (!err && werr == -ENOMEM)
 		err = werr;
 	if (err)
 		pwb__err(err, "pwb_fsync of inode %llu: %s",
-			 (unsigned long long)inode->ino, pwb_strerror(err));
+			 (unsigned long long)ino, pwb_strerror(err));
 	return err;
 }
 
@@ -506,13 +606,8 @@ int pwb__inode_close(struct pwb_inode *inode)
 	struct pwb__wb_ctx *wb;
 	int err, ferr, werr;
 
+	/* Claimed (I_FREEING): later calls get -EBADF; wait for fsyncs. */
 	pthread_mutex_lock(&inode->lock);
-	if (inode->state & PWB__I_FREEING) {
-		pthread_mutex_unlock(&inode->lock);
-		return pwb__err(-EBADF, "inode %llu is already being closed",
-				(unsigned long long)inode->ino);
-	}
-	inode->state |= PWB__I_FREEING;
 	while (inode->users)
 		pthread_cond_wait(&inode->users_cond, &inode->lock);
 	pthread_mutex_unlock(&inode->lock);
@@ -574,6 +669,8 @@ PWB_API int pwb_inode_close(struct pwb_inode *inode)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_inode_close called from an ops "
 					  "callback (a flusher thread)");
+	if (pwb__inode_enter(inode, PWB__HOLD_CLOSE, "pwb_inode_close"))
+		return -EBADF;
 	err = pwb__inode_close(inode);
 	if (err && !*pwb_errmsg())
 		pwb__err(err, "closing inode: %s", pwb_strerror(err));
@@ -587,9 +684,11 @@ PWB_API int pwb_inode_error(struct pwb_inode *inode)
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_error: NULL inode");
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_error");
 	pthread_mutex_lock(&inode->lock);
 	err = inode->failed_err;
 	pthread_mutex_unlock(&inode->lock);
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return err;
 }
 
@@ -601,12 +700,14 @@ PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_clear_error: NULL inode");
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_clear_error");
 	ino = inode->ino;
 	pthread_mutex_lock(&inode->lock);
 	closing = inode->state & PWB__I_FREEING;
 	if (!closing)
 		pwb__inode_clear_error_locked(inode);
 	pthread_mutex_unlock(&inode->lock);
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	if (closing)
 		return pwb__err(-EBADF, "pwb_inode_clear_error: inode %llu is "
 					"being closed",

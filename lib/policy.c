@@ -604,22 +604,26 @@ int pwb__policy_map_page(struct pwb_inode *inode, uint64_t index,
 PWB_API int pwb_policy_map_page(struct pwb_inode *inode, uint64_t index,
 				uint64_t *dev_off)
 {
+	uint64_t ino;
 	int ret;
 
 	pwb__err_clear();
 	if (!inode || !dev_off)
 		return pwb__err(-EINVAL, "pwb_policy_map_page: NULL %s",
 				!inode ? "inode" : "dev_off");
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_policy_map_page");
+	ino = inode->ino;
 	ret = pwb__policy_map_page(inode, index, dev_off);
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	if (ret == -ERANGE)
 		return pwb__err(ret, "map_page of inode %llu page %llu gave "
 				     "an offset outside the device or not "
 				     "block aligned",
-				(unsigned long long)inode->ino,
+				(unsigned long long)ino,
 				(unsigned long long)index);
 	if (ret)
 		return pwb__err(ret, "map_page of inode %llu page %llu: %s",
-				(unsigned long long)inode->ino,
+				(unsigned long long)ino,
 				(unsigned long long)index, pwb_strerror(ret));
 	return 0;
 }
@@ -633,7 +637,7 @@ PWB_API int pwb_bdi_policy(struct pwb_bdi *bdi, char *buf, size_t len)
 		return pwb__err(-EINVAL, "pwb_bdi_policy: %s",
 				!bdi ? "NULL bdi" : !buf ? "NULL buf"
 							 : "len is 0");
-	if (pwb__bdi_get(bdi, "pwb_bdi_policy"))
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_policy"))
 		return -ESHUTDOWN;
 	/* A policy replaced by pwb_bdi_set_policy() is freed after a grace
 	 * period, so no need to wait for a re-shard that may take seconds
@@ -641,7 +645,7 @@ PWB_API int pwb_bdi_policy(struct pwb_bdi *bdi, char *buf, size_t len)
 	rcu_read_lock();
 	n = snprintf(buf, len, "%s", PWB__RCU_DEREF(bdi->policy)->spec);
 	pwb__rcu_read_unlock();
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	if ((size_t)n >= len)
 		return pwb__err(-ERANGE, "pwb_bdi_policy: the spec needs %d "
 					 "bytes, the buffer has %zu",

@@ -848,8 +848,8 @@ struct pwb_bdi {
 	bool dead;			/* PWB__WRITE by close, read under
 					 * rcu_read_lock: tearing down */
 	uint64_t nr_open_inodes;	/* lock */
-	unsigned int users;		/* lock: calls between pwb__bdi_get
-					 * and pwb__bdi_put */
+	unsigned int users;		/* lock: calls between pwb__bdi_enter
+					 * and pwb__bdi_exit (HOLD_REF) */
 	pthread_cond_t idle_cond;	/* with lock: users or nr_open_inodes
 					 * fell while closing */
 
@@ -902,24 +902,73 @@ static inline unsigned int pwb__page_size(const struct pwb_bdi *bdi)
 }
 
 /*
- * Lifetime of a bdi against calls that overlap pwb_bdi_close() (see
- * doc/design.md, "Closing while calls run"):
+ * Lifetime of a bdi or an inode against calls that overlap its close (see
+ * doc/design.md, "Closing while calls run"). Every public bdi function
+ * begins with pwb__bdi_enter() and every public inode function with
+ * pwb__inode_enter(), before its first read of the object, and ends with
+ * the matching *_exit(). Both helpers open an RCU read-side section before
+ * they touch the object; a close marks the object (closing, dead,
+ * I_FREEING) and frees it only after a grace period (synchronize_rcu for
+ * a bdi, call_rcu for an inode), so a call that has entered is never left
+ * holding freed memory, however long it is preempted before its first
+ * lock: it gets its result, or -ESHUTDOWN / -EBADF.
  *
- *  - Calls that may sleep (sync, writeback, re-shard, balance) bracket
- *    themselves with pwb__bdi_get()/pwb__bdi_put(). Close sets closing
- *    under bdi->lock, then waits until users is 0: calls already in finish,
- *    later ones get -ESHUTDOWN.
- *  - Lock-free calls (stats, info, fault injection, first dirtyings) run
- *    under rcu_read_lock and check pwb__bdi_dead_rcu(). Close sets dead,
- *    then waits for a grace period before it frees anything they read.
- *  - Inode calls are covered by their inode: close closes every inode
- *    (waiting for inode->users) and then waits for nr_open_inodes to
- *    reach 0, so an application's pwb_inode_close() running meanwhile
- *    finishes before the bdi is freed.
+ * How the call holds the object until *_exit():
  */
-/* 0, or -ESHUTDOWN with a message naming @who once close has begun. */
-int pwb__bdi_get(struct pwb_bdi *bdi, const char *who) PWB__INTERNAL;
-void pwb__bdi_put(struct pwb_bdi *bdi) PWB__INTERNAL;
+enum pwb__hold {
+	/* Inside the RCU read-side section that enter opened: the call must
+	 * not wait for anything that waits for a grace period (flushers, a
+	 * re-shard, a close); a short wait for a lock is fine.
+	 * bdi: -ESHUTDOWN once close tears it down (dead). inode: no state
+	 * check (the call checks I_FREEING under inode->lock where it
+	 * matters), never fails for a non-NULL inode. */
+	PWB__HOLD_RCU,
+	/* By reference (bdi->users, inode->users), which a close waits for;
+	 * the section is over when enter returns: the call may sleep.
+	 * -ESHUTDOWN once a bdi close began (closing), -EBADF once an inode
+	 * close began (I_FREEING). */
+	PWB__HOLD_REF,
+	/* For the close itself: marks the object (bdi->closing, I_FREEING)
+	 * and returns outside any section; the caller then owns the object
+	 * and frees it. -EBADF if a close of it already began. No exit. */
+	PWB__HOLD_CLOSE,
+};
+
+/*
+ * pwb__bdi_enter() - begin a public call on @bdi
+ * @bdi: the caller's handle (non-NULL: callers check their arguments
+ *       first, without reading the bdi)
+ * @hold: how the call holds @bdi, above
+ * @who: the public function's name, for the error message
+ *
+ * Context: any thread; takes bdi->lock for HOLD_REF and HOLD_CLOSE.
+ * Return: 0 (then call pwb__bdi_exit(@bdi, @hold) unless HOLD_CLOSE);
+ *         -ESHUTDOWN or -EBADF (as above) with a message, holding nothing.
+ */
+int pwb__bdi_enter(struct pwb_bdi *bdi, enum pwb__hold hold,
+		   const char *who) PWB__INTERNAL;
+/* End what pwb__bdi_enter(@bdi, @hold) began. */
+void pwb__bdi_exit(struct pwb_bdi *bdi, enum pwb__hold hold) PWB__INTERNAL;
+
+/*
+ * pwb__inode_enter() - begin a public call on @inode
+ * @inode: the caller's handle, non-NULL
+ * @hold: how the call holds @inode, above
+ * @who: the public function's name, for the error message
+ *
+ * The inode pins its bdi: a bdi close closes every inode first, and waits
+ * for a grace period before it frees the bdi.
+ *
+ * Context: any thread; takes inode->lock for HOLD_REF and HOLD_CLOSE.
+ * Return: 0 (then call pwb__inode_exit(@inode, @hold) unless HOLD_CLOSE);
+ *         -EBADF (HOLD_REF, HOLD_CLOSE) with a message, holding nothing.
+ */
+int pwb__inode_enter(struct pwb_inode *inode, enum pwb__hold hold,
+		     const char *who) PWB__INTERNAL;
+/* End what pwb__inode_enter(@inode, @hold) began. */
+void pwb__inode_exit(struct pwb_inode *inode,
+		     enum pwb__hold hold) PWB__INTERNAL;
+
 /* Caller holds rcu_read_lock: true once close is tearing @bdi down. */
 static inline bool pwb__bdi_dead_rcu(const struct pwb_bdi *bdi)
 {
@@ -979,7 +1028,7 @@ void pwb__kick_background(struct pwb_bdi *bdi) PWB__INTERNAL;
  * dirtiers are paused; false without a dirty_bytes limit. */
 bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* pwb_balance_dirty() without argument checks; the caller holds a
- * pwb__bdi_get() reference. -ESHUTDOWN if close began meanwhile. */
+ * pwb__bdi_enter() reference. -ESHUTDOWN if close began meanwhile. */
 int pwb__balance_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* The same for pwb_mark_dirty(), whose caller holds rcu_read_lock (which
  * keeps @bdi alive): the common "no pause" answer needs no reference; a
@@ -1080,7 +1129,8 @@ struct pwb_inode {
 					 * finished write (0: none) */
 	pwb__errseq_t wb_err;		/* write errors of this inode */
 	pwb__errseq_t fsync_cursor;	/* pwb_fsync's cursor */
-	unsigned int users;		/* fsyncs in progress */
+	unsigned int users;		/* lock: calls holding it by reference
+					 * (pwb__inode_enter HOLD_REF) */
 	pthread_cond_t users_cond;	/* users dropped to 0 */
 	/* Write failures (error.c): back-off and the failed mark. */
 	unsigned int wb_visit;		/* bumped by each writeback visit */
@@ -1118,7 +1168,11 @@ enum pwb__list pwb__inode_list(struct pwb_inode *inode) PWB__INTERNAL;
  * the list counters right. Caller holds wb->list_lock. */
 void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			    enum pwb__list to) PWB__INTERNAL;
-/* Write back, unregister and free; pwb_inode_close and pwb_bdi_close. */
+/* pwb_bdi_close: claim the close of @inode (set I_FREEING) unless another
+ * close did; caller is in the read-side section that found @inode. */
+bool pwb__inode_claim_close_rcu(struct pwb_inode *inode) PWB__INTERNAL;
+/* Write back, unregister and free an inode whose close the caller claimed
+ * (pwb__inode_enter(HOLD_CLOSE)); pwb_inode_close and pwb_bdi_close. */
 int pwb__inode_close(struct pwb_inode *inode) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */

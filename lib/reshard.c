@@ -227,11 +227,11 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_set_nr_wb_ctx called from an "
 					  "ops callback (a flusher thread)");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_set_nr_wb_ctx"))
+		return -ESHUTDOWN;
 	if (!nr)
 		nr = bdi->autotune ? pwb__autotune_start_nr(bdi)
 				   : pwb__auto_nr_wb_ctx(bdi);
-	if (pwb__bdi_get(bdi, "pwb_bdi_set_nr_wb_ctx"))
-		return -ESHUTDOWN;
 
 	pthread_mutex_lock(&bdi->reshard_lock);
 	/* Under the lock the tuner decides under: the caller's count wins
@@ -239,7 +239,7 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 	pwb__autotune_user_locked(bdi, want);
 	ret = pwb__reshard_locked(bdi, nr);
 	pthread_mutex_unlock(&bdi->reshard_lock);
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return ret;
 }
 
@@ -254,18 +254,18 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_set_policy called from an "
 					  "ops callback (a flusher thread)");
-	if (pwb__bdi_get(bdi, "pwb_bdi_set_policy"))
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_set_policy"))
 		return -ESHUTDOWN;
 	pol = calloc(1, sizeof(*pol));
 	if (!pol) {
-		pwb__bdi_put(bdi);
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return pwb__err(-ENOMEM, "out of memory");
 	}
 	/* Built apart from the live one: a bad spec changes nothing. */
 	ret = pwb__policy_create(bdi, spec, pol);
 	if (ret) {
 		free(pol);
-		pwb__bdi_put(bdi);
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return ret;
 	}
 	pthread_mutex_lock(&bdi->reshard_lock);
@@ -275,6 +275,6 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 		pwb__policy_destroy(pol);
 		free(pol);
 	}
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return ret;
 }
