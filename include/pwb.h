@@ -238,10 +238,12 @@ struct pwb_bdi_config {
 	uint64_t rate_limit_bytes_per_sec;
 	/** Optional. Called at the start and end of every writeback pass
 	 *  (on the context's flusher thread) and after every sleep of a
-	 *  throttled dirtier (on that thread), with @event_arg. It runs with
-	 *  no libpwb lock held, under the rules of the inode ops callbacks
-	 *  (no pwb_fsync, pwb_sync or close), and should return quickly:
-	 *  the pass or the dirtier waits for it. NULL: no events. */
+	 *  throttled dirtier (on that thread, inside pwb_mark_dirty or
+	 *  pwb_balance_dirty), with @event_arg. It runs with no libpwb lock
+	 *  held, under the rules of the inode ops callbacks (struct
+	 *  pwb_inode_ops: no pwb_fsync, pwb_sync or close; on the dirtier's
+	 *  thread no lock the dirtier holds), and should return quickly: the
+	 *  pass or the dirtier waits for it. NULL: no events. */
 	void (*event)(const struct pwb_event *ev, void *event_arg);
 	void *event_arg;
 };
@@ -525,10 +527,47 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 /**
  * struct pwb_inode_ops - how libpwb reaches an inode's data
  *
- * The callbacks run on flusher threads with no libpwb lock held. They may
- * call pwb_mark_dirty() and the query functions, never pwb_fsync(),
- * pwb_sync() or a close function. Append-only: later releases add fields at
- * the end, and a zeroed field is always "absent".
+ * Threads. Every callback runs with no libpwb lock held (except a re-shard's
+ * own lock, inside pwb_bdi_set_nr_wb_ctx() and pwb_bdi_set_policy()), on
+ * these threads:
+ *
+ *  - get_page, end_write, write_inode: flusher threads only (every pass,
+ *    including the integrity work of pwb_fsync(), pwb_sync() and the close
+ *    functions, which is queued to the flushers).
+ *  - map_page: flusher threads, for every write; and also on the thread of
+ *    the caller, inside the library, when the bdi's shard policy asks for a
+ *    page's device offset to place an inode. Among the built-in policies
+ *    that is "alloc-group" (unless a hint is set) and "xarray" with
+ *    key=offset (its default), and it happens inside pwb_mark_dirty() and
+ *    pwb_mark_inode_dirty() at an inode's first dirtying, inside
+ *    pwb_bdi_set_nr_wb_ctx() and pwb_bdi_set_policy() for every dirtied
+ *    inode (twice per inode under xarray), and on the automatic tuner's
+ *    thread (PWB_BDI_AUTO_WB_CTX) when it re-shards. A plugin policy that
+ *    calls pwb_policy_map_page() does the same; a policy may call it at
+ *    every dirtying. "inode-hash", "least-loaded", "hint", "shared-list"
+ *    and "xarray:key=ino" never call map_page outside the flushers.
+ *  - The event callback (pwb_bdi_config.event): flusher threads for
+ *    PWB_EV_WB_START/END; the dirtier's own thread, inside pwb_mark_dirty()
+ *    (PWB_BDI_THROTTLE) or pwb_balance_dirty(), for PWB_EV_THROTTLE.
+ *  - A shard policy's select() and key() (pwb-policy.h): the caller's
+ *    thread in the calls named for map_page, under every policy.
+ *
+ * What they must not do. On a flusher thread a callback may call
+ * pwb_mark_dirty(), pwb_mark_inode_dirty() and the query functions, never
+ * pwb_fsync(), pwb_sync(), pwb_bdi_writeback() with PWB_WB_WAIT,
+ * pwb_balance_dirty(), a re-shard or a close function (they fail with
+ * -EDEADLK there), and must not wait for a thread that is itself waiting in
+ * one of those. Where map_page (or an event or a policy) runs on the
+ * caller's thread, it must not take a lock that the caller holds around
+ * the call it runs inside (a non-recursive mutex would deadlock the
+ * thread; tests/check_policy.c shows where this happens), and must not
+ * call any function that waits for writeback, re-shards or closes: the
+ * flushers may be parked by the re-shard in progress, and select() runs
+ * inside an RCU read-side section that such calls wait out. Callbacks
+ * should return quickly: a pass, a re-shard or a dirtier waits for them.
+ *
+ * Append-only: later releases add fields at the end, and a zeroed field is
+ * always "absent".
  */
 struct pwb_inode_ops {
 	/** Required. Store in *data the address of page @index: page_size
