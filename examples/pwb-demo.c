@@ -586,7 +586,8 @@ static void usage(FILE *f)
 		"  --help         show this text\n"
 		"\n"
 		"The image needs a file system that supports O_DIRECT (ext4,\n"
-		"xfs, btrfs; not tmpfs). Exit status: 0 if every byte matches.\n"
+		"xfs, btrfs; tmpfs only since Linux 6.6). Exit status: 0 if\n"
+		"every byte matches.\n"
 		"\n"
 		"Environment: PWB_FAULT=\"eio:every=10\" (see pwb_fault_parse)\n"
 		"makes some writes fail on purpose.\n",
