@@ -31,7 +31,9 @@
  *  - It is thread-safe: any thread may call it at any time, on any object,
  *    concurrently with other calls, including a close of that object: a
  *    close waits for the calls on its object that are already running
- *    (see pwb_bdi_close() and pwb_inode_close()). A call that *begins*
+ *    (see pwb_bdi_close() and pwb_inode_close()): a call is running from
+ *    the moment it first reads the object, however long its thread is
+ *    preempted before its first lock. A call that *begins*
  *    after the close began is an application bug, as with free(); while
  *    the object still exists libpwb detects it and fails the call with
  *    -ESHUTDOWN (bdi functions) or -EBADF (inode functions), but it cannot
