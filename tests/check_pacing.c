@@ -80,6 +80,17 @@ static struct pwb_bdi *open_bdi(char **img, struct tu_clock *clk,
 	return bdi;
 }
 
+/* Open inode 1 with @pages pages at device offset 0 and dirty them all. */
+static void open_dirty_store(struct tu_store *s, struct pwb_bdi *bdi,
+			     uint64_t pages)
+{
+	tu_store_init(s, 1, PS, pages, 0);
+	ck_assert_int_eq(tu_store_open(s, bdi), 0);
+	for (uint64_t i = 0; i < pages; i++)
+		tu_fill_page(s, i, 1);
+	ck_assert_int_eq(pwb_mark_dirty(s->inode, 0, pages * PS), 0);
+}
+
 START_TEST(queued_work_is_served_by_class)
 {
 	struct tu_clock clk = { .now = 10 * SEC };
@@ -157,11 +168,7 @@ START_TEST(sync_ignores_the_cap)
 	cfg.dirty_bytes = 0;
 	cfg.rate_limit_bytes_per_sec = 4096;
 	bdi = open_bdi(&img, &clk, &cfg);
-	tu_store_init(&s, 1, PS, pages, 0);
-	ck_assert_int_eq(tu_store_open(&s, bdi), 0);
-	for (uint64_t i = 0; i < pages; i++)
-		tu_fill_page(&s, i, 1);
-	ck_assert_int_eq(pwb_mark_dirty(s.inode, 0, pages * PS), 0);
+	open_dirty_store(&s, bdi, pages);
 	/* Background writeback starts and meets the cap. */
 	do {
 		ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
@@ -242,11 +249,7 @@ START_TEST(reshard_interrupts_a_capped_pass)
 	cfg.dirty_bytes = 0;
 	cfg.rate_limit_bytes_per_sec = 16 * 1024;
 	bdi = open_bdi(&img, &clk, &cfg);
-	tu_store_init(&s, 1, PS, pages, 0);
-	ck_assert_int_eq(tu_store_open(&s, bdi), 0);
-	for (uint64_t i = 0; i < pages; i++)
-		tu_fill_page(&s, i, 1);
-	ck_assert_int_eq(pwb_mark_dirty(s.inode, 0, pages * PS), 0);
+	open_dirty_store(&s, bdi, pages);
 
 	start_capped_pass(bdi, &clk, _i);
 	t0 = pwb__clock_monotonic(NULL);
