@@ -350,11 +350,13 @@ again:
 		goto again;
 	}
 	if (inode->state & PWB__I_FREEING) {
+		uint64_t ino = inode->ino;	/* freed once we leave */
+
 		pthread_mutex_unlock(&inode->lock);
 		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return pwb__err(-EBADF, "pwb_mark_dirty: inode %llu is "
 					"being closed",
-				(unsigned long long)inode->ino);
+				(unsigned long long)ino);
 	}
 	n = pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
 	if (n <= 0) {
@@ -390,6 +392,7 @@ again:
 PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 {
 	struct pwb__wb_ctx *wb;
+	uint64_t ino;
 	bool attach = false;
 	uint64_t key = 0;
 
@@ -403,9 +406,8 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 	/* Keeps the inode alive after its lock is dropped, as in
 	 * pwb_mark_dirty(). */
 	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_mark_inode_dirty");
+	ino = inode->ino;	/* for messages after the section */
 	if (!inode->ops.write_inode) {
-		uint64_t ino = inode->ino;
-
 		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: inode %llu "
 					 "has no write_inode op",
@@ -417,7 +419,7 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return pwb__err(-EBADF, "pwb_mark_inode_dirty: inode %llu is "
 					"being closed",
-				(unsigned long long)inode->ino);
+				(unsigned long long)ino);
 	}
 	while (!inode->wb) {
 		unsigned long gen = pwb__aread(&inode->bdi->reshard_gen);
