@@ -701,7 +701,10 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  * it: every page dirty when the flusher starts the item is written (pages
  * dirtied meanwhile are not waited for, so constant re-dirtying cannot
  * livelock it), every write in flight is waited for, then the device cache
- * is flushed (fdatasync). Dirty metadata is written through write_inode.
+ * is flushed (fdatasync). Dirty metadata is written through write_inode,
+ * after the pages; the flush also covers metadata that write_inode wrote
+ * since the last flush, in this call or in any earlier pass, even when no
+ * page was written.
  *
  * Errors (the kernel's errseq_t model): a failed write, get_page, map_page,
  * write_inode or device flush is recorded on the inode. Each pwb_fsync()
@@ -730,7 +733,8 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
  * @bdi: the bdi
  *
  * Queues integrity-sync work on every context at once, waits for all of them,
- * then flushes the device cache once.
+ * then flushes the device cache once. The flush is skipped only when no page
+ * and no metadata (write_inode) was written since the last flush.
  *
  * Errors: the bdi records every error of every inode. Like pwb_fsync(),
  * each pwb_sync() takes its own cursor at the start and returns an error
@@ -745,6 +749,109 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
  *         reported once to pwb_sync callers).
  */
 PWB_API int pwb_sync(struct pwb_bdi *bdi);
+
+/* ---------------------------------------------------------------------- */
+/* Discard and stable pages                                               */
+
+/**
+ * pwb_inode_discard() - drop the dirty state of a range of pages
+ * @inode: the inode
+ * @off: first byte of the range
+ * @len: bytes; UINT64_MAX means "to the end" (truncate)
+ *
+ * The kernel's truncate_inode_pages_range() for the application's cache.
+ * Only the pages wholly inside the range are discarded: a page the range
+ * covers in part stays as it is (the application marks it dirty if it
+ * changed it). For those pages the call clears the dirty state (including
+ * an integrity sync's selection, so a pwb_fsync() running now skips the
+ * pages it has not started), waits for their writes already in flight and
+ * for every end_write call of @inode already begun, and returns. From then
+ * on libpwb does not touch those pages' memory or device space (no
+ * get_page, map_page or end_write for them) until they are dirtied again.
+ * Until it returns, writes already started may still call get_page,
+ * map_page and end_write for them, so their memory must stay valid until
+ * then. Counters (dirty pages per context and in total) drop by the pages
+ * that were dirty; an inode left with neither dirty pages nor dirty
+ * metadata leaves its context's dirty lists. Dirty metadata
+ * (pwb_mark_inode_dirty) is not touched.
+ *
+ * Deleting an inode's data is pwb_inode_discard(@inode, 0, UINT64_MAX)
+ * followed by pwb_inode_close().
+ *
+ * Errors of discarded pages (errors are recorded per inode, not per page,
+ * as in the kernel's errseq_t; see pwb_fsync()):
+ *  - A write of discarded pages that fails while the call waits is not
+ *    recorded: no pwb_fsync(), pwb_sync() or pwb_inode_close() returns it,
+ *    it does not count towards max_write_failures, and the pages are not
+ *    made dirty again (end_write still gets the error). A failed write
+ *    that also held pages outside the range is recorded as usual.
+ *  - An error recorded before the call cannot be told apart from errors of
+ *    other pages: it is still reported once, as usual, unless the call
+ *    discards every page (@off 0, @len UINT64_MAX). That drops the errors
+ *    the inode recorded and no pwb_fsync() reported yet, and its failed
+ *    mark (as pwb_inode_clear_error()): a later pwb_fsync() or
+ *    pwb_inode_close() reports only errors of later writes (a pwb_fsync()
+ *    already running may still return it). pwb_sync() has a cursor of its
+ *    own over the whole bdi and still reports such an error once.
+ *
+ * Pages dirtied again while the call runs stay dirty and may be written;
+ * the call also waits for such writes, so an application that keeps
+ * dirtying the range can keep it waiting. One discard runs at a time per
+ * inode (a second waits for the first).
+ *
+ * Context: any thread but a flusher (not from an ops callback); sleeps.
+ * The caller must not hold anything that the inode's end_write callback
+ * waits for.
+ * Return: 0 (also when no whole page lies in the range, or @len is 0);
+ *         -EINVAL for a NULL @inode; -EOVERFLOW if @off + @len wraps past
+ *         2^64 and @len is not UINT64_MAX; -EBADF if @inode is being
+ *         closed; -EDEADLK from an ops callback (a flusher thread).
+ */
+PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
+			      uint64_t len);
+
+/**
+ * pwb_wait_writeback() - wait until no page of a range is being written
+ * @inode: the inode
+ * @off: first byte of the range
+ * @len: bytes; UINT64_MAX means "to the end"
+ *
+ * Stable pages (the kernel's folio_wait_stable()): returns once no write of
+ * a page the range touches is in flight, so the application may change
+ * those pages' memory (a checksummed page must not change while the device
+ * reads it). A page dirty and not yet being written does not make it wait;
+ * a write that starts after it returned is not waited for: the application
+ * serialises its own changes against pwb_mark_dirty() (a flusher takes a
+ * page for writing only if it is dirty). The end_write call of a write
+ * that ended may still be running when it returns.
+ *
+ * Context: any thread but a flusher (not from an ops callback, where the
+ * write waited for may be the calling flusher's own); sleeps.
+ * Return: 0 (also for @len 0); -EINVAL for a NULL @inode; -EOVERFLOW if
+ *         @off + @len wraps past 2^64 and @len is not UINT64_MAX; -EBADF if
+ *         @inode is being closed; -EDEADLK from an ops callback.
+ */
+PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
+			       uint64_t len);
+
+/** pwb_page_state() bits. */
+#define PWB_PAGE_DIRTY 0x1	/* changed since last written */
+#define PWB_PAGE_WRITEBACK 0x2	/* a write of the page is in flight */
+
+/**
+ * pwb_page_state() - is a page dirty, or being written?
+ * @inode: the inode
+ * @index: page number (byte offset / page_size)
+ *
+ * A snapshot: a page that is 0 (clean and idle) may be evicted by the
+ * application, unless it dirties it again. A page can be both dirty and
+ * under writeback (dirtied again while written).
+ *
+ * Context: any thread, including ops callbacks; does not sleep on I/O.
+ * Return: a bit mask of PWB_PAGE_DIRTY and PWB_PAGE_WRITEBACK (0 = clean
+ *         and idle); -EINVAL for a NULL @inode.
+ */
+PWB_API int pwb_page_state(struct pwb_inode *inode, uint64_t index);
 
 /* ---------------------------------------------------------------------- */
 /* Dirty throttling                                                       */

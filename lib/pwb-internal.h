@@ -1077,8 +1077,18 @@ struct pwb_inode {
 					 * finished write (0: none) */
 	pwb__errseq_t wb_err;		/* write errors of this inode */
 	pwb__errseq_t fsync_cursor;	/* pwb_fsync's cursor */
-	unsigned int users;		/* fsyncs in progress */
+	unsigned int users;		/* fsyncs, discards and writeback
+					 * waits in progress */
 	pthread_cond_t users_cond;	/* users dropped to 0 */
+	/* Stable pages and discard (discard.c). */
+	pthread_cond_t wb_cond;		/* WRITEBACK tags cleared, an
+					 * end_write returned, a discard
+					 * ended */
+	unsigned int wb_waiters;	/* lock (PWB__READ by completions):
+					 * threads sleeping on wb_cond */
+	bool discarding;		/* a pwb_inode_discard() runs over */
+	uint64_t discard_first;		/* pages [discard_first, */
+	uint64_t discard_last;		/*        discard_last] */
 	/* Write failures (error.c): back-off and the failed mark. */
 	unsigned int wb_visit;		/* bumped by each writeback visit */
 	unsigned int fail_visit;	/* wb_visit of the last counted failure */
@@ -1090,6 +1100,10 @@ struct pwb_inode {
 	int failed_err;			/* after max_write_failures failures:
 					 * fsync returns it until cleared */
 	/* ---- end of inode->lock ---- */
+
+	unsigned long nr_ending;	/* uatomic: finished writes whose
+					 * end_write has not returned yet
+					 * (raised under inode->lock) */
 
 	struct cds_list_head io_list;	/* wb->list_lock: on a b_* list */
 	enum pwb__list on_list;		/* wb->list_lock: which one */
@@ -1115,8 +1129,30 @@ enum pwb__list pwb__inode_list(struct pwb_inode *inode) PWB__INTERNAL;
  * the list counters right. Caller holds wb->list_lock. */
 void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			    enum pwb__list to) PWB__INTERNAL;
+/* Take @inode off its context's dirty lists if it has neither dirty pages
+ * nor dirty metadata (to b_dirty_time if only its timestamps are dirty),
+ * unless a flusher has it (I_SYNC): that flusher requeues it. Takes
+ * list_lock and inode->lock. */
+void pwb__inode_requeue_clean(struct pwb_inode *inode) PWB__INTERNAL;
 /* Write back, unregister and free; pwb_inode_close and pwb_bdi_close. */
 int pwb__inode_close(struct pwb_inode *inode) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* discard.c                                                              */
+
+/* A write of pages [first, last] of @inode failed: make them dirty again,
+ * except those a running pwb_inode_discard() covers. Return how many pages
+ * newly became dirty, or -ENOMEM; *@counted says whether any page lies
+ * outside the discard (only then is the error recorded and counted).
+ * Caller holds inode->lock. */
+int64_t pwb__redirty_failed_locked(struct pwb_inode *inode, uint64_t first,
+				   uint64_t last, bool *counted) PWB__INTERNAL;
+/* Wake threads waiting for @inode's writes (pwb__io_complete): with
+ * @ending false the caller holds inode->lock and just cleared WRITEBACK
+ * tags; with @ending true an end_write counted in nr_ending returned and
+ * the caller holds no lock. */
+void pwb__inode_writes_ended(struct pwb_inode *inode,
+			     bool ending) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* writeback.c                                                            */
