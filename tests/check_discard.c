@@ -157,6 +157,7 @@ struct gstore {
 	bool open;		/* lock: the gate is open */
 	bool entered;		/* lock: the flusher waits at the gate */
 	int gate_err;		/* get_page's result after the gate */
+	bool gate_in_end;	/* the gate is in end_write, not get_page */
 	int fail_all;		/* every get_page fails with this (0: no) */
 	int gets[STORE_PAGES];	/* atomic: get_page calls per page */
 	int ends[STORE_PAGES];	/* atomic: end_write calls per page */
@@ -176,7 +177,7 @@ static int g_get_page(struct pwb_inode *inode, uint64_t index,
 		g->in_cb_ret = g->in_cb(inode);
 		g->in_cb = NULL;
 	}
-	if ((int64_t)index == g->gate) {
+	if ((int64_t)index == g->gate && !g->gate_in_end) {
 		pthread_mutex_lock(&g->lock);
 		g->entered = true;
 		pthread_cond_broadcast(&g->cond);
@@ -196,6 +197,15 @@ static void g_end_write(struct pwb_inode *inode, uint64_t index, uint64_t nr,
 	struct gstore *g = pwb_inode_priv(inode);
 	uint64_t i;
 
+	if (g->gate_in_end && g->gate >= (int64_t)index &&
+	    g->gate < (int64_t)(index + nr)) {
+		pthread_mutex_lock(&g->lock);
+		g->entered = true;
+		pthread_cond_broadcast(&g->cond);
+		while (!g->open)
+			pthread_cond_wait(&g->cond, &g->lock);
+		pthread_mutex_unlock(&g->lock);
+	}
 	for (i = index; i < index + nr && i < STORE_PAGES; i++)
 		__atomic_add_fetch(&g->ends[i], 1, __ATOMIC_SEQ_CST);
 	tu_ops.end_write(inode, index, nr, err);
@@ -463,6 +473,32 @@ START_TEST(discard_waits_for_writes_in_flight_and_drops_their_errors)
 }
 END_TEST
 
+/* A discard also waits for an end_write already running for the inode:
+ * after it returns, no callback runs for the discarded pages. */
+START_TEST(discard_waits_for_a_running_end_write)
+{
+	struct gstore g;
+	struct caller c;
+
+	gstore_open(&g, 7);
+	ck_assert_int_eq(pwb_mark_dirty(g.st.inode, 0, PS), 0);
+	g.gate_in_end = true;
+	hold_flusher_at(&g, 0);
+	/* The write ended; its end_write has not returned. */
+	ck_assert_int_eq(pwb_page_state(g.st.inode, 0), 0);
+	memset(&c, 0, sizeof(c));
+	c.g = &g;
+	c.discard = true;
+	c.len = UINT64_MAX;
+	caller_start(&c);
+	open_gate(&g);
+	pthread_join(c.thread, NULL);
+	ck_assert_int_eq(c.ret, 0);
+	ck_assert_int_eq(c.ends_at_return, 1);
+	gstore_close(&g);
+}
+END_TEST
+
 /* An error recorded before a partial discard is still reported once; a
  * discard of every page drops it (and the close reports nothing). */
 START_TEST(whole_discard_drops_earlier_errors_partial_does_not)
@@ -580,6 +616,7 @@ static Suite *discard_suite(void)
 	tcase_add_test(tc, discard_to_the_end_takes_a_clean_inode_off_the_lists);
 	tcase_add_test(tc,
 		       discard_waits_for_writes_in_flight_and_drops_their_errors);
+	tcase_add_test(tc, discard_waits_for_a_running_end_write);
 	tcase_add_test(tc, whole_discard_drops_earlier_errors_partial_does_not);
 	suite_add_tcase(s, tc);
 
