@@ -133,7 +133,7 @@ struct pwb_event;
 
 /** Largest number of writeback contexts one bdi accepts. */
 #define PWB_MAX_WB_CTX 64
-/** Contexts chosen by nr_wb_ctx = 0 on a non-rotational device, at most. */
+/** Default upper bound of the automatic tuner (auto_max_wb_ctx = 0). */
 #define PWB_AUTO_MAX_WB_CTX 8
 
 /**
@@ -146,10 +146,14 @@ struct pwb_event;
  */
 struct pwb_bdi_config {
 	/** Writeback contexts (lists + flusher thread each). 1 is the legacy
-	 *  single-threaded behaviour; 0 picks automatically: 1 on a rotational
-	 *  device, else the online CPUs capped at PWB_AUTO_MAX_WB_CTX. That
-	 *  pick is made once, at open; flag PWB_BDI_AUTO_WB_CTX tunes the
-	 *  count while the bdi works. At most PWB_MAX_WB_CTX. Default 0. */
+	 *  single-threaded behaviour. 0 lets libpwb choose: it turns on the
+	 *  automatic tuner (PWB_BDI_AUTO_WB_CTX, see there) and starts from
+	 *  2 contexts, whatever the device's rotational flag says (virtio
+	 *  and RAID disks often claim to rotate); the tuner goes down to 1
+	 *  where 2 are not measurably faster, up to auto_max_wb_ctx where
+	 *  more are. pwb_bdi_info() says what was chosen and why. A
+	 *  non-zero count is used as given, without the tuner unless the
+	 *  flag is set. At most PWB_MAX_WB_CTX. Default 0. */
 	unsigned int nr_wb_ctx;
 	/** Shard policy spec, "name[:key=value,...]"; NULL means the default
 	 *  "inode-hash" (inode number modulo contexts). The string is copied. */
@@ -180,11 +184,15 @@ struct pwb_bdi_config {
 	/** An inode whose only dirty state is its timestamps is written after
 	 *  this long (or by sync). Default 43200000 (12 h, the kernel's). */
 	unsigned int dirtytime_expire_ms;
-	/** I/O backend: NULL or "psync" (default: pwritev, one write in
-	 *  flight per context); "io_uring" (io_depth writes in flight per
-	 *  context; needs liburing at build time and a kernel that allows
-	 *  io_uring); "null" (completes writes without doing them: measures
-	 *  the engine's own cost, nothing is durable). */
+	/** I/O backend: "io_uring" (io_depth writes in flight per context;
+	 *  needs liburing at build time and a kernel that allows io_uring);
+	 *  "psync" (pwritev, one write in flight per context); "null"
+	 *  (completes writes without doing them: measures the engine's own
+	 *  cost, nothing is durable). NULL, the default, picks io_uring
+	 *  where io_uring_queue_init() succeeds at open (built with
+	 *  liburing, and neither kernel.io_uring_disabled, seccomp nor
+	 *  RLIMIT_MEMLOCK refuse it), psync otherwise; pwb_bdi_info() says
+	 *  which and why. */
 	const char *backend;
 	/** Clock used for every time decision (expiry, periodic interval,
 	 *  bandwidth), in nanoseconds, monotonic. NULL means CLOCK_MONOTONIC.
@@ -250,9 +258,9 @@ struct pwb_bdi_config {
  * Automatic parallelism: a tuner thread measures the bdi's write bandwidth
  * in windows of auto_interval_ms and moves the number of contexts within
  * [auto_min_wb_ctx, auto_max_wb_ctx] by hill climbing, re-sharding live as
- * pwb_bdi_set_nr_wb_ctx() does. It starts from nr_wb_ctx if that is not 0
- * (it must then lie within the bounds), else from the pick nr_wb_ctx = 0
- * makes, moved into the bounds. Only windows in which writeback had work
+ * pwb_bdi_set_nr_wb_ctx() does. nr_wb_ctx = 0 turns it on without the
+ * flag. It starts from nr_wb_ctx if that is not 0 (it must then lie within
+ * the bounds), else from 2, moved into the bounds. Only windows in which writeback had work
  * all along (dirty or in-flight pages at both ends, at least 64 pages
  * written) count: an idle bdi is never tuned. A count must be more than
  * 5% faster than the fastest fewer-context count to be preferred, so noise
@@ -424,6 +432,9 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr);
  */
 PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec);
 
+/** Size of the reason strings of struct pwb_bdi_info, with the NUL. */
+#define PWB_REASON_MAX 96
+
 /**
  * struct pwb_bdi_info - facts a bdi found about its device
  */
@@ -446,6 +457,17 @@ struct pwb_bdi_info {
 	unsigned int atomic_write_segments_max;
 	/** 1 if pages go out with RWF_ATOMIC (see PWB_BDI_ATOMIC_WRITES). */
 	int atomic_writes;
+	/** Why @backend: e.g. "asked for (backend = \"psync\")", or for
+	 *  backend = NULL "default: io_uring_queue_init works here" or
+	 *  "default: io_uring refused (Operation not permitted)". */
+	char backend_reason[PWB_REASON_MAX];
+	/** Why this many contexts: "asked for (nr_wb_ctx = 4)", or for
+	 *  nr_wb_ctx = 0 that the tuner started from 2 and chooses. */
+	char nr_wb_ctx_reason[PWB_REASON_MAX];
+	/** 1 if the automatic tuner (PWB_BDI_AUTO_WB_CTX) chooses the
+	 *  number of contexts, which @nr_wb_ctx then reports at this
+	 *  instant. */
+	int auto_wb_ctx;
 };
 
 /**

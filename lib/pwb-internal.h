@@ -354,6 +354,11 @@ struct pwb__io_backend {
 extern const struct pwb__io_backend pwb__io_psync PWB__INTERNAL;
 extern const struct pwb__io_backend pwb__io_null PWB__INTERNAL;
 extern const struct pwb__io_backend pwb__io_uring PWB__INTERNAL;
+/* 0 if this process may set up an io_uring of @depth entries (the kernel
+ * allows io_uring and libpwb has liburing), else the -errno of
+ * io_uring_queue_init (-EOPNOTSUPP when built without liburing). Sets no
+ * message. */
+int pwb__io_uring_probe(unsigned int depth) PWB__INTERNAL;
 
 /* io-fault.c: the fault-injection layer that every backend consults before
  * a write reaches the device ("wraps the real backend"). */
@@ -887,6 +892,11 @@ struct pwb_bdi {
 
 	struct pwb__autotune *autotune;	/* NULL without the flag; set at
 					 * open, freed at close */
+
+	/* Set at open, then read-only: why the backend and the context
+	 * count are what they are (pwb_bdi_info). */
+	char backend_reason[PWB_REASON_MAX];
+	char nr_wb_ctx_reason[PWB_REASON_MAX];
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)
@@ -956,7 +966,8 @@ struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 					       struct pwb__wb_ctx_array *old,
 					       unsigned int nr,
 					       int *err) PWB__INTERNAL;
-/* Number of contexts nr_wb_ctx = 0 asks for on this device. */
+/* The count the automatic tuner starts from when nr_wb_ctx is 0, and the
+ * count pwb_bdi_set_nr_wb_ctx(0) picks on a bdi without the tuner. */
 unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Every open inode (a snapshot, for walks that sleep); free() the array. */
 struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi,
