@@ -598,6 +598,54 @@ START_TEST(wait_and_discard_from_a_callback_fail_with_edeadlk)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* Fast defaults                                                       */
+
+/* backend = NULL: io_uring exactly where a ring can be set up here;
+ * nr_wb_ctx = 0: 2 contexts and the tuner, whatever the rotational flag.
+ * pwb_bdi_info says so and why. */
+START_TEST(defaults_pick_io_uring_and_two_tuned_contexts)
+{
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi_info info;
+	struct pwb_stats st;
+	struct pwb_bdi *b;
+	bool uring = pwb__io_uring_probe(32) == 0;
+
+	pwb_bdi_config_init(&cfg);
+	ck_assert_ptr_null(cfg.backend);
+	ck_assert_uint_eq(cfg.nr_wb_ctx, 0);
+	cfg.auto_interval_ms = 600000;	/* no tuning step during the test */
+	ck_assert_int_eq(pwb_bdi_open(image, &cfg, &b), 0);
+	ck_assert_int_eq(pwb_bdi_info(b, &info), 0);
+	ck_assert_str_eq(info.backend, uring ? "io_uring" : "psync");
+	ck_assert_ptr_nonnull(strstr(info.backend_reason, "default"));
+	if (uring)
+		ck_assert_ptr_nonnull(strstr(info.backend_reason,
+					     "io_uring_queue_init works"));
+	ck_assert_uint_eq(info.nr_wb_ctx, 2);
+	ck_assert_int_eq(info.auto_wb_ctx, 1);
+	ck_assert_ptr_nonnull(strstr(info.nr_wb_ctx_reason, "tuner on"));
+	ck_assert_int_eq(pwb_bdi_stats(b, &st), 0);
+	ck_assert_uint_ne(st.auto_reason, PWB_AUTO_OFF);
+	ck_assert_int_eq(pwb_bdi_close(b), 0);
+
+	/* Asked for: used as given, no tuner, and said so. */
+	cfg.backend = "psync";
+	cfg.nr_wb_ctx = 3;
+	ck_assert_int_eq(pwb_bdi_open(image, &cfg, &b), 0);
+	ck_assert_int_eq(pwb_bdi_info(b, &info), 0);
+	ck_assert_str_eq(info.backend, "psync");
+	ck_assert_str_eq(info.backend_reason, "asked for (backend = \"psync\")");
+	ck_assert_uint_eq(info.nr_wb_ctx, 3);
+	ck_assert_int_eq(info.auto_wb_ctx, 0);
+	ck_assert_str_eq(info.nr_wb_ctx_reason, "asked for (nr_wb_ctx = 3)");
+	ck_assert_int_eq(pwb_bdi_stats(b, &st), 0);
+	ck_assert_uint_eq(st.auto_reason, PWB_AUTO_OFF);
+	ck_assert_int_eq(pwb_bdi_close(b), 0);
+}
+END_TEST
+
 static Suite *discard_suite(void)
 {
 	Suite *s = suite_create("discard");
@@ -626,6 +674,12 @@ static Suite *discard_suite(void)
 	tcase_add_test(tc, wait_writeback_waits_for_the_range_only);
 	tcase_add_loop_test(tc, wait_and_discard_from_a_callback_fail_with_edeadlk,
 			    0, 2);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("defaults");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, defaults_pick_io_uring_and_two_tuned_contexts);
 	suite_add_tcase(s, tc);
 	return s;
 }
