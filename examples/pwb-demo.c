@@ -746,10 +746,10 @@ int main(int argc, char **argv)
 	       info.rotational == 1   ? "rotational" :
 	       info.rotational == 0   ? "non-rotational" :
 					"rotational: unknown");
-	printf("writeback contexts: %u (%s), policy %s, page %u B\n",
-	       info.nr_wb_ctx, info.nr_wb_ctx_reason, info.policy,
-	       info.page_size);
-	printf("backend: %s (%s)\n", info.backend, info.backend_reason);
+	printf("writeback contexts: %u, policy %s, backend %s, page %u B\n",
+	       info.nr_wb_ctx, info.policy, info.backend, info.page_size);
+	printf("  contexts: %s\n  backend: %s\n", info.nr_wb_ctx_reason,
+	       info.backend_reason);
 	printf("%u inodes x %" PRIu64 " pages = %.1f MiB, %u threads, "
 	       "%d rounds\n", d.opt.inodes, d.pages_per_inode,
 	       (double)data_bytes / MIB, d.opt.threads, DEMO_ROUNDS);

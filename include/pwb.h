@@ -462,7 +462,7 @@ struct pwb_bdi_info {
 	 *  "default: io_uring refused (Operation not permitted)". */
 	char backend_reason[PWB_REASON_MAX];
 	/** Why this many contexts: "asked for (nr_wb_ctx = 4)", or for
-	 *  nr_wb_ctx = 0 that the tuner started from 2 and chooses. */
+	 *  nr_wb_ctx = 0 that 2 was the start and the tuner chooses. */
 	char nr_wb_ctx_reason[PWB_REASON_MAX];
 	/** 1 if the automatic tuner (PWB_BDI_AUTO_WB_CTX) chooses the
 	 *  number of contexts, which @nr_wb_ctx then reports at this

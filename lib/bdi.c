@@ -310,14 +310,17 @@ static unsigned int choose_nr_wb_ctx(struct pwb_bdi *bdi)
 	if (!bdi->cfg.nr_wb_ctx) {
 		bdi->cfg.flags |= PWB_BDI_AUTO_WB_CTX;
 		nr = pwb__autotune_start_nr(bdi);
-		snprintf(why, len, "default: tuner on, started from %u "
-				   "(rotational flag not trusted)", nr);
+		snprintf(why, len, "default: %u to start, then the tuner "
+				   "on measured bandwidth; the rotational "
+				   "flag is not trusted",
+			 nr);
 		return nr;
 	}
 	if (bdi->cfg.flags & PWB_BDI_AUTO_WB_CTX) {
 		nr = pwb__autotune_start_nr(bdi);
-		snprintf(why, len, "PWB_BDI_AUTO_WB_CTX: tuner on, started "
-				   "from nr_wb_ctx = %u", nr);
+		snprintf(why, len, "PWB_BDI_AUTO_WB_CTX: %u to start, then "
+				   "the tuner on measured bandwidth",
+			 nr);
 		return nr;
 	}
 	snprintf(why, len, "asked for (nr_wb_ctx = %u)", bdi->cfg.nr_wb_ctx);

@@ -625,7 +625,7 @@ START_TEST(defaults_pick_io_uring_and_two_tuned_contexts)
 					     "io_uring_queue_init works"));
 	ck_assert_uint_eq(info.nr_wb_ctx, 2);
 	ck_assert_int_eq(info.auto_wb_ctx, 1);
-	ck_assert_ptr_nonnull(strstr(info.nr_wb_ctx_reason, "tuner on"));
+	ck_assert_ptr_nonnull(strstr(info.nr_wb_ctx_reason, "the tuner"));
 	ck_assert_int_eq(pwb_bdi_stats(b, &st), 0);
 	ck_assert_uint_ne(st.auto_reason, PWB_AUTO_OFF);
 	ck_assert_int_eq(pwb_bdi_close(b), 0);
