@@ -95,6 +95,28 @@ static void inode_put_unlock(struct pwb_inode *inode)
 	pthread_mutex_unlock(&inode->lock);
 }
 
+/*
+ * The entry of pwb_inode_discard() and pwb_wait_writeback() (@who): the
+ * argument and thread checks, the pages of the range (see page_range),
+ * and inode_get(). Return 0 with inode->lock held and a reference taken,
+ * 1 if there is nothing to do, or a negative errno (message set).
+ */
+static int range_call_begin(struct pwb_inode *inode, const char *who,
+			    uint64_t off, uint64_t len, bool whole,
+			    uint64_t *first, uint64_t *last)
+{
+	int ret;
+
+	if (!inode)
+		return pwb__err(-EINVAL, "%s: NULL inode", who);
+	if (pwb__in_flusher())
+		return pwb__err(-EDEADLK, "%s called from an ops callback (a "
+					  "flusher thread)",
+				who);
+	ret = page_range(inode, who, off, len, whole, first, last);
+	return ret ? ret : inode_get(inode, who);
+}
+
 /* Sleep on wb_cond once; the waiter count tells completions to signal.
  * Caller holds inode->lock. */
 static void wait_wb_cond_locked(struct pwb_inode *inode)
@@ -241,18 +263,10 @@ PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
 	int ret;
 
 	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_inode_discard: NULL inode");
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_inode_discard called from an "
-					  "ops callback (a flusher thread)");
-	ret = page_range(inode, "pwb_inode_discard", off, len, true, &first,
-			 &last);
+	ret = range_call_begin(inode, "pwb_inode_discard", off, len, true,
+			       &first, &last);
 	if (ret)
 		return ret < 0 ? ret : 0;
-	ret = inode_get(inode, "pwb_inode_discard");
-	if (ret)
-		return ret;
 	/* One discard at a time per inode: completions test one range. */
 	while (inode->discarding)
 		wait_wb_cond_locked(inode);
@@ -284,18 +298,10 @@ PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
 	int ret;
 
 	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_wait_writeback: NULL inode");
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_wait_writeback called from an "
-					  "ops callback (a flusher thread)");
-	ret = page_range(inode, "pwb_wait_writeback", off, len, false, &first,
-			 &last);
+	ret = range_call_begin(inode, "pwb_wait_writeback", off, len, false,
+			       &first, &last);
 	if (ret)
 		return ret < 0 ? ret : 0;
-	ret = inode_get(inode, "pwb_wait_writeback");
-	if (ret)
-		return ret;
 	wait_stable_locked(inode, first, last, false);
 	inode_put_unlock(inode);
 	return 0;
