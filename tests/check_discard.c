@@ -599,6 +599,107 @@ START_TEST(wait_and_discard_from_a_callback_fail_with_edeadlk)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Discard under load                                                  */
+
+struct load {
+	struct pwb_bdi *b;
+	struct gstore *g[2];
+	int stop;	/* atomic */
+	int err;	/* first failure of the dirtier */
+};
+
+/* Dirties pages [0, STORE_PAGES / 2) of both inodes and kicks passes,
+ * until stopped. */
+static void *dirtier_main(void *arg)
+{
+	struct load *l = arg;
+	uint64_t seed = 42;
+
+	while (!__atomic_load_n(&l->stop, __ATOMIC_SEQ_CST)) {
+		struct gstore *g = l->g[tu_rand(&seed) & 1];
+		uint64_t first = tu_rand(&seed) % (STORE_PAGES / 2);
+		uint64_t n = 1 + tu_rand(&seed) % 4;
+		int ret;
+
+		if (first + n > STORE_PAGES / 2)
+			n = STORE_PAGES / 2 - first;
+		ret = pwb_mark_dirty(g->st.inode, first * PS, n * PS);
+		if (!ret)
+			ret = pwb_bdi_writeback(l->b, PWB_WB_ALL, 0);
+		if (ret && !l->err)
+			l->err = ret;
+	}
+	return NULL;
+}
+
+/*
+ * While a dirtier keeps writeback busy on the low half of two inodes (two
+ * contexts, the default backend: io_uring where the kernel allows it), the
+ * high half is discarded a few pages at a time. After each discard returns
+ * no get_page or end_write comes for its pages, and at the end the
+ * counters add up: nothing dirty anywhere, no inode on a dirty list.
+ */
+START_TEST(discard_under_writeback_load_keeps_pages_and_counters)
+{
+	struct pwb_bdi_config cfg;
+	struct gstore g[2];
+	struct load l = {0};
+	int gets[2][STORE_PAGES], ends[2][STORE_PAGES];
+	struct pwb_stats st;
+	pthread_t t;
+	unsigned int i, k;
+	uint64_t p;
+
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = 2;
+	cfg.dirty_writeback_ms = 0;
+	cfg.dirty_background_bytes = 0;
+	cfg.dirty_bytes = 0;
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	ck_assert_int_eq(pwb_bdi_open(image, &cfg, &bdi), 0);
+	l.b = bdi;
+	for (i = 0; i < 2; i++) {
+		gstore_open(&g[i], 10 + i);
+		l.g[i] = &g[i];
+		ck_assert_int_eq(pwb_mark_dirty(g[i].st.inode, 0,
+						STORE_PAGES * PS),
+				 0);
+	}
+	ck_assert_int_eq(pthread_create(&t, NULL, dirtier_main, &l), 0);
+	for (k = STORE_PAGES / 2; k < STORE_PAGES; k += 4) {
+		for (i = 0; i < 2; i++) {
+			ck_assert_int_eq(pwb_inode_discard(g[i].st.inode,
+							   k * PS, 4 * PS),
+					 0);
+			for (p = k; p < k + 4; p++) {
+				gets[i][p] = gets_of(&g[i], p);
+				ends[i][p] = ends_of(&g[i], p);
+				ck_assert_int_eq(
+					pwb_page_state(g[i].st.inode, p), 0);
+			}
+		}
+	}
+	__atomic_store_n(&l.stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(l.err, 0);
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	for (i = 0; i < 2; i++) {
+		for (p = STORE_PAGES / 2; p < STORE_PAGES; p++) {
+			ck_assert_int_eq(gets_of(&g[i], p), gets[i][p]);
+			ck_assert_int_eq(ends_of(&g[i], p), ends[i][p]);
+		}
+		ck_assert_uint_eq(inode_dirty(g[i].st.inode), 0);
+	}
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
+	ck_assert_uint_eq(st.dirty_pages, 0);
+	ck_assert_uint_eq(st.writeback_pages, 0);
+	ck_assert_uint_eq(st.nr_dirty_inodes, 0);
+	for (i = 0; i < 2; i++)
+		gstore_close(&g[i]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Fast defaults                                                       */
 
 /* backend = NULL: io_uring exactly where a ring can be set up here;
@@ -666,6 +767,7 @@ static Suite *discard_suite(void)
 		       discard_waits_for_writes_in_flight_and_drops_their_errors);
 	tcase_add_test(tc, discard_waits_for_a_running_end_write);
 	tcase_add_test(tc, whole_discard_drops_earlier_errors_partial_does_not);
+	tcase_add_test(tc, discard_under_writeback_load_keeps_pages_and_counters);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stable-pages");
