@@ -260,9 +260,9 @@ struct pwb_bdi_config {
  * [auto_min_wb_ctx, auto_max_wb_ctx] by hill climbing, re-sharding live as
  * pwb_bdi_set_nr_wb_ctx() does. nr_wb_ctx = 0 turns it on without the
  * flag. It starts from nr_wb_ctx if that is not 0 (it must then lie within
- * the bounds), else from 2, moved into the bounds. Only windows in which writeback had work
- * all along (dirty or in-flight pages at both ends, at least 64 pages
- * written) count: an idle bdi is never tuned. A count must be more than
+ * the bounds), else from 2, moved into the bounds. Only windows in which
+ * writeback had work all along (dirty or in-flight pages at both ends, at
+ * least 64 pages written) count: an idle bdi is never tuned. A count must be more than
  * 5% faster than the fastest fewer-context count to be preferred, so noise
  * and flat curves settle on the smaller count; a settled bdi re-checks a
  * neighbouring count every 30 measured windows. pwb_bdi_set_nr_wb_ctx()

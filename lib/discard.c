@@ -179,7 +179,8 @@ void pwb__inode_writes_ended(struct pwb_inode *inode, bool ending)
 	 */
 	rcu_read_lock();
 	uatomic_dec(&inode->nr_ending);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* see wait_stable_locked */
+	/* Pairs with the fence of wait_stable_locked(). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (PWB__READ(inode->wb_waiters)) {
 		pthread_mutex_lock(&inode->lock);
 		pthread_cond_broadcast(&inode->wb_cond);
