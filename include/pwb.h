@@ -546,8 +546,9 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
  * struct pwb_inode_ops - how libpwb reaches an inode's data
  *
  * The callbacks run on flusher threads with no libpwb lock held. They may
- * call pwb_mark_dirty() and the query functions, never pwb_fsync(),
- * pwb_sync() or a close function. Append-only: later releases add fields at
+ * call pwb_mark_dirty() and the query functions (pwb_page_state()
+ * included), never pwb_fsync(), pwb_sync(), pwb_inode_discard(),
+ * pwb_wait_writeback() or a close function. Append-only: later releases add fields at
  * the end, and a zeroed field is always "absent".
  */
 struct pwb_inode_ops {
