@@ -135,7 +135,7 @@ struct pwb_event;
 
 /** Largest number of writeback contexts one bdi accepts. */
 #define PWB_MAX_WB_CTX 64
-/** Contexts chosen by nr_wb_ctx = 0 on a non-rotational device, at most. */
+/** Default upper bound of the automatic tuner (auto_max_wb_ctx = 0). */
 #define PWB_AUTO_MAX_WB_CTX 8
 
 /**
@@ -148,10 +148,14 @@ struct pwb_event;
  */
 struct pwb_bdi_config {
 	/** Writeback contexts (lists + flusher thread each). 1 is the legacy
-	 *  single-threaded behaviour; 0 picks automatically: 1 on a rotational
-	 *  device, else the online CPUs capped at PWB_AUTO_MAX_WB_CTX. That
-	 *  pick is made once, at open; flag PWB_BDI_AUTO_WB_CTX tunes the
-	 *  count while the bdi works. At most PWB_MAX_WB_CTX. Default 0. */
+	 *  single-threaded behaviour. 0 lets libpwb choose: it turns on the
+	 *  automatic tuner (PWB_BDI_AUTO_WB_CTX, see there) and starts from
+	 *  2 contexts, whatever the device's rotational flag says (virtio
+	 *  and RAID disks often claim to rotate); the tuner goes down to 1
+	 *  where 2 are not measurably faster, up to auto_max_wb_ctx where
+	 *  more are. pwb_bdi_info() says what was chosen and why. A
+	 *  non-zero count is used as given, without the tuner unless the
+	 *  flag is set. At most PWB_MAX_WB_CTX. Default 0. */
 	unsigned int nr_wb_ctx;
 	/** Shard policy spec, "name[:key=value,...]"; NULL means the default
 	 *  "inode-hash" (inode number modulo contexts). The string is copied. */
@@ -182,11 +186,15 @@ struct pwb_bdi_config {
 	/** An inode whose only dirty state is its timestamps is written after
 	 *  this long (or by sync). Default 43200000 (12 h, the kernel's). */
 	unsigned int dirtytime_expire_ms;
-	/** I/O backend: NULL or "psync" (default: pwritev, one write in
-	 *  flight per context); "io_uring" (io_depth writes in flight per
-	 *  context; needs liburing at build time and a kernel that allows
-	 *  io_uring); "null" (completes writes without doing them: measures
-	 *  the engine's own cost, nothing is durable). */
+	/** I/O backend: "io_uring" (io_depth writes in flight per context;
+	 *  needs liburing at build time and a kernel that allows io_uring);
+	 *  "psync" (pwritev, one write in flight per context); "null"
+	 *  (completes writes without doing them: measures the engine's own
+	 *  cost, nothing is durable). NULL, the default, picks io_uring
+	 *  where io_uring_queue_init() succeeds at open (built with
+	 *  liburing, and neither kernel.io_uring_disabled, seccomp nor
+	 *  RLIMIT_MEMLOCK refuse it), psync otherwise; pwb_bdi_info() says
+	 *  which and why. */
 	const char *backend;
 	/** Clock used for every time decision (expiry, periodic interval,
 	 *  bandwidth), in nanoseconds, monotonic. NULL means CLOCK_MONOTONIC.
@@ -256,11 +264,11 @@ struct pwb_bdi_config {
  * Automatic parallelism: a tuner thread measures the bdi's write bandwidth
  * in windows of auto_interval_ms and moves the number of contexts within
  * [auto_min_wb_ctx, auto_max_wb_ctx] by hill climbing, re-sharding live as
- * pwb_bdi_set_nr_wb_ctx() does. It starts from nr_wb_ctx if that is not 0
- * (it must then lie within the bounds), else from the pick nr_wb_ctx = 0
- * makes, moved into the bounds. Only windows in which writeback had work
- * all along (dirty or in-flight pages at both ends, at least 64 pages
- * written) count: an idle bdi is never tuned. A count must be more than
+ * pwb_bdi_set_nr_wb_ctx() does. nr_wb_ctx = 0 turns it on without the
+ * flag. It starts from nr_wb_ctx if that is not 0 (it must then lie within
+ * the bounds), else from 2, moved into the bounds. Only windows in which
+ * writeback had work all along (dirty or in-flight pages at both ends, at
+ * least 64 pages written) count: an idle bdi is never tuned. A count must be more than
  * 5% faster than the fastest fewer-context count to be preferred, so noise
  * and flat curves settle on the smaller count; a settled bdi re-checks a
  * neighbouring count every 30 measured windows. pwb_bdi_set_nr_wb_ctx()
@@ -430,6 +438,9 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr);
  */
 PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec);
 
+/** Size of the reason strings of struct pwb_bdi_info, with the NUL. */
+#define PWB_REASON_MAX 96
+
 /**
  * struct pwb_bdi_info - facts a bdi found about its device
  */
@@ -452,6 +463,17 @@ struct pwb_bdi_info {
 	unsigned int atomic_write_segments_max;
 	/** 1 if pages go out with RWF_ATOMIC (see PWB_BDI_ATOMIC_WRITES). */
 	int atomic_writes;
+	/** Why @backend: e.g. "asked for (backend = \"psync\")", or for
+	 *  backend = NULL "default: io_uring_queue_init works here" or
+	 *  "default: io_uring refused (Operation not permitted)". */
+	char backend_reason[PWB_REASON_MAX];
+	/** Why this many contexts: "asked for (nr_wb_ctx = 4)", or for
+	 *  nr_wb_ctx = 0 that 2 was the start and the tuner chooses. */
+	char nr_wb_ctx_reason[PWB_REASON_MAX];
+	/** 1 if the automatic tuner (PWB_BDI_AUTO_WB_CTX) chooses the
+	 *  number of contexts, which @nr_wb_ctx then reports at this
+	 *  instant. */
+	int auto_wb_ctx;
 };
 
 /**
@@ -555,8 +577,10 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
  *    thread in the calls named for map_page, under every policy.
  *
  * What they must not do. On a flusher thread a callback may call
- * pwb_mark_dirty(), pwb_mark_inode_dirty() and the query functions, never
- * pwb_fsync(), pwb_sync(), pwb_bdi_writeback() with PWB_WB_WAIT,
+ * pwb_mark_dirty(), pwb_mark_inode_dirty() and the query functions
+ * (pwb_page_state() included), never pwb_fsync(), pwb_sync(),
+ * pwb_inode_discard(), pwb_wait_writeback(), pwb_bdi_writeback() with
+ * PWB_WB_WAIT,
  * pwb_balance_dirty(), a re-shard or a close function (they fail with
  * -EDEADLK there), and must not wait for a thread that is itself waiting in
  * one of those. Where map_page (or an event or a policy) runs on the
@@ -744,7 +768,10 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  * it: every page dirty when the flusher starts the item is written (pages
  * dirtied meanwhile are not waited for, so constant re-dirtying cannot
  * livelock it), every write in flight is waited for, then the device cache
- * is flushed (fdatasync). Dirty metadata is written through write_inode.
+ * is flushed (fdatasync). Dirty metadata is written through write_inode,
+ * after the pages; the flush also covers metadata that write_inode wrote
+ * since the last flush, in this call or in any earlier pass, even when no
+ * page was written.
  *
  * Errors (the kernel's errseq_t model): a failed write, get_page, map_page,
  * write_inode or device flush is recorded on the inode. Each pwb_fsync()
@@ -773,7 +800,8 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
  * @bdi: the bdi
  *
  * Queues integrity-sync work on every context at once, waits for all of them,
- * then flushes the device cache once.
+ * then flushes the device cache once. The flush is skipped only when no page
+ * and no metadata (write_inode) was written since the last flush.
  *
  * Errors: the bdi records every error of every inode. Like pwb_fsync(),
  * each pwb_sync() takes its own cursor at the start and returns an error
@@ -788,6 +816,109 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
  *         reported once to pwb_sync callers).
  */
 PWB_API int pwb_sync(struct pwb_bdi *bdi);
+
+/* ---------------------------------------------------------------------- */
+/* Discard and stable pages                                               */
+
+/**
+ * pwb_inode_discard() - drop the dirty state of a range of pages
+ * @inode: the inode
+ * @off: first byte of the range
+ * @len: bytes; UINT64_MAX means "to the end" (truncate)
+ *
+ * The kernel's truncate_inode_pages_range() for the application's cache.
+ * Only the pages wholly inside the range are discarded: a page the range
+ * covers in part stays as it is (the application marks it dirty if it
+ * changed it). For those pages the call clears the dirty state (including
+ * an integrity sync's selection, so a pwb_fsync() running now skips the
+ * pages it has not started), waits for their writes already in flight and
+ * for every end_write call of @inode already begun, and returns. From then
+ * on libpwb does not touch those pages' memory or device space (no
+ * get_page, map_page or end_write for them) until they are dirtied again.
+ * Until it returns, writes already started may still call get_page,
+ * map_page and end_write for them, so their memory must stay valid until
+ * then. Counters (dirty pages per context and in total) drop by the pages
+ * that were dirty; an inode left with neither dirty pages nor dirty
+ * metadata leaves its context's dirty lists. Dirty metadata
+ * (pwb_mark_inode_dirty) is not touched.
+ *
+ * Deleting an inode's data is pwb_inode_discard(@inode, 0, UINT64_MAX)
+ * followed by pwb_inode_close().
+ *
+ * Errors of discarded pages (errors are recorded per inode, not per page,
+ * as in the kernel's errseq_t; see pwb_fsync()):
+ *  - A write of discarded pages that fails while the call waits is not
+ *    recorded: no pwb_fsync(), pwb_sync() or pwb_inode_close() returns it,
+ *    it does not count towards max_write_failures, and the pages are not
+ *    made dirty again (end_write still gets the error). A failed write
+ *    that also held pages outside the range is recorded as usual.
+ *  - An error recorded before the call cannot be told apart from errors of
+ *    other pages: it is still reported once, as usual, unless the call
+ *    discards every page (@off 0, @len UINT64_MAX). That drops the errors
+ *    the inode recorded and no pwb_fsync() reported yet, and its failed
+ *    mark (as pwb_inode_clear_error()): a later pwb_fsync() or
+ *    pwb_inode_close() reports only errors of later writes (a pwb_fsync()
+ *    already running may still return it). pwb_sync() has a cursor of its
+ *    own over the whole bdi and still reports such an error once.
+ *
+ * Pages dirtied again while the call runs stay dirty and may be written;
+ * the call also waits for such writes, so an application that keeps
+ * dirtying the range can keep it waiting. One discard runs at a time per
+ * inode (a second waits for the first).
+ *
+ * Context: any thread but a flusher (not from an ops callback); sleeps.
+ * The caller must not hold anything that the inode's end_write callback
+ * waits for.
+ * Return: 0 (also when no whole page lies in the range, or @len is 0);
+ *         -EINVAL for a NULL @inode; -EOVERFLOW if @off + @len wraps past
+ *         2^64 and @len is not UINT64_MAX; -EBADF if @inode is being
+ *         closed; -EDEADLK from an ops callback (a flusher thread).
+ */
+PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
+			      uint64_t len);
+
+/**
+ * pwb_wait_writeback() - wait until no page of a range is being written
+ * @inode: the inode
+ * @off: first byte of the range
+ * @len: bytes; UINT64_MAX means "to the end"
+ *
+ * Stable pages (the kernel's folio_wait_stable()): returns once no write of
+ * a page the range touches is in flight, so the application may change
+ * those pages' memory (a checksummed page must not change while the device
+ * reads it). A page dirty and not yet being written does not make it wait;
+ * a write that starts after it returned is not waited for: the application
+ * serialises its own changes against pwb_mark_dirty() (a flusher takes a
+ * page for writing only if it is dirty). The end_write call of a write
+ * that ended may still be running when it returns.
+ *
+ * Context: any thread but a flusher (not from an ops callback, where the
+ * write waited for may be the calling flusher's own); sleeps.
+ * Return: 0 (also for @len 0); -EINVAL for a NULL @inode; -EOVERFLOW if
+ *         @off + @len wraps past 2^64 and @len is not UINT64_MAX; -EBADF if
+ *         @inode is being closed; -EDEADLK from an ops callback.
+ */
+PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
+			       uint64_t len);
+
+/** pwb_page_state() bits. */
+#define PWB_PAGE_DIRTY 0x1	/* changed since last written */
+#define PWB_PAGE_WRITEBACK 0x2	/* a write of the page is in flight */
+
+/**
+ * pwb_page_state() - is a page dirty, or being written?
+ * @inode: the inode
+ * @index: page number (byte offset / page_size)
+ *
+ * A snapshot: a page that is 0 (clean and idle) may be evicted by the
+ * application, unless it dirties it again. A page can be both dirty and
+ * under writeback (dirtied again while written).
+ *
+ * Context: any thread, including ops callbacks; does not sleep on I/O.
+ * Return: a bit mask of PWB_PAGE_DIRTY and PWB_PAGE_WRITEBACK (0 = clean
+ *         and idle); -EINVAL for a NULL @inode.
+ */
+PWB_API int pwb_page_state(struct pwb_inode *inode, uint64_t index);
 
 /* ---------------------------------------------------------------------- */
 /* Dirty throttling                                                       */

@@ -251,18 +251,80 @@ static int probe_atomic_writes(struct pwb_bdi *bdi, const char *path)
 	return 0;
 }
 
+/*
+ * The rotational flag alone says little: virtio and many RAID or cloud
+ * disks report rotational=1 and take gigabytes a second. Telling a slow
+ * disk from them at open would take a measurement, and an honest one is
+ * not cheap: reads of a regular file's holes never reach the device, and
+ * a write probe would change the application's device. So the start is 2
+ * everywhere, and the tuner, which prefers fewer contexts unless more are
+ * measurably faster, goes down to 1 where parallel writeback does not pay
+ * (it cost a hard disk 15% in the kernel series) and up where it does.
+ */
+#define AUTO_START_NR_WB_CTX 2u
+
 unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
-	long cpus;
+	(void)bdi;
+	return PWB__MIN(AUTO_START_NR_WB_CTX, (unsigned int)PWB_MAX_WB_CTX);
+}
 
-	/* Parallel writeback cost a hard disk 15% in the kernel series. */
-	if (bdi->rotational == 1)
-		return 1;
-	cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	if (cpus < 1)
-		cpus = 1;
-	return (unsigned int)PWB__MIN((unsigned long)cpus,
-				      (unsigned long)PWB_AUTO_MAX_WB_CTX);
+/* The backend @cfg asks for; backend = NULL picks io_uring where this
+ * process may use it (a ring of io_depth entries can be set up), psync
+ * otherwise. Records why in bdi->backend_reason. NULL for an unknown
+ * name. */
+static const struct pwb__io_backend *
+choose_backend(struct pwb_bdi *bdi, const struct pwb_bdi_config *cfg)
+{
+	char *why = bdi->backend_reason;
+	size_t len = sizeof(bdi->backend_reason);
+	int ret;
+
+	if (cfg->backend) {
+		snprintf(why, len, "asked for (backend = \"%s\")",
+			 cfg->backend);
+		return pwb__io_backend_find(cfg->backend);
+	}
+	ret = pwb__io_uring_probe(cfg->io_depth);
+	if (!ret) {
+		snprintf(why, len, "default: io_uring_queue_init works here");
+		return &pwb__io_uring;
+	}
+	if (ret == -EOPNOTSUPP)
+		snprintf(why, len, "default: psync (built without liburing)");
+	else
+		snprintf(why, len, "default: psync, io_uring refused (%s)",
+			 strerror(-ret));
+	return &pwb__io_psync;
+}
+
+/* The context count to open with. nr_wb_ctx = 0 turns the tuner on
+ * (cfg.flags in @bdi's copy) and starts from pwb__auto_nr_wb_ctx().
+ * Records why in bdi->nr_wb_ctx_reason. */
+static unsigned int choose_nr_wb_ctx(struct pwb_bdi *bdi)
+{
+	char *why = bdi->nr_wb_ctx_reason;
+	size_t len = sizeof(bdi->nr_wb_ctx_reason);
+	unsigned int nr;
+
+	if (!bdi->cfg.nr_wb_ctx) {
+		bdi->cfg.flags |= PWB_BDI_AUTO_WB_CTX;
+		nr = pwb__autotune_start_nr(bdi);
+		snprintf(why, len, "default: %u to start, then the tuner "
+				   "on measured bandwidth; the rotational "
+				   "flag is not trusted",
+			 nr);
+		return nr;
+	}
+	if (bdi->cfg.flags & PWB_BDI_AUTO_WB_CTX) {
+		nr = pwb__autotune_start_nr(bdi);
+		snprintf(why, len, "PWB_BDI_AUTO_WB_CTX: %u to start, then "
+				   "the tuner on measured bandwidth",
+			 nr);
+		return nr;
+	}
+	snprintf(why, len, "asked for (nr_wb_ctx = %u)", bdi->cfg.nr_wb_ctx);
+	return bdi->cfg.nr_wb_ctx;
 }
 
 /* Flusher threads for @nr_ctx contexts. */
@@ -446,7 +508,7 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		       cfg->max_io_bytes, pwb__now(bdi));
 	bdi->fd = -1;
 
-	bdi->io = pwb__io_backend_find(cfg->backend);
+	bdi->io = choose_backend(bdi, cfg);
 	if (!bdi->io) {
 		ret = pwb__err(-ENOENT, "unknown I/O backend \"%s\"",
 			       cfg->backend);
@@ -522,10 +584,7 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		ret = pwb__err(-ENOMEM, "cannot create the inode table");
 		goto fail;
 	}
-	if (cfg->flags & PWB_BDI_AUTO_WB_CTX)
-		nr = pwb__autotune_start_nr(bdi);
-	else
-		nr = cfg->nr_wb_ctx ? cfg->nr_wb_ctx : pwb__auto_nr_wb_ctx(bdi);
+	nr = choose_nr_wb_ctx(bdi);
 	ret = create_ctxs(bdi, nr);
 	if (ret)
 		goto fail_table;
@@ -660,6 +719,11 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	info->atomic_write_unit_max = bdi->awu_max;
 	info->atomic_write_segments_max = bdi->awu_segs;
 	info->atomic_writes = bdi->atomic;
+	snprintf(info->backend_reason, sizeof(info->backend_reason), "%s",
+		 bdi->backend_reason);
+	snprintf(info->nr_wb_ctx_reason, sizeof(info->nr_wb_ctx_reason), "%s",
+		 bdi->nr_wb_ctx_reason);
+	info->auto_wb_ctx = (bdi->cfg.flags & PWB_BDI_AUTO_WB_CTX) != 0;
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;
 }

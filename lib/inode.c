@@ -142,6 +142,7 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	inode->wb_hint = -1;
 	pthread_mutex_init(&inode->lock, NULL);
 	pthread_cond_init(&inode->users_cond, NULL);
+	pthread_cond_init(&inode->wb_cond, NULL);
 	pwb__map_init(&inode->map);
 	CDS_INIT_LIST_HEAD(&inode->io_list);
 	cds_lfht_node_init(&inode->hnode);
@@ -162,6 +163,7 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		pthread_mutex_unlock(&bdi->lock);
 		pwb__map_destroy(&inode->map);
 		pthread_cond_destroy(&inode->users_cond);
+		pthread_cond_destroy(&inode->wb_cond);
 		pthread_mutex_destroy(&inode->lock);
 		free(inode);
 		pwb__bdi_exit(bdi, PWB__HOLD_REF);
@@ -177,6 +179,7 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 fail_shutdown:
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
+	pthread_cond_destroy(&inode->wb_cond);
 	pthread_mutex_destroy(&inode->lock);
 	free(inode);
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
@@ -191,6 +194,7 @@ static void inode_free_rcu(struct rcu_head *head)
 
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
+	pthread_cond_destroy(&inode->wb_cond);
 	pthread_mutex_destroy(&inode->lock);
 	free(inode);
 }
@@ -288,6 +292,23 @@ void pwb__inode_attach_dirty(struct pwb_inode *inode)
 					       PWB__LIST_DIRTY_TIME);
 		}
 	}
+	pthread_mutex_unlock(&inode->lock);
+	pthread_mutex_unlock(&wb->list_lock);
+}
+
+void pwb__inode_requeue_clean(struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb = lock_inode_wb(inode);
+	enum pwb__list l = inode->on_list;
+
+	if (!(inode->state & (PWB__I_SYNC | PWB__I_FREEING |
+			      PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META)) &&
+	    (l == PWB__LIST_DIRTY || l == PWB__LIST_IO ||
+	     l == PWB__LIST_MORE_IO))
+		pwb__inode_move_locked(wb, inode,
+				       inode->state & PWB__I_DIRTY_TIME
+					       ? PWB__LIST_DIRTY_TIME
+					       : PWB__LIST_NONE);
 	pthread_mutex_unlock(&inode->lock);
 	pthread_mutex_unlock(&wb->list_lock);
 }
@@ -528,11 +549,14 @@ enum pwb__list pwb__inode_list(struct pwb_inode *inode)
 	return l;
 }
 
-/* True if nothing of @inode is dirty or in flight. Caller holds lock. */
+/* True if nothing of @inode is dirty or in flight, and no end_write of it
+ * is still running (a close must not free it under one). Caller holds
+ * lock. */
 static bool inode_idle_locked(const struct pwb_inode *inode)
 {
 	return !(inode->state & (PWB__I_DIRTY_ANY | PWB__I_SYNC)) &&
-	       !inode->map.count[PWB__TAG_WRITEBACK];
+	       !inode->map.count[PWB__TAG_WRITEBACK] &&
+	       !uatomic_read(&inode->nr_ending);
 }
 
 /* Write @inode's dirty data and make it durable; return the work's own

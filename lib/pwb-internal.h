@@ -354,6 +354,11 @@ struct pwb__io_backend {
 extern const struct pwb__io_backend pwb__io_psync PWB__INTERNAL;
 extern const struct pwb__io_backend pwb__io_null PWB__INTERNAL;
 extern const struct pwb__io_backend pwb__io_uring PWB__INTERNAL;
+/* 0 if this process may set up an io_uring of @depth entries (the kernel
+ * allows io_uring and libpwb has liburing), else the -errno of
+ * io_uring_queue_init (-EOPNOTSUPP when built without liburing). Sets no
+ * message. */
+int pwb__io_uring_probe(unsigned int depth) PWB__INTERNAL;
 
 /* io-fault.c: the fault-injection layer that every backend consults before
  * a write reaches the device ("wraps the real backend"). */
@@ -889,6 +894,11 @@ struct pwb_bdi {
 
 	struct pwb__autotune *autotune;	/* NULL without the flag; set at
 					 * open, freed at close */
+
+	/* Set at open, then read-only: why the backend and the context
+	 * count are what they are (pwb_bdi_info). */
+	char backend_reason[PWB_REASON_MAX];
+	char nr_wb_ctx_reason[PWB_REASON_MAX];
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)
@@ -1007,7 +1017,8 @@ struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 					       struct pwb__wb_ctx_array *old,
 					       unsigned int nr,
 					       int *err) PWB__INTERNAL;
-/* Number of contexts nr_wb_ctx = 0 asks for on this device. */
+/* The count the automatic tuner starts from when nr_wb_ctx is 0, and the
+ * count pwb_bdi_set_nr_wb_ctx(0) picks on a bdi without the tuner. */
 unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Every open inode (a snapshot, for walks that sleep); free() the array. */
 struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi,
@@ -1130,8 +1141,18 @@ struct pwb_inode {
 	pwb__errseq_t wb_err;		/* write errors of this inode */
 	pwb__errseq_t fsync_cursor;	/* pwb_fsync's cursor */
 	unsigned int users;		/* lock: calls holding it by reference
-					 * (pwb__inode_enter HOLD_REF) */
+					 * (pwb__inode_enter HOLD_REF): fsyncs,
+					 * discards, writeback waits */
 	pthread_cond_t users_cond;	/* users dropped to 0 */
+	/* Stable pages and discard (discard.c). */
+	pthread_cond_t wb_cond;		/* WRITEBACK tags cleared, an
+					 * end_write returned, a discard
+					 * ended */
+	unsigned int wb_waiters;	/* lock (PWB__READ by completions):
+					 * threads sleeping on wb_cond */
+	bool discarding;		/* a pwb_inode_discard() runs over */
+	uint64_t discard_first;		/* pages [discard_first, */
+	uint64_t discard_last;		/*        discard_last] */
 	/* Write failures (error.c): back-off and the failed mark. */
 	unsigned int wb_visit;		/* bumped by each writeback visit */
 	unsigned int fail_visit;	/* wb_visit of the last counted failure */
@@ -1143,6 +1164,10 @@ struct pwb_inode {
 	int failed_err;			/* after max_write_failures failures:
 					 * fsync returns it until cleared */
 	/* ---- end of inode->lock ---- */
+
+	unsigned long nr_ending;	/* uatomic: finished writes whose
+					 * end_write has not returned yet
+					 * (raised under inode->lock) */
 
 	struct cds_list_head io_list;	/* wb->list_lock: on a b_* list */
 	enum pwb__list on_list;		/* wb->list_lock: which one */
@@ -1171,9 +1196,31 @@ void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 /* pwb_bdi_close: claim the close of @inode (set I_FREEING) unless another
  * close did; caller is in the read-side section that found @inode. */
 bool pwb__inode_claim_close_rcu(struct pwb_inode *inode) PWB__INTERNAL;
+/* Take @inode off its context's dirty lists if it has neither dirty pages
+ * nor dirty metadata (to b_dirty_time if only its timestamps are dirty),
+ * unless a flusher has it (I_SYNC): that flusher requeues it. Takes
+ * list_lock and inode->lock. */
+void pwb__inode_requeue_clean(struct pwb_inode *inode) PWB__INTERNAL;
 /* Write back, unregister and free an inode whose close the caller claimed
  * (pwb__inode_enter(HOLD_CLOSE)); pwb_inode_close and pwb_bdi_close. */
 int pwb__inode_close(struct pwb_inode *inode) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* discard.c                                                              */
+
+/* A write of pages [first, last] of @inode failed: make them dirty again,
+ * except those a running pwb_inode_discard() covers. Return how many pages
+ * newly became dirty, or -ENOMEM; *@counted says whether any page lies
+ * outside the discard (only then is the error recorded and counted).
+ * Caller holds inode->lock. */
+int64_t pwb__redirty_failed_locked(struct pwb_inode *inode, uint64_t first,
+				   uint64_t last, bool *counted) PWB__INTERNAL;
+/* Wake threads waiting for @inode's writes (pwb__io_complete): with
+ * @ending false the caller holds inode->lock and just cleared WRITEBACK
+ * tags; with @ending true an end_write counted in nr_ending returned and
+ * the caller holds no lock. */
+void pwb__inode_writes_ended(struct pwb_inode *inode,
+			     bool ending) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* writeback.c                                                            */

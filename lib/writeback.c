@@ -561,17 +561,22 @@ static void writeback_single_inode(struct pwb__wb_ctx *wb,
 	if (meta && inode->ops.write_inode) {
 		int ret = inode->ops.write_inode(inode, sync);
 
+		pthread_mutex_lock(&inode->lock);
 		if (ret) {
 			if (ret > 0 || ret < -4095)
 				ret = -EIO;
-			pthread_mutex_lock(&inode->lock);
 			inode->state |= meta;
 			pwb__errseq_set(&inode->wb_err, ret);
 			pwb__errseq_set(&bdi->wb_err, ret);
-			pthread_mutex_unlock(&inode->lock);
 			if (!wbc->err)
 				wbc->err = ret;
+		} else {
+			/* The metadata is a write like the pages: the next
+			 * pwb_fsync or pwb_sync owes a device flush for it,
+			 * even when no page was written. */
+			pwb__bdi_write_done_locked(bdi, inode);
 		}
+		pthread_mutex_unlock(&inode->lock);
 	}
 	if (wbc->written)
 		uatomic_inc(&wb->stats.inodes_written);

@@ -105,6 +105,8 @@ START_TEST(queued_work_is_served_by_class)
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = 1;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.dirty_writeback_ms = 0;
 	bdi = open_bdi(&img, &clk, &cfg);
 	wb = bdi->ctxs->ctx[0];
@@ -163,6 +165,8 @@ START_TEST(sync_ignores_the_cap)
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = 1;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.dirty_writeback_ms = 0;
 	cfg.dirty_background_bytes = MIB;
 	cfg.dirty_bytes = 0;
@@ -322,6 +326,8 @@ START_TEST(events_arrive_and_pair_up)
 	pthread_mutex_init(&log.lock, NULL);
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = 2;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.dirty_writeback_ms = 0;
 	cfg.dirty_background_bytes = 128 * 1024;
 	cfg.dirty_bytes = 256 * 1024;

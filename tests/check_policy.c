@@ -44,6 +44,8 @@ static int open_quiet(const char *img, unsigned int nr, const char *spec,
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = nr;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.policy = spec;
 	cfg.dirty_writeback_ms = 0;
 	cfg.dirty_background_bytes = 0;

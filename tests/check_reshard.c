@@ -41,6 +41,8 @@ static struct pwb_bdi *open_bdi(unsigned int nr_wb_ctx,
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = nr_wb_ctx;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.nr_flushers = nr_flushers;
 	cfg.dirty_writeback_ms = busy ? 10 : 0;
 	cfg.dirty_expire_ms = 0;
