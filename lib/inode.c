@@ -214,7 +214,9 @@ void pwb__inode_attach_dirty(struct pwb_inode *inode)
 	pthread_mutex_unlock(&wb->list_lock);
 }
 
-PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
+/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. */
+static int mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len,
+		      uint64_t lsn)
 {
 	unsigned long gen;
 	struct pwb__wb_ctx *wb;
@@ -276,7 +278,7 @@ again:
 					"being closed",
 				(unsigned long long)inode->ino);
 	}
-	n = pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
+	n = pwb__map_set_lsn(&inode->map, first, last, lsn);
 	if (n <= 0) {
 		pthread_mutex_unlock(&inode->lock);
 		pwb__rcu_read_unlock();
@@ -304,6 +306,17 @@ again:
 	}
 	pwb__rcu_read_unlock();
 	return 0;
+}
+
+PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
+{
+	return mark_dirty(inode, off, len, 0);
+}
+
+PWB_API int pwb_mark_dirty_lsn(struct pwb_inode *inode, uint64_t off,
+			       uint64_t len, uint64_t lsn)
+{
+	return mark_dirty(inode, off, len, lsn);
 }
 
 PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
