@@ -309,6 +309,10 @@ START_TEST(test_log_force_once_per_batch_with_highest_lsn_before_write)
 	env_open(&e, true);
 	for (i = 0; i < 8; i++)
 		dirty_lsn(&e, i, 1, 100 + i);	/* one contiguous batch */
+	/* A latched plain page keeps the page map's leaf alive. */
+	e.latch_index = 15;
+	atomic_store(&e.latch_left, 1 << 30);
+	ck_assert_int_eq(pwb_mark_dirty(e.st.inode, 15 * PS, PS), 0);
 	write_all(&e);
 	ck_assert_uint_eq(atomic_load(&e.forces), 1);
 	ck_assert_uint_eq(atomic_load(&e.last_forced), 107);
@@ -317,9 +321,13 @@ START_TEST(test_log_force_once_per_batch_with_highest_lsn_before_write)
 	ck_assert_uint_eq(stats(&e).log_forces, 1);
 	for (i = 0; i < 8; i++)
 		ck_assert_uint_eq(device_version(&e, i), 1);
-	/* Written pages forget their LSN: dirtying one again with an LSN
-	 * already durable needs no force. */
+	/* Written pages forget their LSN ("since it was last written"). */
+	pthread_mutex_lock(&e.st.inode->lock);
+	ck_assert_uint_eq(pwb__map_lsn(&e.st.inode->map, 7), 0);
+	pthread_mutex_unlock(&e.st.inode->lock);
+	/* Dirtying one again with an LSN already durable needs no force. */
 	dirty_lsn(&e, 2, 1, 50);
+	atomic_store(&e.latch_left, 0);
 	write_all(&e);
 	ck_assert_uint_eq(atomic_load(&e.forces), 1);
 	ck_assert_uint_eq(dirty_pages(&e), 0);
