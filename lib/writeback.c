@@ -682,14 +682,16 @@ again:
 			pthread_mutex_lock(&inode->lock);
 			continue;
 		}
+		/* The leaf exists (the pages are DIRTY): cannot fail. Set
+		 * before the clears, which would otherwise free a leaf that
+		 * held only these pages (and its LSNs) to allocate it anew. */
+		pwb__map_set(&inode->map, PWB__TAG_WRITEBACK, first,
+			     first + n - 1);
 		/* Clear before the data is read: see the top of the file. */
 		pwb__map_clear(&inode->map, PWB__TAG_DIRTY, first,
 			       first + n - 1);
 		pwb__map_clear(&inode->map, PWB__TAG_TOWRITE, first,
 			       first + n - 1);
-		/* The leaf exists (the pages were DIRTY): cannot fail. */
-		pwb__map_set(&inode->map, PWB__TAG_WRITEBACK, first,
-			     first + n - 1);
 		/* Their LSNs are durable; a new change brings its own. */
 		pwb__map_lsn_reset(&inode->map, first, n);
 		if (!inode->map.count[PWB__TAG_DIRTY])
