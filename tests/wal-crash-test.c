@@ -12,13 +12,15 @@
  * with pwb_bdi_log_durable(). Every few dozen changes a thread commits;
  * now and then it calls pwb_fsync() and, when that returns 0, tells the
  * parent through a pipe the LSN each page held when the call began.
- * Writeback runs all the time (tiny expiry, background threshold and
- * periodic interval), so pages whose log records are not yet durable are
- * often dirty when a flusher looks at them.
+ * In busy rounds writeback runs all the time (tiny expiry, background
+ * threshold and periodic interval), so pages whose log records are not
+ * yet durable are often dirty when a flusher looks at them.
  *
  * Rounds alternate between a bdi with a log_force callback (it commits
  * the log itself, as a page cleaner does) and one without (held pages
- * wait for the next commit). The parent SIGKILLs the child at a random
+ * wait for the next commit), and between busy writeback and none at all
+ * but pwb_fsync (where a page an fsync acknowledged without writing it
+ * would still be missing at the kill). The parent SIGKILLs the child at a random
  * moment, then reads the log and the device and checks:
  *   - no data page on the device has an LSN above the log's LSN (the
  *     write-ahead rule);
@@ -53,8 +55,10 @@
 #define PS 4096u
 #define NR_PAGES 128u			/* 512 KiB data image, one inode */
 #define NR_THREADS 2
-#define COMMIT_EVERY 16			/* changes between group commits */
-#define FSYNC_EVERY 48			/* changes between fsyncs */
+#define COMMIT_EVERY 64			/* changes between group commits */
+#define FSYNC_EVERY 24			/* changes between fsyncs: more often,
+					 * so that an fsync meets LSNs not yet
+					 * committed */
 #define MAGIC 0x7077626cu		/* "pwbl" */
 
 /* A data page: LSN first (the page LSN of a database), then what makes
@@ -285,7 +289,7 @@ static void *child_worker(void *arg)
 }
 
 static void child_main(const char *dev, const char *log, uint32_t round,
-		       uint64_t seed, bool with_force)
+		       uint64_t seed, bool with_force, bool quiet)
 {
 	struct pwb_inode_ops ops = {
 		.get_page = c_get_page,
@@ -311,10 +315,17 @@ static void child_main(const char *dev, const char *log, uint32_t round,
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = 1 + (unsigned int)(seed % 2);
 	cfg.backend = "psync";
-	cfg.dirty_expire_ms = 1;
-	cfg.dirty_writeback_ms = 2;
-	cfg.dirty_background_bytes = 16 * PS;
 	cfg.dirty_bytes = 0;
+	if (quiet) {
+		/* Only pwb_fsync writes: an acknowledged page missing at
+		 * the kill is not hidden by a background write after it. */
+		cfg.dirty_writeback_ms = 0;
+		cfg.dirty_background_bytes = 0;
+	} else {
+		cfg.dirty_expire_ms = 1;
+		cfg.dirty_writeback_ms = 2;
+		cfg.dirty_background_bytes = 16 * PS;
+	}
 	if (with_force)
 		cfg.log_force = c_log_force;
 	if (pwb_bdi_open(dev, &cfg, &c_bdi) ||
@@ -380,7 +391,7 @@ static int one_round(const char *dev, const char *log, uint32_t round,
 		     struct totals *t, void *buf)
 {
 	static uint64_t acked[NR_PAGES];
-	bool with_force = round % 2;
+	bool with_force = round % 2, quiet = (round / 2) % 2;
 	struct log_hdr *lh = buf;
 	uint64_t log_lsn = 0;
 	struct ack a;
@@ -398,7 +409,7 @@ static int one_round(const char *dev, const char *log, uint32_t round,
 	if (pid == 0) {
 		close(pfd[0]);
 		c_pipe = pfd[1];
-		child_main(dev, log, round, seed, with_force);
+		child_main(dev, log, round, seed, with_force, quiet);
 	}
 	close(pfd[1]);
 	if (read(pfd[0], &c, 1) != 1) {
