@@ -796,7 +796,13 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  *         returned: each error is reported once. A page that map_page put
  *         (partly) outside the device fails with -ERANGE, one not aligned
  *         to the logical block size with -EINVAL. Pages whose write failed
- *         stay dirty.
+ *         stay dirty. Under the write-ahead rule (pwb_mark_dirty_lsn())
+ *         the log is forced first; log_force's error is reported here
+ *         like a write error (-EAGAIN from it as -EBUSY), the pages it
+ *         covered still dirty. -EBUSY: a page stayed "not now" (get_page
+ *         -EAGAIN) or, without log_force, above the durable LSN through
+ *         the bounded back-off (about 1 s); it stays dirty, and is
+ *         reported once like a write error (pwb_sync() gets it too).
  */
 PWB_API int pwb_fsync(struct pwb_inode *inode);
 
@@ -817,7 +823,8 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
  * Return: 0; -EINVAL for a NULL @bdi; -EDEADLK from an ops callback;
  *         -ESHUTDOWN if pwb_bdi_close() has begun; -ENOMEM; or a write or
  *         flush error on @bdi that no earlier pwb_sync() returned (each
- *         reported once to pwb_sync callers).
+ *         reported once to pwb_sync callers), including a log_force error
+ *         or -EBUSY as pwb_fsync() describes.
  */
 PWB_API int pwb_sync(struct pwb_bdi *bdi);
 
