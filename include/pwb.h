@@ -252,7 +252,9 @@ struct pwb_bdi_config {
 	 *  the inode ops callbacks: no pwb_fsync(), pwb_sync() or close,
 	 *  and it must not wait for writeback of this bdi (a log kept as
 	 *  an inode of the same bdi would deadlock: keep the log on another
-	 *  bdi or file). On an error the batch's held pages stay dirty; a
+	 *  bdi or file), nor for a thread that this bdi may throttle
+	 *  (PWB_BDI_THROTTLE: that thread waits for this very flusher).
+	 *  On an error the batch's held pages stay dirty; a
 	 *  background or periodic pass does not record it, an integrity
 	 *  sync reports it like a write error (-EAGAIN becomes -EBUSY).
 	 *  NULL: pages whose LSN is not yet durable are left dirty until
