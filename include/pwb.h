@@ -256,6 +256,25 @@ struct pwb_bdi_config {
 	 *  pass or the dirtier waits for it. NULL: no events. */
 	void (*event)(const struct pwb_event *ev, void *event_arg);
 	void *event_arg;
+	/** Optional, for the write-ahead rule (pwb_mark_dirty_lsn()). Make
+	 *  the application's log durable up to at least @lsn and return 0,
+	 *  or return a negative errno. Writeback calls it, on a flusher
+	 *  thread with no libpwb lock held, once before it submits a batch
+	 *  of pages holding an LSN above the durable LSN
+	 *  (pwb_bdi_log_durable()), with the batch's highest LSN; after a
+	 *  0 the durable LSN is at least @lsn. It runs under the rules of
+	 *  the inode ops callbacks: no pwb_fsync(), pwb_sync() or close,
+	 *  and it must not wait for writeback of this bdi (a log kept as
+	 *  an inode of the same bdi would deadlock: keep the log on another
+	 *  bdi or file), nor for a thread that this bdi may throttle
+	 *  (PWB_BDI_THROTTLE: that thread waits for this very flusher).
+	 *  On an error the batch's held pages stay dirty; a
+	 *  background or periodic pass does not record it, an integrity
+	 *  sync reports it like a write error (-EAGAIN becomes -EBUSY).
+	 *  NULL: pages whose LSN is not yet durable are left dirty until
+	 *  pwb_bdi_log_durable() covers them. */
+	int (*log_force)(uint64_t lsn, void *arg);
+	void *log_force_arg;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -545,6 +564,25 @@ struct pwb_event {
 PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 			      unsigned int flags);
 
+/**
+ * pwb_bdi_log_durable() - report that the application's log is durable
+ * @bdi: the bdi
+ * @lsn: the log is durable up to and including this LSN
+ *
+ * The write-ahead rule (pwb_mark_dirty_lsn()): writeback submits a page
+ * only when its LSN is at or below the durable LSN, the highest value
+ * reported here or by a successful pwb_bdi_config.log_force call. Reports
+ * lower than that are ignored (a monotonic maximum). Call it after the
+ * application's own group commit made its log durable. Pages held back
+ * meanwhile are written by a later pass (periodic, background, sync); this
+ * call does not start one.
+ *
+ * Context: any thread, including ops and log_force callbacks; lock-free.
+ * Return: 0; -EINVAL for a NULL @bdi; -ESHUTDOWN once pwb_bdi_close()
+ *         tears the bdi down.
+ */
+PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn);
+
 /* ---------------------------------------------------------------------- */
 /* Inodes                                                                 */
 
@@ -600,7 +638,13 @@ struct pwb_inode_ops {
 	 *  bytes, aligned to the logical block size (for O_DIRECT), which must
 	 *  stay valid and unchanged in size until end_write for that page (or
 	 *  the writepage call's return, if end_write is absent). Return 0 or a
-	 *  negative errno, which is recorded as a write error of the page. */
+	 *  negative errno, which is recorded as a write error of the page;
+	 *  except -EAGAIN, which means "not now" (the page is latched or
+	 *  pinned): the page stays dirty and is tried again in a later pass,
+	 *  no error is recorded and end_write is not called for it. An
+	 *  integrity sync retries such a page with a bounded back-off
+	 *  (1 ms doubling to 64 ms, about 1 s in all) and then fails with
+	 *  -EBUSY, the page still dirty (see pwb_fsync()). */
 	int (*get_page)(struct pwb_inode *inode, uint64_t index,
 			const void **data);
 	/** Required. Store in *dev_off the device byte offset of page @index:
@@ -725,6 +769,39 @@ PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr);
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len);
 
 /**
+ * pwb_mark_dirty_lsn() - pwb_mark_dirty() under the write-ahead rule
+ * @inode: the inode
+ * @off: first byte changed
+ * @len: number of bytes; the range is rounded out to whole pages
+ * @lsn: the log sequence number of the change (of the log record that
+ *       describes it); 0 is pwb_mark_dirty()
+ *
+ * Like pwb_mark_dirty(), and each page of the range keeps the highest LSN
+ * it was dirtied with since writeback last took it. Writeback never
+ * submits a page whose LSN is above the bdi's durable LSN: before a batch
+ * holding such pages it calls pwb_bdi_config.log_force with the batch's
+ * highest LSN, or without log_force leaves those pages dirty (no error)
+ * until pwb_bdi_log_durable() covers them. Integrity sync (pwb_fsync,
+ * pwb_sync, close) forces the log first, up to the highest LSN among the
+ * pages it will write; without log_force it waits about 1 s (bounded
+ * back-off) for pwb_bdi_log_durable() to cover them, then fails with
+ * -EBUSY leaving them dirty. Pages dirtied only with pwb_mark_dirty() have
+ * LSN 0 and are never held back.
+ *
+ * Call it before get_page can hand libpwb the changed page (for example
+ * while still holding the page's latch, get_page returning -EAGAIN
+ * meanwhile): a page written between the change and this call would
+ * carry an LSN libpwb has not seen. An inode pays for LSNs only once it
+ * uses them: 8 bytes a page in each 512-page group it dirtied with one.
+ *
+ * Context: as pwb_mark_dirty().
+ * Return: as pwb_mark_dirty(); on -ENOMEM no page of the range became
+ *         dirty without its LSN.
+ */
+PWB_API int pwb_mark_dirty_lsn(struct pwb_inode *inode, uint64_t off,
+			       uint64_t len, uint64_t lsn);
+
+/**
  * pwb_inode_error() - the inode's failed mark, without consuming it
  *
  * Context: any thread.
@@ -791,7 +868,13 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  *         returned: each error is reported once. A page that map_page put
  *         (partly) outside the device fails with -ERANGE, one not aligned
  *         to the logical block size with -EINVAL. Pages whose write failed
- *         stay dirty.
+ *         stay dirty. Under the write-ahead rule (pwb_mark_dirty_lsn())
+ *         the log is forced first; log_force's error is reported here
+ *         like a write error (-EAGAIN from it as -EBUSY), the pages it
+ *         covered still dirty. -EBUSY: a page stayed "not now" (get_page
+ *         -EAGAIN) or, without log_force, above the durable LSN through
+ *         the bounded back-off (about 1 s); it stays dirty, and is
+ *         reported once like a write error (pwb_sync() gets it too).
  */
 PWB_API int pwb_fsync(struct pwb_inode *inode);
 
@@ -813,7 +896,8 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
  * Return: 0; -EINVAL for a NULL @bdi; -EDEADLK from an ops callback;
  *         -ESHUTDOWN if pwb_bdi_close() has begun; -ENOMEM; or a write or
  *         flush error on @bdi that no earlier pwb_sync() returned (each
- *         reported once to pwb_sync callers).
+ *         reported once to pwb_sync callers), including a log_force error
+ *         or -EBUSY as pwb_fsync() describes.
  */
 PWB_API int pwb_sync(struct pwb_bdi *bdi);
 
@@ -1073,6 +1157,15 @@ struct pwb_stats {
 	/** Time the flusher slept to keep background and periodic writeback
 	 *  under rate_limit_bytes_per_sec, in ns. */
 	uint64_t rate_limited_ns;
+	/* ---- the write-ahead rule (pwb_mark_dirty_lsn) ---- */
+	/** Calls of pwb_bdi_config.log_force. */
+	uint64_t log_forces;
+	/** Pages writeback passed over because their LSN was above the
+	 *  durable LSN (counted once per pass that passed a page over). */
+	uint64_t lsn_held_pages;
+	/** Pages writeback passed over because get_page returned -EAGAIN
+	 *  (latched; counted once per attempt). */
+	uint64_t latched_pages;
 };
 
 /**

@@ -728,6 +728,34 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	return 0;
 }
 
+void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi, uint64_t lsn)
+{
+	uint64_t cur = pwb__aread(&bdi->log_durable);
+
+	/* A monotonic maximum: a report older than one already made is no
+	 * news, and must not lower what writeback relies on. */
+	while (cur < lsn) {
+		uint64_t prev = uatomic_cmpxchg(&bdi->log_durable, cur, lsn);
+
+		if (prev == cur)
+			break;
+		cur = prev;
+	}
+}
+
+PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn)
+{
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_log_durable: NULL bdi");
+	/* Lock-free like the queries: the section keeps @bdi alive. */
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_log_durable"))
+		return -ESHUTDOWN;
+	pwb__bdi_log_durable_raise(bdi, lsn);
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+	return 0;
+}
+
 uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
 {
 	struct pwb__wb_ctx_array *arr;

@@ -313,7 +313,9 @@ void pwb__inode_requeue_clean(struct pwb_inode *inode)
 	pthread_mutex_unlock(&wb->list_lock);
 }
 
-PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
+/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. */
+static int mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len,
+		      uint64_t lsn)
 {
 	unsigned long gen;
 	struct pwb__wb_ctx *wb;
@@ -379,7 +381,7 @@ again:
 					"being closed",
 				(unsigned long long)ino);
 	}
-	n = pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
+	n = pwb__map_set_lsn(&inode->map, first, last, lsn);
 	if (n <= 0) {
 		pthread_mutex_unlock(&inode->lock);
 		pwb__inode_exit(inode, PWB__HOLD_RCU);
@@ -408,6 +410,17 @@ again:
 	}
 	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
+}
+
+PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
+{
+	return mark_dirty(inode, off, len, 0);
+}
+
+PWB_API int pwb_mark_dirty_lsn(struct pwb_inode *inode, uint64_t off,
+			       uint64_t len, uint64_t lsn)
+{
+	return mark_dirty(inode, off, len, lsn);
 }
 
 PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)

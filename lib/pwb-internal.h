@@ -218,6 +218,7 @@ struct pwb__map {
 	unsigned int height;	/* interior levels above the leaves */
 	uint64_t count[PWB__NR_TAGS];	/* pages holding each tag */
 	uint64_t nr_nodes;	/* allocated nodes + leaves (memory figure) */
+	uint64_t nr_lsn;	/* leaves with an LSN array (0: no LSNs) */
 };
 
 void pwb__map_init(struct pwb__map *map) PWB__INTERNAL;
@@ -243,6 +244,22 @@ bool pwb__map_find(const struct pwb__map *map, enum pwb__tag tag,
 /* Length of the run of pages holding @tag from @start on, at most @max. */
 uint64_t pwb__map_run(const struct pwb__map *map, enum pwb__tag tag,
 		      uint64_t start, uint64_t max) PWB__INTERNAL;
+/* Set DIRTY on [first, last] and raise each page's LSN to at least @lsn
+ * (pwb_mark_dirty_lsn; @lsn 0 is pwb__map_set). Return pages newly dirty,
+ * or -ENOMEM with no page newly dirty. */
+int64_t pwb__map_set_lsn(struct pwb__map *map, uint64_t first, uint64_t last,
+			 uint64_t lsn) PWB__INTERNAL;
+/* The LSN of page @index (0: none recorded). */
+uint64_t pwb__map_lsn(const struct pwb__map *map, uint64_t index)
+	PWB__INTERNAL;
+/* The highest LSN of pages [first, first + n); *@prefix gets how many
+ * pages from @first have an LSN at or below @above. */
+uint64_t pwb__map_lsn_max(const struct pwb__map *map, uint64_t first,
+			  uint64_t n, uint64_t above,
+			  uint64_t *prefix) PWB__INTERNAL;
+/* Forget the LSNs of [first, first + n): writeback took those pages. */
+void pwb__map_lsn_reset(struct pwb__map *map, uint64_t first,
+			uint64_t n) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* xarray.c: an ordered index by 64-bit key                               */
@@ -530,6 +547,9 @@ struct pwb__wb_stats {
 	uint64_t flush_ns;
 	uint64_t io_extents;	/* contiguous dirty extents written */
 	uint64_t rate_limited_ns;	/* flusher slept for the rate cap */
+	uint64_t log_forces;	/* log_force calls (write-ahead rule) */
+	uint64_t lsn_held_pages;	/* pages passed over: LSN not durable */
+	uint64_t latched_pages;	/* pages passed over: get_page -EAGAIN */
 };
 /* pwb__wb_counters_add() relies on this. */
 _Static_assert(sizeof(struct pwb__wb_stats) % sizeof(uint64_t) == 0,
@@ -887,6 +907,9 @@ struct pwb_bdi {
 	uint64_t fault_hits;		/* uatomic: writes hit, every rule */
 
 	uint64_t nr_device_flushes;	/* uatomic, bumped under flush_lock */
+	uint64_t log_durable;		/* uatomic: highest LSN the log is
+					 * durable up to (monotonic max,
+					 * pwb_bdi_log_durable, log_force) */
 
 	pwb__errseq_t wb_err;		/* uatomic: errors on any inode */
 	pthread_mutex_t cursor_lock;
@@ -999,6 +1022,9 @@ static inline uint64_t pwb__bdi_written_epoch(struct pwb_bdi *bdi)
 {
 	return uatomic_read(&bdi->written_epoch);
 }
+/* Raise bdi->log_durable to @lsn if it is below (lock-free). */
+void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi,
+				uint64_t lsn) PWB__INTERNAL;
 /* Total dirty pages over all contexts (approximate, lock-free). */
 uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* True while the flusher of the calling thread is running. */

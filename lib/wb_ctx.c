@@ -503,6 +503,9 @@ void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
 	st->flush_ns += pwb__aread(&s->flush_ns);
 	st->io_extents += pwb__aread(&s->io_extents);
 	st->rate_limited_ns += pwb__aread(&s->rate_limited_ns);
+	st->log_forces += pwb__aread(&s->log_forces);
+	st->lsn_held_pages += pwb__aread(&s->lsn_held_pages);
+	st->latched_pages += pwb__aread(&s->latched_pages);
 }
 
 void pwb__wb_counters_add(struct pwb__wb_stats *dst,
