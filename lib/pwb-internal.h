@@ -4,18 +4,10 @@
  *
  * Not installed. White-box tests include it and link libpwb-internal.la.
  *
- * Locking, outermost first:
- *
- *	bdi->lock			(inode registry changes, close)
- *	  wb->list_lock			(the four dirty lists of one context)
- *	    inode->lock			(page map, state, dirtied_when, errors)
- *	  wb->work_lock			(work queue, flusher wakeups; never held
- *					 together with list_lock or inode->lock)
- *	bdi->flush_lock			(device flushes; held across fdatasync,
- *	  inode->lock			 which can take seconds, so no query,
- *					 dirtier or sync start waits for it)
- *	bdi->cursor_lock		(pwb_sync's error cursor; leaf)
- *	completion->lock		(leaf)
+ * Locking: the order is the enum pwb__lock_rank below (one rank per lock,
+ * outermost first), and nowhere else; doc/design.md points here. A thread
+ * may take a lock only if every lock it holds has a lower rank. Built with
+ * --enable-lockdep, lib/lockdep.c checks this on every acquisition.
  *
  * RCU (urcu-bp): bdi->ctxs (the context array) is published with
  * rcu_assign_pointer and read under rcu_read_lock; bdi->inodes is a cds_lfht
@@ -138,6 +130,172 @@ static inline void pwb__rcu_callback_begin(void *obj)
 #define PWB__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define PWB__NSEC_PER_MSEC 1000000ull
 #define PWB__NSEC_PER_SEC 1000000000ull
+
+/* ---------------------------------------------------------------------- */
+/* Locking: the lock order, and the lock-order checker (lockdep.c)        */
+
+/*
+ * Every mutex of lib/, in the order a thread may take them: a thread
+ * holding a lock of rank r may only take locks of rank > r. Two locks of
+ * one rank nest only where pwb__mutex_lock_nested() says so. What each
+ * lock protects is on the fields it guards ("list_lock:", "lock:", ...).
+ *
+ * The nestings that exist (everything else is taken alone):
+ *
+ *   reshard_lock -> list_lock, inode->lock, work_lock, flusher->lock,
+ *                   park_lock, completion->lock  (a re-shard parks the
+ *                   flushers, moves inodes, retires contexts; the tuner
+ *                   decides under it; a sync's last try runs under it)
+ *   flush_lock   -> inode->lock    (a failed fdatasync marks the inodes
+ *                                   it was to cover)
+ *   list_lock    -> list_lock      (a re-shard moving an inode between
+ *                                   two contexts: lower index first,
+ *                                   the second with _nested)
+ *   list_lock    -> inode->lock    (queueing, claiming, requeueing)
+ *   list_lock    -> work_lock      (a pass under list_lock asks whether
+ *                                   work is queued: none_pass_done,
+ *                                   wb_writeback_shared)
+ *
+ * Ranks after PWB__LOCK_WORK take no other lock today: keep them leaves
+ * if you can. Condition waits release their mutex while they sleep and
+ * take it back as an acquisition of its rank. No lock is held while an
+ * ops callback runs, except cfg.clock (called under list_lock and
+ * inode->lock: it must not call into libpwb).
+ */
+enum pwb__lock_rank {
+	PWB__LOCK_UNRANKED = 0,	/* not given a rank: lockdep refuses it */
+	PWB__LOCK_BDI,		/* bdi->lock: inode registry, users, close */
+	PWB__LOCK_RESHARD,	/* bdi->reshard_lock: re-shards, the tuner,
+				 * close */
+	PWB__LOCK_FLUSH,	/* bdi->flush_lock: device flushes, held
+				 * across fdatasync */
+	PWB__LOCK_LIST,		/* wb->list_lock: one context's lists */
+	PWB__LOCK_INODE,	/* inode->lock: page map, state, errors */
+	PWB__LOCK_WORK,		/* wb->work_lock: one context's work queue */
+	PWB__LOCK_FLUSHER,	/* flusher->lock: kicked, stop */
+	PWB__LOCK_PARK,		/* bdi->park_lock: parking the flushers */
+	PWB__LOCK_INFLIGHT,	/* bdi->inflight_lock: max_inflight */
+	PWB__LOCK_RATE,		/* bdi->rate.lock: the write-rate cap */
+	PWB__LOCK_CURSOR,	/* bdi->cursor_lock: pwb_sync's error cursor */
+	PWB__LOCK_COMPLETION,	/* completion->lock: a waiter's counter */
+	PWB__LOCK_AUTOTUNE,	/* autotune->lock: the tuner's stop flag */
+	PWB__LOCK_REGISTRY,	/* registry_lock (policy.c): policies */
+	PWB__NR_LOCK_RANKS
+};
+
+/*
+ * Using a mutex in lib/:
+ *  - initialise it with pwb__mutex_init(&m, PWB__LOCK_...), a rank of its
+ *    own added above in its place in the order (a static mutex:
+ *    PTHREAD_MUTEX_INITIALIZER plus PWB__MUTEX_RANK_STATIC(m, rank));
+ *  - lock, unlock, wait and destroy with the plain pthread calls: under
+ *    --enable-lockdep lib/'s sources (PWB_LIB_SOURCE) see them as macros
+ *    that check the order (pthread_mutex_init without a rank makes the
+ *    mutex one lockdep refuses to lock);
+ *  - take a second lock of the same rank with pwb__mutex_lock_nested(),
+ *    after saying in a comment what orders the two.
+ * Without --enable-lockdep these are the plain pthread calls.
+ */
+#ifdef PWB_LOCKDEP
+void pwb__lockdep_set_rank(pthread_mutex_t *m, enum pwb__lock_rank rank,
+			   const char *file, int line) PWB__INTERNAL;
+void pwb__lockdep_forget(pthread_mutex_t *m) PWB__INTERNAL;
+void pwb__lockdep_acquire(pthread_mutex_t *m, bool nested, const char *file,
+			  int line) PWB__INTERNAL;
+void pwb__lockdep_release(pthread_mutex_t *m, const char *file,
+			  int line) PWB__INTERNAL;
+/* Abort with a report unless the calling thread holds @m. */
+void pwb__lockdep_assert_held(pthread_mutex_t *m, const char *file,
+			      int line) PWB__INTERNAL;
+
+/* The parenthesised names below are the real pthread functions, whatever
+ * macros lib/'s sources see. */
+static inline int pwb__mutex_init_at(pthread_mutex_t *m,
+				     enum pwb__lock_rank rank,
+				     const char *file, int line)
+{
+	int ret = (pthread_mutex_init)(m, NULL);
+
+	if (!ret)
+		pwb__lockdep_set_rank(m, rank, file, line);
+	return ret;
+}
+
+static inline int pwb__mutex_destroy_at(pthread_mutex_t *m)
+{
+	pwb__lockdep_forget(m);
+	return (pthread_mutex_destroy)(m);
+}
+
+static inline int pwb__mutex_lock_at(pthread_mutex_t *m, bool nested,
+				     const char *file, int line)
+{
+	/* Checked before blocking: an inversion is reported even when this
+	 * run would not have deadlocked. */
+	pwb__lockdep_acquire(m, nested, file, line);
+	return (pthread_mutex_lock)(m);
+}
+
+static inline int pwb__mutex_unlock_at(pthread_mutex_t *m, const char *file,
+				       int line)
+{
+	pwb__lockdep_release(m, file, line);
+	return (pthread_mutex_unlock)(m);
+}
+
+static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
+				    const struct timespec *abstime,
+				    const char *file, int line)
+{
+	int ret;
+
+	pwb__lockdep_release(m, file, line);
+	ret = abstime ? (pthread_cond_timedwait)(c, m, abstime)
+		      : (pthread_cond_wait)(c, m);
+	/* Woken holding @m again: checked against the other locks held,
+	 * which the wait did not release. */
+	pwb__lockdep_acquire(m, false, file, line);
+	return ret;
+}
+
+#define pwb__mutex_init(m, rank) pwb__mutex_init_at(m, rank, __FILE__, __LINE__)
+#define pwb__mutex_lock_nested(m) pwb__mutex_lock_at(m, true, __FILE__, __LINE__)
+#define pwb__assert_held(m) pwb__lockdep_assert_held(m, __FILE__, __LINE__)
+#define PWB__MUTEX_RANK_STATIC(m, rank)                                        \
+	__attribute__((constructor)) static void m##_rank(void)                \
+	{                                                                      \
+		pwb__lockdep_set_rank(&(m), rank, __FILE__, __LINE__);         \
+	}                                                                      \
+	_Static_assert(1, "")
+
+#ifdef PWB_LIB_SOURCE
+#define pthread_mutex_init(m, attr)                                            \
+	pwb__mutex_init_at(m, PWB__LOCK_UNRANKED, __FILE__, __LINE__)
+#define pthread_mutex_destroy(m) pwb__mutex_destroy_at(m)
+#define pthread_mutex_lock(m) pwb__mutex_lock_at(m, false, __FILE__, __LINE__)
+#define pthread_mutex_unlock(m) pwb__mutex_unlock_at(m, __FILE__, __LINE__)
+#define pthread_cond_wait(c, m) pwb__cond_wait_at(c, m, NULL, __FILE__, __LINE__)
+#define pthread_cond_timedwait(c, m, t)                                        \
+	pwb__cond_wait_at(c, m, t, __FILE__, __LINE__)
+#endif /* PWB_LIB_SOURCE */
+
+#else /* !PWB_LOCKDEP */
+
+static inline int pwb__mutex_init(pthread_mutex_t *m, enum pwb__lock_rank rank)
+{
+	(void)rank;
+	return pthread_mutex_init(m, NULL);
+}
+
+static inline int pwb__mutex_lock_nested(pthread_mutex_t *m)
+{
+	return pthread_mutex_lock(m);
+}
+
+#define pwb__assert_held(m) ((void)(m))
+#define PWB__MUTEX_RANK_STATIC(m, rank) _Static_assert(1, "")
+
+#endif /* PWB_LOCKDEP */
 
 /* ---------------------------------------------------------------------- */
 /* error.c: per-thread messages                                          */
