@@ -230,14 +230,3 @@ void pwb__lockdep_release(pthread_mutex_t *m, const char *file, int line)
 	       "not hold it",
 	       (void *)m, file, line);
 }
-
-void pwb__lockdep_assert_held(pthread_mutex_t *m, const char *file, int line)
-{
-	unsigned int i;
-
-	for (i = 0; i < nr_held; i++)
-		if (held[i].m == m)
-			return;
-	report("%p must be held at %s:%d, and this thread does not hold it",
-	       (void *)m, file, line);
-}

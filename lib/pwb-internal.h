@@ -204,9 +204,6 @@ void pwb__lockdep_acquire(pthread_mutex_t *m, bool nested, const char *file,
 			  int line) PWB__INTERNAL;
 void pwb__lockdep_release(pthread_mutex_t *m, const char *file,
 			  int line) PWB__INTERNAL;
-/* Abort with a report unless the calling thread holds @m. */
-void pwb__lockdep_assert_held(pthread_mutex_t *m, const char *file,
-			      int line) PWB__INTERNAL;
 
 /* The parenthesised names below are the real pthread functions, whatever
  * macros lib/'s sources see. */
@@ -260,7 +257,6 @@ static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
 
 #define pwb__mutex_init(m, rank) pwb__mutex_init_at(m, rank, __FILE__, __LINE__)
 #define pwb__mutex_lock_nested(m) pwb__mutex_lock_at(m, true, __FILE__, __LINE__)
-#define pwb__assert_held(m) pwb__lockdep_assert_held(m, __FILE__, __LINE__)
 #define PWB__MUTEX_RANK_STATIC(m, rank)                                        \
 	__attribute__((constructor)) static void m##_rank(void)                \
 	{                                                                      \
@@ -292,7 +288,6 @@ static inline int pwb__mutex_lock_nested(pthread_mutex_t *m)
 	return pthread_mutex_lock(m);
 }
 
-#define pwb__assert_held(m) ((void)(m))
 #define PWB__MUTEX_RANK_STATIC(m, rank) _Static_assert(1, "")
 
 #endif /* PWB_LOCKDEP */
@@ -441,9 +436,9 @@ uint64_t pwb__clock_monotonic(void *unused) PWB__INTERNAL;
 
 struct pwb__completion {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned int pending;	/* work items still running */
-	int err;		/* first error a work item reported */
+	pthread_cond_t cond;	/* with lock: pending reached 0 */
+	unsigned int pending;	/* lock: work items still running */
+	int err;		/* lock: first error a work item reported */
 };
 
 void pwb__completion_init(struct pwb__completion *c,
@@ -458,7 +453,9 @@ enum pwb__sync_mode {
 	PWB__SYNC_ALL = 1,	/* integrity: tagged pages, wait (WB_SYNC_ALL) */
 };
 
-/* One request to a flusher, the kernel's wb_writeback_work. */
+/* One request to a flusher, the kernel's wb_writeback_work. Filled in by
+ * the queuer before pwb__wb_queue_work(); from then on the flusher that
+ * takes it off work_list owns it until it completes it. */
 struct pwb__wb_work {
 	struct cds_list_head list;	/* on wb->work_list, under work_lock */
 	enum pwb__sync_mode sync_mode;
@@ -596,14 +593,15 @@ int pwb__io_next_write(const struct pwb_bdi *bdi, uint64_t off, uint64_t len,
  * live until the process exits. Each bdi holds one instance.
  */
 struct pwb__policy {
+	/* Set by pwb__policy_create(), then read-only: */
 	const struct pwb_policy_ops *ops;
 	void *state;			/* the instance's, from ops->init */
 	char spec[PWB_POLICY_SPEC_MAX + 1];	/* normalised "name[:args]" */
+	unsigned int flags;		/* PWB_POLICY_F_* (ABI 2 tables) */
+	unsigned int batch;		/* F_SHARED_LIST: inodes per claim */
 	uint64_t nr_fallbacks;		/* uatomic: select() failed or gave an
 					 * index out of range */
 	int fallback_reported;		/* uatomic: stderr message sent */
-	unsigned int flags;		/* PWB_POLICY_F_* (ABI 2 tables) */
-	unsigned int batch;		/* F_SHARED_LIST: inodes per claim */
 };
 
 #define PWB__POLICY_BATCH_DEFAULT 16u
@@ -663,7 +661,8 @@ unsigned int pwb__policy_select(struct pwb__policy *pol,
 /* ---------------------------------------------------------------------- */
 /* wb_ctx.c: writeback contexts                                           */
 
-/* Counters: written with uatomic by the flusher or dirtiers, read by stats. */
+/* Counters, every one atomic: written with uatomic by the flusher or
+ * dirtiers, read lock-free by stats. */
 struct pwb__wb_stats {
 	uint64_t dirty_pages;
 	uint64_t writeback_pages;
@@ -710,8 +709,8 @@ struct pwb__dirty_slot {
  * bdi. Its flusher thread is the only thread that writes its inodes' pages.
  */
 struct pwb__wb_ctx {
-	struct pwb_bdi *bdi;
-	unsigned int idx;
+	struct pwb_bdi *bdi;		/* set at init, read-only */
+	unsigned int idx;		/* set at init, read-only */
 
 	pthread_mutex_t list_lock;
 	struct cds_list_head b_dirty;	 /* list_lock: dirty, oldest first */
@@ -757,8 +756,8 @@ struct pwb__wb_ctx {
 					 * also indexed by io_tree */
 	struct pwb__xa io_tree;		/* list_lock: b_io inodes by key */
 
-	struct pwb__wb_stats stats;
-	struct pwb__dirty_slot dslot[PWB__NR_DIRTY_SLOTS];
+	struct pwb__wb_stats stats;	/* atomic */
+	struct pwb__dirty_slot dslot[PWB__NR_DIRTY_SLOTS]; /* atomic */
 };
 
 /* Count @n pages newly dirtied in @wb by the calling thread (its slot). */
@@ -816,14 +815,18 @@ void pwb__wb_ctx_retire(struct pwb__wb_ctx *wb) PWB__INTERNAL;
  * cond until kicked (work queued, background) or the periodic interval.
  */
 struct pwb__flusher {
-	struct pwb_bdi *bdi;
-	unsigned int idx;
+	struct pwb_bdi *bdi;	/* set at allocation, read-only */
+	unsigned int idx;	/* set at allocation, read-only */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* with lock: kicked or stop */
 	bool kicked;		/* lock */
 	bool stop;		/* lock */
-	bool fresh;		/* started while others were parked: has
-				 * nothing in flight to drain */
+	bool fresh;		/* the flusher thread's own (set under lock
+				 * before it starts): started while others
+				 * were parked, has nothing in flight to
+				 * drain */
+	/* The thread that starts and stops flushers: open, or a holder of
+	 * bdi->reshard_lock (re-shard, close). */
 	pthread_t thread;
 	bool started;
 };
@@ -838,7 +841,8 @@ void pwb__flusher_kick(struct pwb__flusher *fl) PWB__INTERNAL;
 void pwb__flushers_park(struct pwb_bdi *bdi) PWB__INTERNAL;
 void pwb__flushers_resume(struct pwb_bdi *bdi) PWB__INTERNAL;
 
-/* The context array, published with RCU. */
+/* The context array, published with RCU (bdi->ctxs); read-only once
+ * published. */
 struct pwb__wb_ctx_array {
 	unsigned int nr;
 	struct pwb__wb_ctx *ctx[];
@@ -847,8 +851,9 @@ struct pwb__wb_ctx_array {
 /* pacing.c: The write-rate cap (pwb_bdi_config.rate_limit_bytes_per_sec). */
 struct pwb__rate_bucket {
 	pthread_mutex_t lock;
-	uint64_t rate;		/* bytes/s; 0: no cap (lock never taken) */
-	int64_t burst;		/* most tokens kept */
+	uint64_t rate;		/* set at init, read-only: bytes/s; 0: no
+				 * cap (lock never taken) */
+	int64_t burst;		/* set at init, read-only: most tokens kept */
 	int64_t tokens;		/* lock: bytes that may go now; < 0: owed */
 	uint64_t stamp;		/* lock: clock ns of the last refill */
 };
@@ -910,11 +915,11 @@ unsigned int pwb__auto_decide(struct pwb__auto_state *s,
 struct pwb__autotune {
 	struct pwb__auto_params params;	/* set at open, then read-only */
 	uint64_t interval_ns;		/* window length, cfg.clock ns */
-	pthread_t thread;
+	pthread_t thread;		/* open/close only */
 	bool started;			/* open/close only */
 	pthread_mutex_t lock;		/* stop, with cond */
-	pthread_cond_t cond;		/* stop was set */
-	bool stop;
+	pthread_cond_t cond;		/* with lock: stop was set */
+	bool stop;			/* lock */
 	/* bdi->reshard_lock: */
 	struct pwb__auto_state st;
 	bool user;			/* a user count holds: paused */
@@ -953,6 +958,7 @@ int pwb__reshard_locked(struct pwb_bdi *bdi, unsigned int nr) PWB__INTERNAL;
 /* bdi.c                                                                  */
 
 struct pwb_bdi {
+	/* Set by pwb_bdi_open(), then read-only, up to ctxs: */
 	int fd;
 	char *path;
 	uint64_t capacity;
@@ -974,7 +980,9 @@ struct pwb_bdi {
 
 	struct pwb__wb_ctx_array *ctxs;	/* RCU-published; replaced only
 					 * with the flushers parked */
-	/* Flushers. Slots are allocated once and live until close. */
+	/* Flushers. Slots are allocated once and live until close:
+	 * RCU-published (PWB__RCU_ASSIGN by open or a re-shard, which hold
+	 * reshard_lock or run alone), read without a lock by kickers. */
 	struct pwb__flusher *flushers[PWB_MAX_WB_CTX];
 	unsigned int nr_flushers;	/* uatomic: running, serving by idx */
 	pthread_mutex_t park_lock;
@@ -989,15 +997,17 @@ struct pwb_bdi {
 					     * counters (their "now" ones
 					     * are 0: inodes moved away) */
 	pthread_mutex_t inflight_lock;	/* max_inflight accounting */
-	pthread_cond_t inflight_cond;
+	pthread_cond_t inflight_cond;	/* with inflight_lock: inflight fell */
 	unsigned int inflight;		/* inflight_lock */
 	struct pwb__policy *policy;	/* RCU-published: select() runs
 					 * under rcu_read_lock; replaced by
 					 * pwb_bdi_set_policy with the
 					 * flushers parked */
-	const struct pwb__io_backend *io;
+	const struct pwb__io_backend *io;	/* set at open, read-only */
 
-	struct cds_lfht *inodes;	/* ino -> inode, RCU */
+	struct cds_lfht *inodes;	/* ino -> inode: RCU (cds_lfht);
+					 * added under lock, removed
+					 * lock-free by the inode's close */
 	pthread_mutex_t lock;		/* registry changes, closing */
 	bool closing;			/* lock (PWB__READ outside): close
 					 * began; no new waiting call */
@@ -1026,11 +1036,13 @@ struct pwb_bdi {
 	uint64_t written_epoch;		/* uatomic: newest epoch written in */
 	uint64_t flushed_epoch;		/* flush_lock: epochs <= covered */
 
-	uint64_t dirty_limit_pages;	/* 0: no hard limit (throttle.c) */
+	uint64_t dirty_limit_pages;	/* set at open, read-only: 0: no
+					 * hard limit (throttle.c) */
 	unsigned long bg_active;	/* uatomic: background kick sent */
 	uint64_t throttle_ns;		/* uatomic: time dirtiers slept */
 	uint64_t throttle_events;	/* uatomic: sleeps */
-	struct pwb__rate_bucket rate;	/* the write-rate cap, pacing.c */
+	struct pwb__rate_bucket rate;	/* the write-rate cap, pacing.c;
+					 * its own lock */
 	uint64_t thr_window;		/* uatomic: current dirtier window */
 	uint64_t thr_cur;		/* uatomic: dirtiers in it */
 	uint64_t thr_prev;		/* uatomic: dirtiers in the one before */
@@ -1212,6 +1224,7 @@ enum pwb__list {
 	(PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META | PWB__I_DIRTY_TIME)
 
 struct pwb_inode {
+	/* Set by pwb_inode_open(), then read-only: */
 	uint64_t ino;
 	struct pwb_bdi *bdi;
 	struct pwb_inode_ops ops;
@@ -1236,7 +1249,7 @@ struct pwb_inode {
 	pwb__errseq_t wb_err;		/* write errors of this inode */
 	pwb__errseq_t fsync_cursor;	/* pwb_fsync's cursor */
 	unsigned int users;		/* fsyncs in progress */
-	pthread_cond_t users_cond;	/* users dropped to 0 */
+	pthread_cond_t users_cond;	/* with lock: users dropped to 0 */
 	/* Write failures (error.c): back-off and the failed mark. */
 	unsigned int wb_visit;		/* bumped by each writeback visit */
 	unsigned int fail_visit;	/* wb_visit of the last counted failure */
@@ -1256,8 +1269,8 @@ struct pwb_inode {
 	 * whether the inode is in wb->io_tree (list_lock). */
 	struct pwb__xa_item xa;
 	bool in_tree;
-	struct cds_lfht_node hnode;	/* bdi->inodes */
-	struct rcu_head rcu;
+	struct cds_lfht_node hnode;	/* bdi->inodes: RCU (cds_lfht) */
+	struct rcu_head rcu;		/* call_rcu, once, by close */
 };
 
 /* Look @ino up; caller holds rcu_read_lock. */
