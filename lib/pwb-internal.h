@@ -156,11 +156,13 @@ static inline void pwb__rcu_callback_begin(void *obj)
  *                                   work is queued: none_pass_done,
  *                                   wb_writeback_shared)
  *
- * Ranks after PWB__LOCK_WORK take no other lock today: keep them leaves
- * if you can. Condition waits release their mutex while they sleep and
- * take it back as an acquisition of its rank. No lock is held while an
- * ops callback runs, except cfg.clock (called under list_lock and
- * inode->lock: it must not call into libpwb).
+ * inode->lock and every rank after it take no other lock today (the
+ * whole suite runs so under lockdep): keep them leaves if you can.
+ * Condition waits release their mutex while they sleep and take it back
+ * as an acquisition of its rank. No lock is held while an ops callback
+ * runs, except: cfg.clock, called under list_lock and inode->lock (it must
+ * not call into libpwb); and the shard policy's callbacks (and the
+ * map_page that select may call) during a re-shard, under reshard_lock.
  */
 enum pwb__lock_rank {
 	PWB__LOCK_UNRANKED = 0,	/* not given a rank: lockdep refuses it */
