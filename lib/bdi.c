@@ -488,7 +488,7 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	bdi->dirty_limit_pages = cfg->dirty_bytes >> bdi->page_shift;
 	if (cfg->dirty_bytes && !bdi->dirty_limit_pages)
 		bdi->dirty_limit_pages = 1;
-	pthread_mutex_init(&bdi->lock, NULL);
+	pwb__mutex_init(&bdi->lock, PWB__LOCK_BDI);
 	{
 		pthread_condattr_t attr;
 
@@ -497,12 +497,12 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		pthread_cond_init(&bdi->idle_cond, &attr);
 		pthread_condattr_destroy(&attr);
 	}
-	pthread_mutex_init(&bdi->flush_lock, NULL);
-	pthread_mutex_init(&bdi->cursor_lock, NULL);
-	pthread_mutex_init(&bdi->park_lock, NULL);
+	pwb__mutex_init(&bdi->flush_lock, PWB__LOCK_FLUSH);
+	pwb__mutex_init(&bdi->cursor_lock, PWB__LOCK_CURSOR);
+	pwb__mutex_init(&bdi->park_lock, PWB__LOCK_PARK);
 	pthread_cond_init(&bdi->park_cond, NULL);
-	pthread_mutex_init(&bdi->reshard_lock, NULL);
-	pthread_mutex_init(&bdi->inflight_lock, NULL);
+	pwb__mutex_init(&bdi->reshard_lock, PWB__LOCK_RESHARD);
+	pwb__mutex_init(&bdi->inflight_lock, PWB__LOCK_INFLIGHT);
 	pthread_cond_init(&bdi->inflight_cond, NULL);
 	pwb__rate_init(&bdi->rate, cfg->rate_limit_bytes_per_sec,
 		       cfg->max_io_bytes, pwb__now(bdi));

@@ -140,7 +140,7 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	inode->ops = *ops;
 	inode->priv = priv;
 	inode->wb_hint = -1;
-	pthread_mutex_init(&inode->lock, NULL);
+	pwb__mutex_init(&inode->lock, PWB__LOCK_INODE);
 	pthread_cond_init(&inode->users_cond, NULL);
 	pthread_cond_init(&inode->wb_cond, NULL);
 	pwb__map_init(&inode->map);

@@ -25,7 +25,7 @@
 void pwb__rate_init(struct pwb__rate_bucket *b, uint64_t rate,
 		    uint64_t min_burst, uint64_t now)
 {
-	pthread_mutex_init(&b->lock, NULL);
+	pwb__mutex_init(&b->lock, PWB__LOCK_RATE);
 	b->rate = rate;
 	b->burst = (int64_t)PWB__MIN(PWB__MAX(rate / 10, min_burst),
 				     (uint64_t)INT64_MAX / 2);

@@ -50,6 +50,7 @@ static const struct pwb_policy_ops *const builtin_policies[] = {
 #define DEFAULT_SPEC "inode-hash"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+PWB__MUTEX_RANK_STATIC(registry_lock, PWB__LOCK_REGISTRY);
 static struct policy_entry *registry;	/* registry_lock: newest first */
 static char *plugin_dir;		/* registry_lock: pwb_policy_set_dir */
 

@@ -4,18 +4,10 @@
  *
  * Not installed. White-box tests include it and link libpwb-internal.la.
  *
- * Locking, outermost first:
- *
- *	bdi->lock			(inode registry changes, close)
- *	  wb->list_lock			(the four dirty lists of one context)
- *	    inode->lock			(page map, state, dirtied_when, errors)
- *	  wb->work_lock			(work queue, flusher wakeups; never held
- *					 together with list_lock or inode->lock)
- *	bdi->flush_lock			(device flushes; held across fdatasync,
- *	  inode->lock			 which can take seconds, so no query,
- *					 dirtier or sync start waits for it)
- *	bdi->cursor_lock		(pwb_sync's error cursor; leaf)
- *	completion->lock		(leaf)
+ * Locking: the order is the enum pwb__lock_rank below (one rank per lock,
+ * outermost first), and nowhere else; doc/design.md points here. A thread
+ * may take a lock only if every lock it holds has a lower rank. Built with
+ * --enable-lockdep, lib/lockdep.c checks this on every acquisition.
  *
  * RCU (urcu-bp): bdi->ctxs (the context array) is published with
  * rcu_assign_pointer and read under rcu_read_lock; bdi->inodes is a cds_lfht
@@ -138,6 +130,169 @@ static inline void pwb__rcu_callback_begin(void *obj)
 #define PWB__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define PWB__NSEC_PER_MSEC 1000000ull
 #define PWB__NSEC_PER_SEC 1000000000ull
+
+/* ---------------------------------------------------------------------- */
+/* Locking: the lock order, and the lock-order checker (lockdep.c)        */
+
+/*
+ * Every mutex of lib/, in the order a thread may take them: a thread
+ * holding a lock of rank r may only take locks of rank > r. Two locks of
+ * one rank nest only where pwb__mutex_lock_nested() says so. What each
+ * lock protects is on the fields it guards ("list_lock:", "lock:", ...).
+ *
+ * The nestings that exist (everything else is taken alone):
+ *
+ *   reshard_lock -> list_lock, inode->lock, work_lock, flusher->lock,
+ *                   park_lock, completion->lock  (a re-shard parks the
+ *                   flushers, moves inodes, retires contexts; the tuner
+ *                   decides under it; a sync's last try runs under it)
+ *   flush_lock   -> inode->lock    (a failed fdatasync marks the inodes
+ *                                   it was to cover)
+ *   list_lock    -> list_lock      (a re-shard moving an inode between
+ *                                   two contexts: lower index first,
+ *                                   the second with _nested)
+ *   list_lock    -> inode->lock    (queueing, claiming, requeueing)
+ *   list_lock    -> work_lock      (a pass under list_lock asks whether
+ *                                   work is queued: none_pass_done,
+ *                                   wb_writeback_shared)
+ *
+ * inode->lock and every rank after it take no other lock today (the
+ * whole suite runs so under lockdep): keep them leaves if you can.
+ * Condition waits release their mutex while they sleep and take it back
+ * as an acquisition of its rank. No lock is held while an ops callback
+ * runs, except: cfg.clock, called under list_lock and inode->lock (it must
+ * not call into libpwb); and the shard policy's callbacks (and the
+ * map_page that select may call) during a re-shard, under reshard_lock.
+ */
+enum pwb__lock_rank {
+	PWB__LOCK_UNRANKED = 0,	/* not given a rank: lockdep refuses it */
+	PWB__LOCK_BDI,		/* bdi->lock: inode registry, users, close */
+	PWB__LOCK_RESHARD,	/* bdi->reshard_lock: re-shards, the tuner,
+				 * close */
+	PWB__LOCK_FLUSH,	/* bdi->flush_lock: device flushes, held
+				 * across fdatasync */
+	PWB__LOCK_LIST,		/* wb->list_lock: one context's lists */
+	PWB__LOCK_INODE,	/* inode->lock: page map, state, errors */
+	PWB__LOCK_WORK,		/* wb->work_lock: one context's work queue */
+	PWB__LOCK_FLUSHER,	/* flusher->lock: kicked, stop */
+	PWB__LOCK_PARK,		/* bdi->park_lock: parking the flushers */
+	PWB__LOCK_INFLIGHT,	/* bdi->inflight_lock: max_inflight */
+	PWB__LOCK_RATE,		/* bdi->rate.lock: the write-rate cap */
+	PWB__LOCK_CURSOR,	/* bdi->cursor_lock: pwb_sync's error cursor */
+	PWB__LOCK_COMPLETION,	/* completion->lock: a waiter's counter */
+	PWB__LOCK_AUTOTUNE,	/* autotune->lock: the tuner's stop flag */
+	PWB__LOCK_REGISTRY,	/* registry_lock (policy.c): policies */
+	PWB__NR_LOCK_RANKS
+};
+
+/*
+ * Using a mutex in lib/:
+ *  - initialise it with pwb__mutex_init(&m, PWB__LOCK_...), a rank of its
+ *    own added above in its place in the order (a static mutex:
+ *    PTHREAD_MUTEX_INITIALIZER plus PWB__MUTEX_RANK_STATIC(m, rank));
+ *  - lock, unlock, wait and destroy with the plain pthread calls: under
+ *    --enable-lockdep lib/'s sources (PWB_LIB_SOURCE) see them as macros
+ *    that check the order (pthread_mutex_init without a rank makes the
+ *    mutex one lockdep refuses to lock);
+ *  - take a second lock of the same rank with pwb__mutex_lock_nested(),
+ *    after saying in a comment what orders the two.
+ * Without --enable-lockdep these are the plain pthread calls.
+ */
+#ifdef PWB_LOCKDEP
+void pwb__lockdep_set_rank(pthread_mutex_t *m, enum pwb__lock_rank rank,
+			   const char *file, int line) PWB__INTERNAL;
+void pwb__lockdep_forget(pthread_mutex_t *m) PWB__INTERNAL;
+void pwb__lockdep_acquire(pthread_mutex_t *m, bool nested, const char *file,
+			  int line) PWB__INTERNAL;
+void pwb__lockdep_release(pthread_mutex_t *m, const char *file,
+			  int line) PWB__INTERNAL;
+
+/* The parenthesised names below are the real pthread functions, whatever
+ * macros lib/'s sources see. */
+static inline int pwb__mutex_init_at(pthread_mutex_t *m,
+				     enum pwb__lock_rank rank,
+				     const char *file, int line)
+{
+	int ret = (pthread_mutex_init)(m, NULL);
+
+	if (!ret)
+		pwb__lockdep_set_rank(m, rank, file, line);
+	return ret;
+}
+
+static inline int pwb__mutex_destroy_at(pthread_mutex_t *m)
+{
+	pwb__lockdep_forget(m);
+	return (pthread_mutex_destroy)(m);
+}
+
+static inline int pwb__mutex_lock_at(pthread_mutex_t *m, bool nested,
+				     const char *file, int line)
+{
+	/* Checked before blocking: an inversion is reported even when this
+	 * run would not have deadlocked. */
+	pwb__lockdep_acquire(m, nested, file, line);
+	return (pthread_mutex_lock)(m);
+}
+
+static inline int pwb__mutex_unlock_at(pthread_mutex_t *m, const char *file,
+				       int line)
+{
+	pwb__lockdep_release(m, file, line);
+	return (pthread_mutex_unlock)(m);
+}
+
+static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
+				    const struct timespec *abstime,
+				    const char *file, int line)
+{
+	int ret;
+
+	pwb__lockdep_release(m, file, line);
+	ret = abstime ? (pthread_cond_timedwait)(c, m, abstime)
+		      : (pthread_cond_wait)(c, m);
+	/* Woken holding @m again: checked against the other locks held,
+	 * which the wait did not release. */
+	pwb__lockdep_acquire(m, false, file, line);
+	return ret;
+}
+
+#define pwb__mutex_init(m, rank) pwb__mutex_init_at(m, rank, __FILE__, __LINE__)
+#define pwb__mutex_lock_nested(m) pwb__mutex_lock_at(m, true, __FILE__, __LINE__)
+#define PWB__MUTEX_RANK_STATIC(m, rank)                                        \
+	__attribute__((constructor)) static void m##_rank(void)                \
+	{                                                                      \
+		pwb__lockdep_set_rank(&(m), rank, __FILE__, __LINE__);         \
+	}                                                                      \
+	_Static_assert(1, "")
+
+#ifdef PWB_LIB_SOURCE
+#define pthread_mutex_init(m, attr)                                            \
+	pwb__mutex_init_at(m, PWB__LOCK_UNRANKED, __FILE__, __LINE__)
+#define pthread_mutex_destroy(m) pwb__mutex_destroy_at(m)
+#define pthread_mutex_lock(m) pwb__mutex_lock_at(m, false, __FILE__, __LINE__)
+#define pthread_mutex_unlock(m) pwb__mutex_unlock_at(m, __FILE__, __LINE__)
+#define pthread_cond_wait(c, m) pwb__cond_wait_at(c, m, NULL, __FILE__, __LINE__)
+#define pthread_cond_timedwait(c, m, t)                                        \
+	pwb__cond_wait_at(c, m, t, __FILE__, __LINE__)
+#endif /* PWB_LIB_SOURCE */
+
+#else /* !PWB_LOCKDEP */
+
+static inline int pwb__mutex_init(pthread_mutex_t *m, enum pwb__lock_rank rank)
+{
+	(void)rank;
+	return pthread_mutex_init(m, NULL);
+}
+
+static inline int pwb__mutex_lock_nested(pthread_mutex_t *m)
+{
+	return pthread_mutex_lock(m);
+}
+
+#define PWB__MUTEX_RANK_STATIC(m, rank) _Static_assert(1, "")
+
+#endif /* PWB_LOCKDEP */
 
 /* ---------------------------------------------------------------------- */
 /* error.c: per-thread messages                                          */
@@ -300,9 +455,9 @@ uint64_t pwb__clock_monotonic(void *unused) PWB__INTERNAL;
 
 struct pwb__completion {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned int pending;	/* work items still running */
-	int err;		/* first error a work item reported */
+	pthread_cond_t cond;	/* with lock: pending reached 0 */
+	unsigned int pending;	/* lock: work items still running */
+	int err;		/* lock: first error a work item reported */
 };
 
 void pwb__completion_init(struct pwb__completion *c,
@@ -317,7 +472,9 @@ enum pwb__sync_mode {
 	PWB__SYNC_ALL = 1,	/* integrity: tagged pages, wait (WB_SYNC_ALL) */
 };
 
-/* One request to a flusher, the kernel's wb_writeback_work. */
+/* One request to a flusher, the kernel's wb_writeback_work. Filled in by
+ * the queuer before pwb__wb_queue_work(); from then on the flusher that
+ * takes it off work_list owns it until it completes it. */
 struct pwb__wb_work {
 	struct cds_list_head list;	/* on wb->work_list, under work_lock */
 	enum pwb__sync_mode sync_mode;
@@ -460,13 +617,14 @@ int pwb__io_next_write(const struct pwb_bdi *bdi, uint64_t off, uint64_t len,
  * live until the process exits. Each bdi holds one instance.
  */
 struct pwb__policy {
+	/* Set by pwb__policy_create(), then read-only: */
 	const struct pwb_policy_ops *ops;
 	void *state;			/* the instance's, from ops->init */
 	char spec[PWB_POLICY_SPEC_MAX + 1];	/* normalised "name[:args]" */
-	uint64_t nr_fallbacks;		/* uatomic: select() failed or gave an
-					 * index out of range */
 	unsigned int flags;		/* PWB_POLICY_F_* (ABI 2 tables) */
 	unsigned int batch;		/* F_SHARED_LIST: inodes per claim */
+	uint64_t nr_fallbacks;		/* uatomic: select() failed or gave an
+					 * index out of range */
 };
 
 #define PWB__POLICY_BATCH_DEFAULT 16u
@@ -526,7 +684,8 @@ unsigned int pwb__policy_select(struct pwb__policy *pol,
 /* ---------------------------------------------------------------------- */
 /* wb_ctx.c: writeback contexts                                           */
 
-/* Counters: written with uatomic by the flusher or dirtiers, read by stats. */
+/* Counters, every one atomic: written with uatomic by the flusher or
+ * dirtiers, read lock-free by stats. */
 struct pwb__wb_stats {
 	uint64_t dirty_pages;
 	uint64_t writeback_pages;
@@ -576,8 +735,8 @@ struct pwb__dirty_slot {
  * bdi. Its flusher thread is the only thread that writes its inodes' pages.
  */
 struct pwb__wb_ctx {
-	struct pwb_bdi *bdi;
-	unsigned int idx;
+	struct pwb_bdi *bdi;		/* set at init, read-only */
+	unsigned int idx;		/* set at init, read-only */
 
 	pthread_mutex_t list_lock;
 	struct cds_list_head b_dirty;	 /* list_lock: dirty, oldest first */
@@ -623,8 +782,8 @@ struct pwb__wb_ctx {
 					 * also indexed by io_tree */
 	struct pwb__xa io_tree;		/* list_lock: b_io inodes by key */
 
-	struct pwb__wb_stats stats;
-	struct pwb__dirty_slot dslot[PWB__NR_DIRTY_SLOTS];
+	struct pwb__wb_stats stats;	/* atomic */
+	struct pwb__dirty_slot dslot[PWB__NR_DIRTY_SLOTS]; /* atomic */
 };
 
 /* Count @n pages newly dirtied in @wb by the calling thread (its slot). */
@@ -682,14 +841,18 @@ void pwb__wb_ctx_retire(struct pwb__wb_ctx *wb) PWB__INTERNAL;
  * cond until kicked (work queued, background) or the periodic interval.
  */
 struct pwb__flusher {
-	struct pwb_bdi *bdi;
-	unsigned int idx;
+	struct pwb_bdi *bdi;	/* set at allocation, read-only */
+	unsigned int idx;	/* set at allocation, read-only */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* with lock: kicked or stop */
 	bool kicked;		/* lock */
 	bool stop;		/* lock */
-	bool fresh;		/* started while others were parked: has
-				 * nothing in flight to drain */
+	bool fresh;		/* the flusher thread's own (set under lock
+				 * before it starts): started while others
+				 * were parked, has nothing in flight to
+				 * drain */
+	/* The thread that starts and stops flushers: open, or a holder of
+	 * bdi->reshard_lock (re-shard, close). */
 	pthread_t thread;
 	bool started;
 };
@@ -704,7 +867,8 @@ void pwb__flusher_kick(struct pwb__flusher *fl) PWB__INTERNAL;
 void pwb__flushers_park(struct pwb_bdi *bdi) PWB__INTERNAL;
 void pwb__flushers_resume(struct pwb_bdi *bdi) PWB__INTERNAL;
 
-/* The context array, published with RCU. */
+/* The context array, published with RCU (bdi->ctxs); read-only once
+ * published. */
 struct pwb__wb_ctx_array {
 	unsigned int nr;
 	struct pwb__wb_ctx *ctx[];
@@ -713,8 +877,9 @@ struct pwb__wb_ctx_array {
 /* pacing.c: The write-rate cap (pwb_bdi_config.rate_limit_bytes_per_sec). */
 struct pwb__rate_bucket {
 	pthread_mutex_t lock;
-	uint64_t rate;		/* bytes/s; 0: no cap (lock never taken) */
-	int64_t burst;		/* most tokens kept */
+	uint64_t rate;		/* set at init, read-only: bytes/s; 0: no
+				 * cap (lock never taken) */
+	int64_t burst;		/* set at init, read-only: most tokens kept */
 	int64_t tokens;		/* lock: bytes that may go now; < 0: owed */
 	uint64_t stamp;		/* lock: clock ns of the last refill */
 };
@@ -776,11 +941,11 @@ unsigned int pwb__auto_decide(struct pwb__auto_state *s,
 struct pwb__autotune {
 	struct pwb__auto_params params;	/* set at open, then read-only */
 	uint64_t interval_ns;		/* window length, cfg.clock ns */
-	pthread_t thread;
+	pthread_t thread;		/* open/close only */
 	bool started;			/* open/close only */
 	pthread_mutex_t lock;		/* stop, with cond */
-	pthread_cond_t cond;		/* stop was set */
-	bool stop;
+	pthread_cond_t cond;		/* with lock: stop was set */
+	bool stop;			/* lock */
 	/* bdi->reshard_lock: */
 	struct pwb__auto_state st;
 	bool user;			/* a user count holds: paused */
@@ -819,6 +984,7 @@ int pwb__reshard_locked(struct pwb_bdi *bdi, unsigned int nr) PWB__INTERNAL;
 /* bdi.c                                                                  */
 
 struct pwb_bdi {
+	/* Set by pwb_bdi_open(), then read-only, up to ctxs: */
 	int fd;
 	char *path;
 	uint64_t capacity;
@@ -840,7 +1006,9 @@ struct pwb_bdi {
 
 	struct pwb__wb_ctx_array *ctxs;	/* RCU-published; replaced only
 					 * with the flushers parked */
-	/* Flushers. Slots are allocated once and live until close. */
+	/* Flushers. Slots are allocated once and live until close:
+	 * RCU-published (PWB__RCU_ASSIGN by open or a re-shard, which hold
+	 * reshard_lock or run alone), read without a lock by kickers. */
 	struct pwb__flusher *flushers[PWB_MAX_WB_CTX];
 	unsigned int nr_flushers;	/* uatomic: running, serving by idx */
 	pthread_mutex_t park_lock;
@@ -855,7 +1023,7 @@ struct pwb_bdi {
 					     * counters (their "now" ones
 					     * are 0: inodes moved away) */
 	pthread_mutex_t inflight_lock;	/* max_inflight accounting */
-	pthread_cond_t inflight_cond;
+	pthread_cond_t inflight_cond;	/* with inflight_lock: inflight fell */
 	unsigned int inflight;		/* inflight_lock */
 	struct pwb__policy *policy;	/* RCU-published: select() runs
 					 * under rcu_read_lock; replaced by
@@ -864,9 +1032,11 @@ struct pwb_bdi {
 	int policy_fallback_reported;	/* uatomic: the shard-policy
 					 * fallback message was printed (once
 					 * per bdi, whatever the policy) */
-	const struct pwb__io_backend *io;
+	const struct pwb__io_backend *io;	/* set at open, read-only */
 
-	struct cds_lfht *inodes;	/* ino -> inode, RCU */
+	struct cds_lfht *inodes;	/* ino -> inode: RCU (cds_lfht);
+					 * added under lock, removed
+					 * lock-free by the inode's close */
 	pthread_mutex_t lock;		/* registry changes, closing */
 	bool closing;			/* lock (PWB__READ outside): close
 					 * began; no new waiting call */
@@ -895,11 +1065,13 @@ struct pwb_bdi {
 	uint64_t written_epoch;		/* uatomic: newest epoch written in */
 	uint64_t flushed_epoch;		/* flush_lock: epochs <= covered */
 
-	uint64_t dirty_limit_pages;	/* 0: no hard limit (throttle.c) */
+	uint64_t dirty_limit_pages;	/* set at open, read-only: 0: no
+					 * hard limit (throttle.c) */
 	unsigned long bg_active;	/* uatomic: background kick sent */
 	uint64_t throttle_ns;		/* uatomic: time dirtiers slept */
 	uint64_t throttle_events;	/* uatomic: sleeps */
-	struct pwb__rate_bucket rate;	/* the write-rate cap, pacing.c */
+	struct pwb__rate_bucket rate;	/* the write-rate cap, pacing.c;
+					 * its own lock */
 	uint64_t thr_window;		/* uatomic: current dirtier window */
 	uint64_t thr_cur;		/* uatomic: dirtiers in it */
 	uint64_t thr_prev;		/* uatomic: dirtiers in the one before */
@@ -1143,6 +1315,7 @@ enum pwb__list {
 	(PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META | PWB__I_DIRTY_TIME)
 
 struct pwb_inode {
+	/* Set by pwb_inode_open(), then read-only: */
 	uint64_t ino;
 	struct pwb_bdi *bdi;
 	struct pwb_inode_ops ops;
@@ -1169,7 +1342,7 @@ struct pwb_inode {
 	unsigned int users;		/* lock: calls holding it by reference
 					 * (pwb__inode_enter HOLD_REF): fsyncs,
 					 * discards, writeback waits */
-	pthread_cond_t users_cond;	/* users dropped to 0 */
+	pthread_cond_t users_cond;	/* with lock: users dropped to 0 */
 	/* Stable pages and discard (discard.c). */
 	pthread_cond_t wb_cond;		/* WRITEBACK tags cleared, an
 					 * end_write returned, a discard
@@ -1202,8 +1375,8 @@ struct pwb_inode {
 	 * whether the inode is in wb->io_tree (list_lock). */
 	struct pwb__xa_item xa;
 	bool in_tree;
-	struct cds_lfht_node hnode;	/* bdi->inodes */
-	struct rcu_head rcu;
+	struct cds_lfht_node hnode;	/* bdi->inodes: RCU (cds_lfht) */
+	struct rcu_head rcu;		/* call_rcu, once, by close */
 };
 
 /* Look @ino up; caller holds rcu_read_lock. */

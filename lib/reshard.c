@@ -51,9 +51,10 @@ static void switch_inode(struct pwb_inode *inode, struct pwb__wb_ctx *from,
 	enum pwb__list l;
 	uint64_t dirty;
 
+	/* Lower index first: nothing else takes two list locks. */
 	pthread_mutex_lock(&first->list_lock);
 	if (second != first)
-		pthread_mutex_lock(&second->list_lock);
+		pwb__mutex_lock_nested(&second->list_lock);
 	pthread_mutex_lock(&inode->lock);
 	if (inode->wb == from && !(inode->state & PWB__I_GONE)) {
 		l = inode->on_list;

@@ -86,8 +86,8 @@ int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 	memset(wb, 0, sizeof(*wb));
 	wb->bdi = bdi;
 	wb->idx = idx;
-	pthread_mutex_init(&wb->list_lock, NULL);
-	pthread_mutex_init(&wb->work_lock, NULL);
+	pwb__mutex_init(&wb->list_lock, PWB__LOCK_LIST);
+	pwb__mutex_init(&wb->work_lock, PWB__LOCK_WORK);
 	pthread_cond_init(&wb->sync_cond, NULL);
 	CDS_INIT_LIST_HEAD(&wb->b_dirty);
 	CDS_INIT_LIST_HEAD(&wb->b_io);
@@ -374,7 +374,7 @@ int pwb__flusher_start(struct pwb_bdi *bdi, unsigned int idx)
 			return pwb__err(-ENOMEM, "out of memory");
 		fl->bdi = bdi;
 		fl->idx = idx;
-		pthread_mutex_init(&fl->lock, NULL);
+		pwb__mutex_init(&fl->lock, PWB__LOCK_FLUSHER);
 		/* Timed waits measure the real periodic interval. */
 		pthread_condattr_init(&attr);
 		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

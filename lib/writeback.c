@@ -1433,12 +1433,30 @@ static int sync_all_once(struct pwb_bdi *bdi)
 	return err;
 }
 
+/*
+ * Tries pwb__sync_and_wait() makes while re-shards run freely. A re-shard
+ * that ran during a try may have moved an inode from a context the try had
+ * not reached to one it had already done, so the try does not count; the
+ * automatic tuner re-shards every few windows, so "re-shards are rare" is
+ * no argument that the loop ends. The try after these holds reshard_lock:
+ * no re-shard can spoil it, and it is the last.
+ */
+#define SYNC_FREE_TRIES 2
+
 int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 {
-	for (;;) {
-		unsigned long gen = pwb__aread(&bdi->reshard_gen);
+	unsigned int tries;
+
+	for (tries = 1;; tries++) {
+		bool last = tries > SYNC_FREE_TRIES;
+		unsigned long gen;
 		int err;
 
+		/* Callers hold no lock (pwb_sync, pwb_fsync, closes): the
+		 * lock order puts reshard_lock above what a try takes. */
+		if (last)
+			pthread_mutex_lock(&bdi->reshard_lock);
+		gen = pwb__aread(&bdi->reshard_gen);
 		if (inode) {
 			err = sync_inode_once(inode);
 		} else {
@@ -1447,12 +1465,12 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 			err = sync_all_once(bdi);
 			uatomic_dec(&bdi->nr_syncs);
 		}
-
-		/*
-		 * A re-shard that ran meanwhile may have moved an inode from a
-		 * context we had not reached yet to one we had already done:
-		 * go again (re-shards are rare; this terminates).
-		 */
+		if (last) {
+			pthread_mutex_unlock(&bdi->reshard_lock);
+			/* No re-shard ran: nothing retired a context or
+			 * moved the inode (-EAGAIN). */
+			return err;
+		}
 		if (err != -EAGAIN && pwb__aread(&bdi->reshard_gen) == gen)
 			return err;
 	}
