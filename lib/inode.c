@@ -43,9 +43,9 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
 	return caa_container_of(node, struct pwb_inode, hnode);
 }
 
-PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
-			   const struct pwb_inode_ops *ops, void *priv,
-			   struct pwb_inode **inodep)
+int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
+		    const struct pwb_inode_ops *ops, void *priv,
+		    struct pwb_inode **inodep)
 {
 	struct cds_lfht_node *node;
 	struct pwb_inode *inode;
@@ -585,8 +585,8 @@ PWB_API int pwb_inode_error(struct pwb_inode *inode)
 	int err;
 
 	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_inode_error: NULL inode");
+	if (!inode)	/* -EINVAL could be a mark: see pwb.h */
+		return pwb__err(-EBADF, "pwb_inode_error: NULL inode");
 	pthread_mutex_lock(&inode->lock);
 	err = inode->failed_err;
 	pthread_mutex_unlock(&inode->lock);

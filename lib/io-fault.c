@@ -208,8 +208,7 @@ static int fault_validate(const struct pwb_fault *f, const char *who)
 	return 0;
 }
 
-PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
-				 const struct pwb_fault *fault)
+int pwb__bdi_inject_fault(struct pwb_bdi *bdi, const struct pwb_fault *fault)
 {
 	struct pwb__fault_state *fs = NULL, *old;
 	int ret;
@@ -249,20 +248,25 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 	return 0;
 }
 
-PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits)
+PWB_API int pwb_bdi_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
 {
 	pwb__err_clear();
 	if (!bdi || !hits)
-		return pwb__err(-EINVAL, "pwb_fault_hits: NULL %s",
+		return pwb__err(-EINVAL, "pwb_bdi_fault_hits: NULL %s",
 				!bdi ? "bdi" : "hits");
 	rcu_read_lock();
 	if (pwb__bdi_dead_rcu(bdi)) {
 		pwb__rcu_read_unlock();
-		return pwb__bdi_dead_err("pwb_fault_hits");
+		return pwb__bdi_dead_err("pwb_bdi_fault_hits");
 	}
 	*hits = pwb__aread(&bdi->fault_hits);
 	pwb__rcu_read_unlock();
 	return 0;
+}
+
+PWB_API int pwb_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
+{
+	return pwb_bdi_fault_hits(bdi, hits);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -373,7 +377,7 @@ static void set_key(struct pwb_fault *f, enum fault_key k, uint64_t v)
 	}
 }
 
-PWB_API int pwb_fault_parse(const char *spec, struct pwb_fault *fault)
+int pwb__fault_parse(const char *spec, struct pwb_fault *fault)
 {
 	static const char who[] = "pwb_fault_parse";
 	unsigned int seen = 0;
