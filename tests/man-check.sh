@@ -11,7 +11,8 @@
 #      (where installed) formats it, and the hand-written pages, without a
 #      warning;
 #  (c) `make install-man3-pages install-man DESTDIR=<tmp>` installs a page
-#      for every exported function, libpwb.7 and pwb-demo.1.
+#      for every exported function, libpwb.7 and pwb-demo.1;
+#  and doc/api.md, the guide, names every page as `name(3)`.
 #
 # Environment (from Makefile.am): top_builddir, top_srcdir, MAKE. Exit 0
 # if all hold, 1 otherwise, 77 if no shared library was built.
@@ -74,6 +75,14 @@ if command -v groff >/dev/null 2>&1; then
 else
 	echo "note: groff not found, pages not formatted"
 fi
+
+# doc/api.md, the guide, points to every page.
+for fn in $(cat "$tmp/so"); do
+	if ! grep -q "\`$fn(3)\`" "$top_srcdir/doc/api.md"; then
+		echo "FAIL: doc/api.md does not point to $fn(3)"
+		fail=1
+	fi
+done
 
 # (c) Clear the enclosing make's jobserver and command-line variables so
 # that this is a plain install.
