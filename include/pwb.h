@@ -74,7 +74,8 @@
  *    library's must leave the fields this library does not know zero
  *    (-E2BIG otherwise), and output structs get them zeroed. (To call the
  *    function itself, or take its address, write (pwb_bdi_stats) and pass
- *    the size yourself.)
+ *    the size yourself.) A new function taking such a struct, or a new
+ *    struct that may grow, follows the same pattern (lib/abi.c).
  *  - struct pwb_event (given to the event callback) and the policy
  *    structs of pwb-policy.h grow at the end too; a callback reads only
  *    the fields its header knows, and struct pwb_policy_ops carries
@@ -83,7 +84,8 @@
  *    functions: PWB_0.1 holds the symbols of the pre-release development
  *    snapshots (including, under the same names, the size-less variants of
  *    the functions above, for programs built against those headers), and
- *    PWB_0.1.0 the functions the first release added or changed.
+ *    PWB_0.1.0 the functions the first release added or changed (a
+ *    function added before 0.1.0 ships goes there).
  *
  * Handles: a function takes a const handle when it reads the object
  * without a lock or reference of its own (fields fixed at open, counters,
