@@ -252,10 +252,11 @@ PWB_API int pwb_bdi_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
 	if (!bdi || !hits)
 		return pwb__err(-EINVAL, "pwb_bdi_fault_hits: NULL %s",
 				!bdi ? "bdi" : "hits");
-	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_fault_hits"))
+	if (pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
+			   "pwb_bdi_fault_hits"))
 		return -ESHUTDOWN;
 	*hits = pwb__aread(&bdi->fault_hits);
-	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+	pwb__bdi_exit((struct pwb_bdi *)bdi, PWB__HOLD_RCU);
 	return 0;
 }
 
