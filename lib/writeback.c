@@ -335,7 +335,7 @@ static int submit_io(struct pwb__wb_ctx *wb, struct pwb__io *io)
  * at or below the durable LSN then, and a later change brings its own.
  */
 static void page_not_now(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
-			 uint64_t index, struct wb_control *wbc)
+			 uint64_t index, struct wb_control *wbc, bool towrite)
 {
 	int64_t redirtied;
 
@@ -353,7 +353,10 @@ static void page_not_now(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	/* Set before the clear: the leaf (holding WRITEBACK) exists, so
 	 * neither set allocates or fails. */
 	redirtied = pwb__map_set(&inode->map, PWB__TAG_DIRTY, index, index);
-	if (wbc->sync_mode == PWB__SYNC_ALL)
+	/* An integrity sync that selected the page (in this pass or, when a
+	 * background pass took it from under the sync, in another) still
+	 * owes it: the sync waited for a write that did not happen. */
+	if (towrite)
 		pwb__map_set(&inode->map, PWB__TAG_TOWRITE, index, index);
 	pwb__map_clear(&inode->map, PWB__TAG_WRITEBACK, index, index);
 	inode->state |= PWB__I_DIRTY_PAGES;
@@ -388,7 +391,7 @@ struct extent_cursor {
  */
 static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 		     uint64_t first, uint64_t n, struct extent_cursor *ext,
-		     struct wb_control *wbc)
+		     struct wb_control *wbc, bool towrite)
 {
 	struct pwb_bdi *bdi = wb->bdi;
 	unsigned int ps = pwb__page_size(bdi);
@@ -414,7 +417,7 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 					io = NULL;
 				}
 				ext->valid = false;
-				page_not_now(wb, inode, index, wbc);
+				page_not_now(wb, inode, index, wbc, towrite);
 				continue;
 			}
 		}
@@ -652,6 +655,7 @@ again:
 
 	while (wbc->nr_to_write > 0) {
 		uint64_t first, n, wb_first, max, latched;
+		bool towrite;
 		int ret;
 
 		if (!pwb__map_find(&inode->map, tag, idx, &first) ||
@@ -681,6 +685,27 @@ again:
 				continue;
 			}
 			n = ok;
+		}
+		/*
+		 * While an integrity sync has selected pages of this inode
+		 * (TOWRITE), a SYNC_NONE run holds only selected or only
+		 * unselected pages, so a page that comes back "not now" gets
+		 * its selection back (page_not_now).
+		 */
+		towrite = sync;
+		if (!sync && inode->map.count[PWB__TAG_TOWRITE]) {
+			uint64_t t;
+
+			if (pwb__map_test(&inode->map, PWB__TAG_TOWRITE,
+					  first)) {
+				n = pwb__map_run(&inode->map, PWB__TAG_TOWRITE,
+						 first, n);
+				towrite = true;
+			} else if (pwb__map_find(&inode->map,
+						 PWB__TAG_TOWRITE, first, &t) &&
+				   t < first + n) {
+				n = t - first;
+			}
 		}
 		/*
 		 * A page still being written from an earlier pass must not be
@@ -718,7 +743,7 @@ again:
 		uatomic_sub(&PWB__READ(inode->wb)->stats.dirty_pages, n);
 		uatomic_add(&wb->stats.writeback_pages, n);
 		latched = wbc->latched;
-		ret = write_run(wb, inode, first, n, &ext, wbc);
+		ret = write_run(wb, inode, first, n, &ext, wbc, towrite);
 		if (ret && !wbc->err)
 			wbc->err = ret;
 		wbc->nr_to_write -= (int64_t)n;

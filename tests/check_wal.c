@@ -170,6 +170,16 @@ static void *discard_main(void *arg)
 	return NULL;
 }
 
+static bool inode_discarding(struct pwb_inode *inode)
+{
+	bool d;
+
+	pthread_mutex_lock(&inode->lock);
+	d = inode->discarding;
+	pthread_mutex_unlock(&inode->lock);
+	return d;
+}
+
 /* On the flusher, inside get_page of the latched page: start a discard of
  * that page on another thread and return once it waits for this write
  * (up to 5 s), so the page is latched while the discard runs. */
@@ -179,7 +189,7 @@ static void latch_under_discard(struct env *e)
 
 	if (pthread_create(&e->discarder, NULL, discard_main, e))
 		abort();
-	for (i = 0; i < 5000 && !PWB__READ(e->st.inode->discarding); i++)
+	for (i = 0; i < 5000 && !inode_discarding(e->st.inode); i++)
 		usleep(1000);
 }
 
@@ -562,6 +572,35 @@ START_TEST(test_discard_forgets_lsn_of_dropped_pages)
 }
 END_TEST
 
+START_TEST(test_page_latched_in_background_pass_keeps_its_sync_selection)
+{
+	struct env e;
+	bool towrite;
+
+	env_open(&e, false);
+	ck_assert_int_eq(pwb_mark_dirty(e.st.inode, 0, 3 * PS), 0);
+	/* An integrity sync has selected pages 0-2 (as pwb_fsync's pass
+	 * does first), and a background pass takes them from under it. */
+	pthread_mutex_lock(&e.st.inode->lock);
+	ck_assert_int_eq(pwb__map_copy_tag(&e.st.inode->map, PWB__TAG_DIRTY,
+					   PWB__TAG_TOWRITE, 0, 2), 3);
+	pthread_mutex_unlock(&e.st.inode->lock);
+	e.latch_index = 1;
+	atomic_store(&e.latch_left, 1 << 30);
+	write_all(&e);
+	atomic_store(&e.latch_left, 0);
+	/* The latched page was not written: the sync still owes it. */
+	pthread_mutex_lock(&e.st.inode->lock);
+	towrite = pwb__map_test(&e.st.inode->map, PWB__TAG_TOWRITE, 1);
+	pthread_mutex_unlock(&e.st.inode->lock);
+	ck_assert(towrite);
+	ck_assert_uint_eq(device_version(&e, 1), 0);
+	ck_assert_int_eq(pwb_fsync(e.st.inode), 0);
+	ck_assert_uint_eq(device_version(&e, 1), 1);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *wal_suite(void)
 {
 	Suite *s = suite_create("wal");
@@ -593,6 +632,8 @@ static Suite *wal_suite(void)
 	tcase_add_test(tc, test_fsync_of_page_latched_for_good_fails_busy);
 	tcase_add_test(tc, test_page_latched_while_discarded_stays_discarded);
 	tcase_add_test(tc, test_discard_forgets_lsn_of_dropped_pages);
+	tcase_add_test(tc,
+		       test_page_latched_in_background_pass_keeps_its_sync_selection);
 	suite_add_tcase(s, tc);
 	return s;
 }
