@@ -46,9 +46,16 @@
 #define EXPIRE_MS 30000u
 #define BACKOFF_MIN_MS (PWB__WB_BACKOFF_MIN_NS / PWB__NSEC_PER_MSEC)
 
+/*
+ * tests/check_fault runs the loops over backends on psync; its twin
+ * tests/check_fault_uring (TU_URING_VARIANT=1) runs them on io_uring alone
+ * and exits 77 where the machine has no io_uring. io_uring is last, so the
+ * loops with the backend as the major index split into two ranges.
+ */
 static const char *const backends[] = { "psync", "io_uring" };
 #define NR_BACKENDS (sizeof(backends) / sizeof(backends[0]))
-static bool uring_ok;
+#define B_LO (TU_URING_VARIANT ? NR_BACKENDS - 1 : 0)
+#define B_HI (TU_URING_VARIANT ? NR_BACKENDS : NR_BACKENDS - 1)
 
 /* ---------------------------------------------------------------------- */
 /* Environment                                                            */
@@ -119,15 +126,6 @@ static void env_close_expect(struct env *e, int want)
 static void env_close(struct env *e)
 {
 	env_close_expect(e, 0);
-}
-
-/* Skip a loop iteration on io_uring where the machine has none. */
-static bool backend_missing(unsigned int b)
-{
-	if (strcmp(backends[b], "io_uring") || uring_ok)
-		return false;
-	fprintf(stderr, "SKIP %s: no io_uring here\n", tcase_name());
-	return true;
 }
 
 static void open_store(struct env *e, struct tu_store *st, uint64_t ino,
@@ -617,8 +615,6 @@ START_TEST(test_failed_write_reported_once_to_fsync_and_to_sync)
 	struct pwb_stats s;
 	struct env e;
 
-	if (backend_missing(b))
-		return;
 	env_config(&e, backends[b]);
 	env_open(&e, 256);
 	open_store(&e, &a, 1, 32, 0, NULL);
@@ -664,8 +660,6 @@ START_TEST(test_sync_reports_each_new_failure_then_fsync_reports_once)
 	struct tu_store st[2];
 	struct env e;
 
-	if (backend_missing(b))
-		return;
 	env_config(&e, backends[b]);
 	env_open(&e, 256);
 	open_store(&e, &st[0], 1, 16, 0, NULL);
@@ -922,8 +916,6 @@ START_TEST(test_short_writes_are_continued_and_data_lands_whole)
 	unsigned int i;
 	uint64_t p;
 
-	if (backend_missing(b))
-		return;
 	env_config(&e, backends[b]);
 	e.cfg.max_io_bytes = 64 * PS;
 	env_open(&e, 1024);
@@ -1439,6 +1431,33 @@ static Suite *fault_suite(void)
 	Suite *s = suite_create("fault");
 	TCase *tc;
 
+	tc = tcase_create("errors");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc,
+		test_failed_write_reported_once_to_fsync_and_to_sync,
+		(int)(B_LO * NR_FAIL_KINDS), (int)(B_HI * NR_FAIL_KINDS));
+	tcase_add_loop_test(tc,
+		test_sync_reports_each_new_failure_then_fsync_reports_once,
+		(int)(B_LO * NR_FAIL_KINDS), (int)(B_HI * NR_FAIL_KINDS));
+	if (!TU_URING_VARIANT) {
+		tcase_add_test(tc,
+			test_concurrent_callers_started_before_the_error_all_get_it);
+		tcase_add_test(tc,
+			       test_range_fault_fails_only_pages_in_the_range);
+	}
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("short-delay");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc,
+		test_short_writes_are_continued_and_data_lands_whole,
+		(int)B_LO, (int)B_HI);
+	if (!TU_URING_VARIANT)
+		tcase_add_test(tc, test_delayed_writes_lose_no_data);
+	suite_add_tcase(s, tc);
+	if (TU_URING_VARIANT)
+		return s;
+
 	tc = tcase_create("parse");
 	tcase_add_test(tc, test_parse_accepts_every_kind_and_key);
 	tcase_add_loop_test(tc, test_parse_rejects_malformed_spec_with_message,
@@ -1456,27 +1475,6 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc,
 		test_short_cut_is_half_in_whole_blocks_and_skips_one_block_writes);
 	tcase_add_test(tc, test_delay_sleeps_then_passes);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc,
-		test_failed_write_reported_once_to_fsync_and_to_sync, 0,
-		(int)(NR_BACKENDS * NR_FAIL_KINDS));
-	tcase_add_loop_test(tc,
-		test_sync_reports_each_new_failure_then_fsync_reports_once, 0,
-		(int)(NR_BACKENDS * NR_FAIL_KINDS));
-	tcase_add_test(tc,
-		test_concurrent_callers_started_before_the_error_all_get_it);
-	tcase_add_test(tc, test_range_fault_fails_only_pages_in_the_range);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("short-delay");
-	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc,
-		test_short_writes_are_continued_and_data_lands_whole, 0,
-		(int)NR_BACKENDS);
-	tcase_add_test(tc, test_delayed_writes_lose_no_data);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("retry");
@@ -1497,47 +1495,12 @@ static Suite *fault_suite(void)
 	return s;
 }
 
-/* Can this machine run the io_uring backend? Only a kernel that refuses
- * io_uring (or a build without liburing) skips those iterations. */
-static bool probe_uring(void)
-{
-	struct pwb_bdi_config cfg;
-	struct pwb_bdi *bdi = NULL;
-	char path[4096];
-	int fd, rc;
-
-	snprintf(path, sizeof(path), "%s/pwb-uring-probe-XXXXXX",
-		 tu_test_dir());
-	fd = mkstemp(path);
-	if (fd < 0 || ftruncate(fd, 1 << 20)) {
-		if (fd >= 0)
-			close(fd);
-		return true;	/* let the tests report it */
-	}
-	close(fd);
-	pwb_bdi_config_init(&cfg);
-	cfg.nr_wb_ctx = 1;
-	cfg.backend = "io_uring";
-	rc = pwb_bdi_open(path, &cfg, &bdi);
-	if (!rc)
-		pwb_bdi_close(bdi);
-	unlink(path);
-	if (rc && (rc == -EOPNOTSUPP ||
-		   strstr(pwb_errmsg(), "io_uring_queue_init"))) {
-		fprintf(stderr, "SKIP io_uring iterations: %s\n",
-			pwb_errmsg());
-		return false;
-	}
-	return true;
-}
-
-/* O_DIRECT needs a real file system: skip (77) where the test directory
- * refuses it, saying so. */
 int main(void)
 {
 	if (tu_odirect_unsupported())
 		return 77;
 	atexit(remove_stale_image);
-	uring_ok = probe_uring();
+	if (TU_URING_VARIANT && tu_uring_unsupported())
+		return 77;
 	return tu_run_suite(fault_suite(), false);
 }

@@ -43,6 +43,39 @@ int tu_odirect_unsupported(void)
 	return 1;
 }
 
+int tu_uring_unsupported(void)
+{
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi = NULL;
+	char path[4096];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/pwb-uring-probe-XXXXXX",
+		 tu_test_dir());
+	fd = mkstemp(path);
+	if (fd < 0 || ftruncate(fd, 1 << 20)) {
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		return 0;	/* let the tests report it */
+	}
+	close(fd);
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = 1;
+	cfg.backend = "io_uring";
+	rc = pwb_bdi_open(path, &cfg, &bdi);
+	if (!rc)
+		pwb_bdi_close(bdi);
+	unlink(path);
+	/* Both refusals say "io_uring backend" (io-uring.c). */
+	if (rc && (rc == -EOPNOTSUPP ||
+		   strstr(pwb_errmsg(), "io_uring backend"))) {
+		printf("SKIP: no io_uring here: %s\n", pwb_errmsg());
+		return 1;
+	}
+	return 0;
+}
+
 int tu_run_suite(Suite *s, bool needs_odirect)
 {
 	SRunner *sr;

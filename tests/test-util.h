@@ -31,6 +31,19 @@ const char *tu_test_dir(void);
  * can exit 77 (skipped); 0 otherwise. */
 int tu_odirect_unsupported(void);
 
+/* 1 in the io_uring twin of a suite (the same file built again with
+ * -DTU_URING_VARIANT=1, e.g. tests/check_io_uring): it runs the io_uring
+ * cases alone and exits 77 without io_uring; the plain program runs the
+ * others. */
+#ifndef TU_URING_VARIANT
+#define TU_URING_VARIANT 0
+#endif
+
+/* 1 (after printing why) if this machine cannot run the io_uring backend:
+ * the kernel refuses io_uring, or the library was built without liburing.
+ * Any other failure to open a probe image is left to the tests: 0. */
+int tu_uring_unsupported(void);
+
 /* Create a zero-filled image of @size bytes; return a malloc'd path. The
  * file is removed by tu_image_remove(). Aborts the test on failure. */
 char *tu_image_create(uint64_t size);
