@@ -39,6 +39,20 @@ int tu_odirect_unsupported(void);
 #define TU_URING_VARIANT 0
 #endif
 
+/* In a test that cannot run on this machine: print "SKIP <test>: <why>" and
+ * record it, then return from the test. tu_run_suite() exits 77 (Automake's
+ * SKIP) when every test it ran skipped and none failed; so a case that may
+ * skip lives in a program of its own (or with cases that skip with it),
+ * never next to cases that would hide it by passing. */
+void tu_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Non-zero in a twin of a suite built to run one environment-dependent
+ * case (or group) alone, which tu_skip() can then report as Automake's
+ * SKIP: -DTU_ENV_CASE=N in Makefile.am; each file says what N selects. */
+#ifndef TU_ENV_CASE
+#define TU_ENV_CASE 0
+#endif
+
 /* 1 (after printing why) if this machine cannot run the io_uring backend:
  * the kernel refuses io_uring, or the library was built without liburing.
  * Any other failure to open a probe image is left to the tests: 0. */
