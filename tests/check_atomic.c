@@ -19,7 +19,7 @@
 #include "pwb-internal.h"
 #include "test-util.h"
 
-#define PS 4096u
+#define PS TU_PS
 #define MAX_PIECES 16
 
 struct piece {
@@ -55,33 +55,21 @@ START_TEST(request_leaves_as_aligned_rwf_atomic_pieces)
 		{ 4 * PS, 4 * PS, RWF_ATOMIC },
 		{ 8 * PS, 2 * PS, RWF_ATOMIC },
 	};
-	struct tu_clock clk = {1000000000ull};
-	struct tu_store *stp, st;
-	struct pwb_bdi_config cfg;
-	struct pwb_bdi *bdi;
+	struct tu_store st;
+	struct tu_env e;
 	unsigned int i;
-	char *img;
 
-	img = tu_image_create(4u << 20);
-	pwb_bdi_config_init(&cfg);
-	cfg.clock = tu_clock_read;
-	cfg.clock_arg = &clk;
-	cfg.dirty_writeback_ms = 0;
-	cfg.nr_wb_ctx = 1;
-	cfg.backend = "psync";
-	ck_assert_int_eq(pwb_bdi_open(img, &cfg, &bdi), 0);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, 1024);
 	/* Nothing is dirty: the flusher reads these only once woken. */
-	bdi->atomic = true;
-	bdi->awu_min = PS;
-	bdi->awu_max = 4 * PS;
-	bdi->awu_segs = 0;
+	e.bdi->atomic = true;
+	e.bdi->awu_min = PS;
+	e.bdi->awu_max = 4 * PS;
+	e.bdi->awu_segs = 0;
 	pwb__psync_pwritev2 = record_pwritev2;
 
-	tu_store_init(&st, 1, PS, 16, 0);
-	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
-	for (i = 1; i <= 9; i++)
-		tu_fill_page(&st, i, 7);
-	ck_assert_int_eq(pwb_mark_dirty(st.inode, 1 * PS, 9 * PS), 0);
+	tu_open_store(&e, &st, 1, 16, 0, NULL);
+	tu_dirty_range(&st, 1, 9, 7);
 	ck_assert_int_eq(pwb_fsync(st.inode), 0);
 
 	ck_assert_uint_eq(nr_pieces, sizeof(want) / sizeof(want[0]));
@@ -94,13 +82,11 @@ START_TEST(request_leaves_as_aligned_rwf_atomic_pieces)
 			      pieces[i].off, pieces[i].len, pieces[i].flags,
 			      want[i].off, want[i].len, want[i].flags);
 
-	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
-	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
 	/* Every byte landed where it belongs. */
-	stp = &st;
-	ck_assert_int_eq(tu_verify_stores(img, &stp, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &st, 1), 0);
+	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+	tu_env_close(&e);
 	tu_store_destroy(&st);
-	tu_image_remove(img);
 }
 END_TEST
 

@@ -14,7 +14,6 @@
 #include "pwb-internal.h"
 #include "test-util.h"
 
-#define PS 4096u
 #define NR_EXTENTS 8u
 
 /* Touched only by the context's flusher thread (submit and wait run
@@ -51,39 +50,25 @@ static const struct pwb__io_backend held_backend = {
 
 static void run_extents(unsigned int max_inflight)
 {
-	struct tu_clock clk = {1000000000ull};
-	struct pwb_bdi_config cfg;
 	struct tu_store st;
-	struct pwb_bdi *bdi;
+	struct tu_env e;
 	unsigned int i;
-	char *img;
 
-	img = tu_image_create(4u << 20);
-	pwb_bdi_config_init(&cfg);
-	cfg.clock = tu_clock_read;
-	cfg.clock_arg = &clk;
-	cfg.dirty_writeback_ms = 0;
-	cfg.nr_wb_ctx = 1;
-	cfg.backend = "null";	/* no per-context state to stand in for */
-	cfg.max_inflight = max_inflight;
-	ck_assert_int_eq(pwb_bdi_open(img, &cfg, &bdi), 0);
+	tu_env_config(&e, 1, "null");	/* no per-context state to stand in for */
+	e.cfg.max_inflight = max_inflight;
+	tu_env_open(&e, 1024);
 	/* No page is dirty yet: the flusher is idle and reads bdi->io only
 	 * after pwb_mark_dirty() below wakes it. */
-	bdi->io = &held_backend;
+	e.bdi->io = &held_backend;
 
-	tu_store_init(&st, 1, PS, 2 * NR_EXTENTS, 0);
-	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	tu_open_store(&e, &st, 1, 2 * NR_EXTENTS, 0, NULL);
 	/* Every other page: NR_EXTENTS one-page extents, one request each. */
-	for (i = 0; i < NR_EXTENTS; i++) {
-		tu_fill_page(&st, 2 * i, 1);
-		ck_assert_int_eq(pwb_mark_dirty(st.inode, 2ull * i * PS, PS),
-				 0);
-	}
+	for (i = 0; i < NR_EXTENTS; i++)
+		tu_dirty_range(&st, 2 * i, 1, 1);
 	ck_assert_int_eq(pwb_fsync(st.inode), 0);
 	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
-	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_env_close(&e);
 	tu_store_destroy(&st);
-	tu_image_remove(img);
 
 	ck_assert_uint_eq(nr_over, 0);
 	ck_assert_uint_eq(nr_submitted, NR_EXTENTS);

@@ -21,24 +21,15 @@ static int failing_write_inode(struct pwb_inode *inode, int sync)
 
 START_TEST(failing_write_inode_is_reported_once_and_retried)
 {
-	struct tu_clock clk = {1000000000ull};
 	struct pwb_inode_ops ops = tu_ops;
-	struct pwb_bdi_config cfg;
 	struct tu_store st;
-	struct pwb_bdi *bdi;
-	char *img;
+	struct tu_env e;
 	int rc;
 
-	img = tu_image_create(4u << 20);
-	pwb_bdi_config_init(&cfg);
-	cfg.clock = tu_clock_read;
-	cfg.clock_arg = &clk;
-	cfg.dirty_writeback_ms = 0;
-	cfg.nr_wb_ctx = 1;
-	ck_assert_int_eq(pwb_bdi_open(img, &cfg, &bdi), 0);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 1024);
 	ops.write_inode = failing_write_inode;
-	tu_store_init(&st, 1, 4096, 16, 0);
-	ck_assert_int_eq(pwb_inode_open(bdi, 1, &ops, &st, &st.inode), 0);
+	tu_open_store(&e, &st, 1, 16, 0, &ops);
 
 	/* The op fails: fsync says so. */
 	write_inode_rc = -EIO;
@@ -50,13 +41,13 @@ START_TEST(failing_write_inode_is_reported_once_and_retried)
 	/* The metadata stayed dirty: the bdi's sync writes it again, now
 	 * successfully, and reports the error it had not seen yet. */
 	write_inode_rc = 0;
-	rc = pwb_sync(bdi);
+	rc = pwb_sync(e.bdi);
 	ck_assert_msg(rc == -EIO, "pwb_sync: %d (%s)", rc, pwb_strerror(rc));
 	ck_assert_int_eq(write_inode_calls, 2);
 
 	/* Reported once to each: neither says it again. */
 	ck_assert_int_eq(pwb_fsync(st.inode), 0);
-	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
 
 	/* Written now: nothing left for another pass. */
 	rc = write_inode_calls;
@@ -64,9 +55,8 @@ START_TEST(failing_write_inode_is_reported_once_and_retried)
 	ck_assert_int_eq(write_inode_calls, rc);
 
 	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
-	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_env_close(&e);
 	tu_store_destroy(&st);
-	tu_image_remove(img);
 }
 END_TEST
 
