@@ -38,6 +38,57 @@ PWB_API const char *pwb_errmsg(void)
 	return pwb__msg;
 }
 
+#ifdef HAVE_STRERRORDESC_NP
+/*
+ * glibc 2.32 and later: a pointer into the C library's constant table, valid
+ * for the life of the process and the same in every thread. strerror() would
+ * format unknown values into a per-thread buffer that its next call reuses.
+ */
+static const char *pwb__errno_desc(int errnum, const char *unknown)
+{
+	const char *desc = strerrordesc_np(errnum);
+
+	return desc ? desc : unknown;
+}
+#else
+/*
+ * Other C libraries: the descriptions of the errno range are copied once,
+ * with strerror_r(), into a process-wide table that is never written again,
+ * so the strings are as static as glibc's. Values past it are "unknown".
+ */
+#include <pthread.h>
+
+#define PWB__NR_ERRNO_TEXT 134
+static char pwb__errno_text[PWB__NR_ERRNO_TEXT][64];
+static pthread_once_t pwb__errno_once = PTHREAD_ONCE_INIT;
+
+static void pwb__errno_fill(void)
+{
+	size_t n = sizeof(pwb__errno_text[0]);
+
+	for (int i = 1; i < PWB__NR_ERRNO_TEXT; i++) {
+		char *b = pwb__errno_text[i];
+#ifdef STRERROR_R_CHAR_P
+		const char *s = strerror_r(i, b, n);
+
+		if (s != b)
+			snprintf(b, n, "%s", s);
+#else
+		if (strerror_r(i, b, n))
+			b[0] = '\0';
+#endif
+	}
+}
+
+static const char *pwb__errno_desc(int errnum, const char *unknown)
+{
+	if (errnum <= 0 || errnum >= PWB__NR_ERRNO_TEXT)
+		return unknown;
+	pthread_once(&pwb__errno_once, pwb__errno_fill);
+	return pwb__errno_text[errnum][0] ? pwb__errno_text[errnum] : unknown;
+}
+#endif
+
 PWB_API const char *pwb_strerror(int err)
 {
 	static const char *const unknown = "Unknown libpwb error";
@@ -46,17 +97,7 @@ PWB_API const char *pwb_strerror(int err)
 		return "Success";
 	if (err > 0 || err < -4095)
 		return unknown;
-	/*
-	 * strerror() may use a static buffer for unknown values, but for the
-	 * errno range glibc returns a pointer into its constant table.
-	 */
-	{
-		/* strerror() formats unknown values into a per-thread buffer
-		 * that its next call reuses; the table lookup is static. */
-		const char *desc = strerrordesc_np(-err);
-
-		return desc ? desc : unknown;
-	}
+	return pwb__errno_desc(-err, unknown);
 }
 
 #define ERRSEQ_ERRMASK 0xfffu

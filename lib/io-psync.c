@@ -13,6 +13,9 @@
 #include <limits.h>
 #include <unistd.h>
 
+ssize_t (*pwb__psync_pwritev2)(int fd, const struct iovec *iov, int cnt,
+			       off_t off, int flags) = pwritev2;
+
 static int psync_submit(void *state, struct pwb__io *io)
 {
 	struct pwb_bdi *bdi = io->inode->bdi;
@@ -47,7 +50,8 @@ static int psync_submit(void *state, struct pwb__io *io)
 		}
 		if (wlen < rem)
 			n_iov = pwb__iov_cut(iov, n_iov, wlen, &cut);
-		n = flags ? pwritev2(fd, iov, (int)n_iov, (off_t)off, flags)
+		n = flags ? pwb__psync_pwritev2(fd, iov, (int)n_iov, (off_t)off,
+						flags)
 			  : pwritev(fd, iov, (int)n_iov, (off_t)off);
 		iov[n_iov - 1].iov_len += cut;
 		if (n < 0) {

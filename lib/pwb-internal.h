@@ -533,6 +533,13 @@ extern const struct pwb__io_backend pwb__io_uring PWB__INTERNAL;
  * io_uring_queue_init (-EOPNOTSUPP when built without liburing). Sets no
  * message. */
 int pwb__io_uring_probe(unsigned int depth) PWB__INTERNAL;
+/* The psync backend's pwritev2() for RWF_ATOMIC pieces: a white-box test
+ * points it elsewhere to stand in for a device that offers atomic writes
+ * (check_atomic). Set before any writeback starts; never changed by the
+ * library. */
+extern ssize_t (*pwb__psync_pwritev2)(int fd, const struct iovec *iov,
+				      int cnt, off_t off,
+				      int flags) PWB__INTERNAL;
 
 /* io-fault.c: the fault-injection layer that every backend consults before
  * a write reaches the device ("wraps the real backend"). */

@@ -46,101 +46,19 @@
 #define EXPIRE_MS 30000u
 #define BACKOFF_MIN_MS (PWB__WB_BACKOFF_MIN_NS / PWB__NSEC_PER_MSEC)
 
+/*
+ * tests/check_fault runs the loops over backends on psync; its twin
+ * tests/check_fault_uring (TU_URING_VARIANT=1) runs them on io_uring alone
+ * and exits 77 where the machine has no io_uring. io_uring is last, so the
+ * loops with the backend as the major index split into two ranges.
+ */
 static const char *const backends[] = { "psync", "io_uring" };
 #define NR_BACKENDS (sizeof(backends) / sizeof(backends[0]))
-static bool uring_ok;
+#define B_LO (TU_URING_VARIANT ? NR_BACKENDS - 1 : 0)
+#define B_HI (TU_URING_VARIANT ? NR_BACKENDS : NR_BACKENDS - 1)
 
 /* ---------------------------------------------------------------------- */
 /* Environment                                                            */
-
-struct env {
-	char *img;
-	struct tu_clock clock;
-	struct pwb_bdi_config cfg;
-	struct pwb_bdi *bdi;
-};
-
-static char *g_img;
-
-static void remove_stale_image(void)
-{
-	if (g_img)
-		unlink(g_img);
-}
-
-/* One context, fake clock at T0, no timer, no background, no limit. */
-static void env_config(struct env *e, const char *backend)
-{
-	memset(e, 0, sizeof(*e));
-	tu_clock_set(&e->clock, T0);
-	pwb_bdi_config_init(&e->cfg);
-	e->cfg.nr_wb_ctx = 1;
-	e->cfg.page_size = PS;
-	e->cfg.dirty_expire_ms = EXPIRE_MS;
-	e->cfg.dirty_writeback_ms = 0;
-	e->cfg.dirty_background_bytes = 0;
-	e->cfg.dirty_bytes = 0;
-	e->cfg.clock = tu_clock_read;
-	e->cfg.clock_arg = &e->clock;
-	e->cfg.backend = backend;
-}
-
-static void env_open(struct env *e, uint64_t pages)
-{
-	int rc;
-
-	if (g_img) {
-		unlink(g_img);
-		free(g_img);
-	}
-	e->img = tu_image_create(pages * PS);
-	g_img = strdup(e->img);
-	rc = pwb_bdi_open(e->img, &e->cfg, &e->bdi);
-	ck_assert_msg(rc == 0, "pwb_bdi_open(%s): %s (%s)", e->img,
-		      pwb_strerror(rc), pwb_errmsg());
-}
-
-/* Close the bdi expecting @want from pwb_bdi_close, remove the image. */
-static void env_close_expect(struct env *e, int want)
-{
-	int rc = 0;
-
-	if (e->bdi)
-		rc = pwb_bdi_close(e->bdi);
-	e->bdi = NULL;
-	ck_assert_msg(rc == want, "pwb_bdi_close: %s, expected %s",
-		      pwb_strerror(rc), pwb_strerror(want));
-	tu_image_remove(e->img);
-	e->img = NULL;
-	free(g_img);
-	g_img = NULL;
-}
-
-static void env_close(struct env *e)
-{
-	env_close_expect(e, 0);
-}
-
-/* Skip a loop iteration on io_uring where the machine has none. */
-static bool backend_missing(unsigned int b)
-{
-	if (strcmp(backends[b], "io_uring") || uring_ok)
-		return false;
-	fprintf(stderr, "SKIP %s: no io_uring here\n", tcase_name());
-	return true;
-}
-
-static void open_store(struct env *e, struct tu_store *st, uint64_t ino,
-		       uint64_t nr_pages, uint64_t base_page,
-		       const struct pwb_inode_ops *ops)
-{
-	int rc;
-
-	tu_store_init(st, ino, PS, nr_pages, base_page * PS);
-	rc = pwb_inode_open(e->bdi, ino, ops ? ops : &tu_ops, st, &st->inode);
-	ck_assert_msg(rc == 0, "pwb_inode_open(%" PRIu64 "): %s", ino,
-		      pwb_strerror(rc));
-}
 
 static void close_store_expect(struct tu_store *st, int want)
 {
@@ -152,35 +70,7 @@ static void close_store_expect(struct tu_store *st, int want)
 	st->inode = NULL;
 }
 
-static void dirty_range(struct tu_store *st, uint64_t first, uint64_t nr,
-			uint32_t version)
-{
-	uint64_t i;
-	int rc;
-
-	for (i = first; i < first + nr; i++)
-		tu_fill_page(st, i, version);
-	rc = pwb_mark_dirty(st->inode, first * PS, nr * PS);
-	ck_assert_msg(rc == 0, "pwb_mark_dirty: %s", pwb_strerror(rc));
-}
-
-static uint64_t dirty_pages(struct tu_store *st)
-{
-	uint64_t nr = ~0ull;
-
-	ck_assert_int_eq(pwb_inode_dirty_pages(st->inode, &nr), 0);
-	return nr;
-}
-
-static long verify(struct env *e, struct tu_store *st, unsigned int n)
-{
-	long bad = tu_verify_device(e->img, st, n);
-
-	ck_assert_msg(bad >= 0, "tu_verify_device: %s", strerror((int)-bad));
-	return bad;
-}
-
-static uint64_t hits(struct env *e)
+static uint64_t hits(struct tu_env *e)
 {
 	uint64_t h = ~0ull;
 
@@ -188,7 +78,7 @@ static uint64_t hits(struct env *e)
 	return h;
 }
 
-static void inject(struct env *e, const char *spec)
+static void inject(struct tu_env *e, const char *spec)
 {
 	struct pwb_fault f;
 	int rc = pwb_fault_parse(spec, &f);
@@ -198,13 +88,6 @@ static void inject(struct env *e, const char *spec)
 	rc = pwb_bdi_inject_fault(e->bdi, &f);
 	ck_assert_msg(rc == 0, "pwb_bdi_inject_fault(\"%s\"): %s", spec,
 		      pwb_errmsg());
-}
-
-static void writeback_wait(struct env *e, enum pwb_wb_reason reason)
-{
-	int rc = pwb_bdi_writeback(e->bdi, reason, PWB_WB_WAIT);
-
-	ck_assert_msg(rc == 0, "pwb_bdi_writeback: %s", pwb_strerror(rc));
 }
 
 static int last_end_write_err(struct tu_store *st)
@@ -368,11 +251,11 @@ END_TEST
 START_TEST(test_inject_rejects_rules_that_cannot_work)
 {
 	struct pwb_fault f = { .kind = PWB_FAULT_EIO, .nth = 1 };
-	struct env e;
+	struct tu_env e;
 	uint64_t h;
 
-	env_config(&e, NULL);
-	env_open(&e, 16);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 16);
 	ck_assert_int_eq(pwb_bdi_inject_fault(NULL, &f), -EINVAL);
 	ck_assert(*pwb_errmsg());
 	f.kind = (enum pwb_fault_kind)99;
@@ -400,11 +283,11 @@ START_TEST(test_inject_rejects_rules_that_cannot_work)
 	ck_assert_int_eq(pwb_fault_hits(NULL, &h), -EINVAL);
 	ck_assert_int_eq(pwb_fault_hits(e.bdi, NULL), -EINVAL);
 	ck_assert_uint_eq(hits(&e), 0);
-	env_close(&e);
+	tu_env_close(&e);
 }
 END_TEST
 
-static enum pwb__fault_action check_at(struct env *e, uint64_t off,
+static enum pwb__fault_action check_at(struct tu_env *e, uint64_t off,
 				       uint64_t len, int *err,
 				       uint64_t *short_len)
 {
@@ -415,12 +298,12 @@ static enum pwb__fault_action check_at(struct env *e, uint64_t off,
 
 START_TEST(test_nth_hits_exactly_the_nth_matching_write)
 {
-	struct env e;
+	struct tu_env e;
 	uint64_t sl;
 	int i, err;
 
-	env_config(&e, NULL);
-	env_open(&e, 16);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 16);
 	ck_assert_int_eq(check_at(&e, 0, PS, &err, &sl), PWB__FAULT_PASS);
 	inject(&e, "eio:nth=3");
 	for (i = 1; i <= 6; i++) {
@@ -440,18 +323,18 @@ START_TEST(test_nth_hits_exactly_the_nth_matching_write)
 	inject(&e, "none");
 	ck_assert_int_eq(check_at(&e, 0, PS, &err, &sl), PWB__FAULT_PASS);
 	ck_assert_uint_eq(hits(&e), 2);
-	env_close(&e);
+	tu_env_close(&e);
 }
 END_TEST
 
 START_TEST(test_every_hits_multiples_up_to_max_hits)
 {
-	struct env e;
+	struct tu_env e;
 	uint64_t sl;
 	int i, err, failed = 0;
 
-	env_config(&e, NULL);
-	env_open(&e, 16);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 16);
 	inject(&e, "eio:every=3,max_hits=2");
 	for (i = 1; i <= 12; i++) {
 		enum pwb__fault_action a = check_at(&e, 0, PS, &err, &sl);
@@ -463,18 +346,18 @@ START_TEST(test_every_hits_multiples_up_to_max_hits)
 	}
 	ck_assert_int_eq(failed, 2);
 	ck_assert_uint_eq(hits(&e), 2);
-	env_close(&e);
+	tu_env_close(&e);
 }
 END_TEST
 
 START_TEST(test_only_writes_overlapping_the_range_match)
 {
-	struct env e;
+	struct tu_env e;
 	uint64_t sl;
 	int err;
 
-	env_config(&e, NULL);
-	env_open(&e, 1024);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 1024);
 	inject(&e, "eio:nth=2,start=1M,end=2M");
 	/* Outside: not counted at all. */
 	ck_assert_int_eq(check_at(&e, 0, PS, &err, &sl), PWB__FAULT_PASS);
@@ -488,12 +371,12 @@ START_TEST(test_only_writes_overlapping_the_range_match)
 	ck_assert_int_eq(check_at(&e, (2 << 20) - PS, PS, &err, &sl),
 			 PWB__FAULT_FAIL);
 	ck_assert_uint_eq(hits(&e), 1);
-	env_close(&e);
+	tu_env_close(&e);
 }
 END_TEST
 
 /* Hits of 20000 draws, as a bitmap, under "eio:ppm=250000,seed=@seed". */
-static unsigned int draw_pattern(struct env *e, uint64_t seed, uint8_t *bits)
+static unsigned int draw_pattern(struct tu_env *e, uint64_t seed, uint8_t *bits)
 {
 	char spec[64];
 	unsigned int i, n = 0;
@@ -516,10 +399,10 @@ START_TEST(test_ppm_draw_is_seeded_and_near_its_rate)
 {
 	static uint8_t a[20000 / 8], b[20000 / 8], c[20000 / 8];
 	unsigned int na, nb, nc;
-	struct env e;
+	struct tu_env e;
 
-	env_config(&e, NULL);
-	env_open(&e, 16);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 16);
 	na = draw_pattern(&e, 7, a);
 	nb = draw_pattern(&e, 7, b);
 	nc = draw_pattern(&e, 8, c);
@@ -529,19 +412,19 @@ START_TEST(test_ppm_draw_is_seeded_and_near_its_rate)
 	ck_assert_msg(!memcmp(a, b, sizeof(a)), "same seed, other hits");
 	ck_assert_msg(memcmp(a, c, sizeof(a)), "other seed, same hits");
 	ck_assert_uint_eq(hits(&e), na + nb + nc);
-	env_close(&e);
+	tu_env_close(&e);
 }
 END_TEST
 
 START_TEST(test_short_cut_is_half_in_whole_blocks_and_skips_one_block_writes)
 {
-	struct env e;
+	struct tu_env e;
 	unsigned int lbs;
 	uint64_t sl;
 	int err;
 
-	env_config(&e, NULL);
-	env_open(&e, 1024);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 1024);
 	lbs = e.bdi->lbs;
 	inject(&e, "short:nth=1");
 	/* One block cannot be split: not a candidate, not counted. */
@@ -563,18 +446,18 @@ START_TEST(test_short_cut_is_half_in_whole_blocks_and_skips_one_block_writes)
 	ck_assert_int_eq(check_at(&e, 0, 5ull * lbs, &err, &sl),
 			 PWB__FAULT_SHORT);
 	ck_assert_uint_eq(sl, 2ull * lbs);
-	env_close(&e);
+	tu_env_close(&e);
 }
 END_TEST
 
 START_TEST(test_delay_sleeps_then_passes)
 {
-	struct env e;
+	struct tu_env e;
 	uint64_t sl, t;
 	int err;
 
-	env_config(&e, NULL);
-	env_open(&e, 16);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 16);
 	inject(&e, "delay:every=2,delay_ms=40");
 	t = now_ns();
 	ck_assert_int_eq(check_at(&e, 0, PS, &err, &sl), PWB__FAULT_PASS);
@@ -584,7 +467,7 @@ START_TEST(test_delay_sleeps_then_passes)
 	ck_assert_uint_ge(now_ns() - t, 40 * PWB__NSEC_PER_MSEC);
 	ck_assert_int_eq(err, 0);
 	ck_assert_uint_eq(hits(&e), 1);
-	env_close(&e);
+	tu_env_close(&e);
 }
 END_TEST
 
@@ -615,20 +498,18 @@ START_TEST(test_failed_write_reported_once_to_fsync_and_to_sync)
 	int want = fail_kinds[k].err;
 	struct tu_store a;
 	struct pwb_stats s;
-	struct env e;
+	struct tu_env e;
 
-	if (backend_missing(b))
-		return;
-	env_config(&e, backends[b]);
-	env_open(&e, 256);
-	open_store(&e, &a, 1, 32, 0, NULL);
+	tu_env_config(&e, 1, backends[b]);
+	tu_env_open(&e, 256);
+	tu_open_store(&e, &a, 1, 32, 0, NULL);
 	inject(&e, fail_kinds[k].spec);
 
-	dirty_range(&a, 0, 32, 1);
+	tu_dirty_range(&a, 0, 32, 1);
 	ck_assert_int_eq(pwb_fsync(a.inode), want);
 	ck_assert_ptr_nonnull(strstr(pwb_errmsg(), "pwb_fsync"));
-	ck_assert_uint_eq(dirty_pages(&a), 32);
-	ck_assert_int_eq(verify(&e, &a, 1), 32);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 32);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 32);
 	ck_assert_int_eq(last_end_write_err(&a), want);
 	ck_assert_uint_ge(hits(&e), 1);
 	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &s), 0);
@@ -638,14 +519,14 @@ START_TEST(test_failed_write_reported_once_to_fsync_and_to_sync)
 
 	inject(&e, "none");
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
 
 	ck_assert_int_eq(pwb_sync(e.bdi), want);
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
 	close_store_expect(&a, 0);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -662,27 +543,25 @@ START_TEST(test_sync_reports_each_new_failure_then_fsync_reports_once)
 	unsigned int k = (unsigned int)_i % NR_FAIL_KINDS;
 	int want = fail_kinds[k].err;
 	struct tu_store st[2];
-	struct env e;
+	struct tu_env e;
 
-	if (backend_missing(b))
-		return;
-	env_config(&e, backends[b]);
-	env_open(&e, 256);
-	open_store(&e, &st[0], 1, 16, 0, NULL);
-	open_store(&e, &st[1], 2, 16, 64, NULL);
+	tu_env_config(&e, 1, backends[b]);
+	tu_env_open(&e, 256);
+	tu_open_store(&e, &st[0], 1, 16, 0, NULL);
+	tu_open_store(&e, &st[1], 2, 16, 64, NULL);
 	inject(&e, fail_kinds[k].spec);
-	dirty_range(&st[0], 0, 16, 1);
-	dirty_range(&st[1], 0, 16, 1);
+	tu_dirty_range(&st[0], 0, 16, 1);
+	tu_dirty_range(&st[1], 0, 16, 1);
 
 	ck_assert_int_eq(pwb_sync(e.bdi), want);
 	ck_assert_int_eq(pwb_sync(e.bdi), want);	/* failed again */
-	ck_assert_uint_eq(dirty_pages(&st[0]), 16);
-	ck_assert_uint_eq(dirty_pages(&st[1]), 16);
-	ck_assert_int_eq(verify(&e, st, 2), 32);
+	ck_assert_uint_eq(tu_dirty_pages(&st[0]), 16);
+	ck_assert_uint_eq(tu_dirty_pages(&st[1]), 16);
+	ck_assert_int_eq(tu_verify(&e, st, 2), 32);
 
 	inject(&e, "none");
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
-	ck_assert_int_eq(verify(&e, st, 2), 0);
+	ck_assert_int_eq(tu_verify(&e, st, 2), 0);
 	ck_assert_int_eq(pwb_fsync(st[0].inode), want);
 	ck_assert_int_eq(pwb_fsync(st[0].inode), 0);
 	ck_assert_int_eq(pwb_fsync(st[1].inode), want);
@@ -690,7 +569,7 @@ START_TEST(test_sync_reports_each_new_failure_then_fsync_reports_once)
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
 	close_store_expect(&st[0], 0);
 	close_store_expect(&st[1], 0);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&st[0]);
 	tu_store_destroy(&st[1]);
 }
@@ -809,16 +688,16 @@ START_TEST(test_concurrent_callers_started_before_the_error_all_get_it)
 	struct pwb_inode_ops ops = make_gated_ops();
 	struct caller c1 = { 0 }, c2 = { 0 };
 	struct tu_store a;
-	struct env e;
+	struct tu_env e;
 	bool ok;
 
-	env_config(&e, NULL);
-	env_open(&e, 256);
-	open_store(&e, &a, 1, 8, 0, &ops);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 256);
+	tu_open_store(&e, &a, 1, 8, 0, &ops);
 
 	/* fsync */
 	inject(&e, "eio:nth=1");
-	dirty_range(&a, 0, 8, 1);
+	tu_dirty_range(&a, 0, 8, 1);
 	gate_arm();
 	c1.st = &a;
 	ck_assert_int_eq(pthread_create(&c1.thread, NULL, caller_main, &c1),
@@ -835,12 +714,12 @@ START_TEST(test_concurrent_callers_started_before_the_error_all_get_it)
 	ck_assert_int_eq(c1.rc, -EIO);
 	ck_assert_int_eq(c2.rc, -EIO);
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	ck_assert_int_eq(pwb_sync(e.bdi), -EIO);	/* its own cursor */
 
 	/* sync */
 	inject(&e, "eio:nth=1");
-	dirty_range(&a, 0, 8, 2);
+	tu_dirty_range(&a, 0, 8, 2);
 	gate_arm();
 	memset(&c1, 0, sizeof(c1));
 	memset(&c2, 0, sizeof(c2));
@@ -859,12 +738,12 @@ START_TEST(test_concurrent_callers_started_before_the_error_all_get_it)
 	ck_assert_int_eq(c1.rc, -EIO);
 	ck_assert_int_eq(c2.rc, -EIO);
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);	/* its own cursor */
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
 
 	close_store_expect(&a, 0);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -876,18 +755,18 @@ END_TEST
 START_TEST(test_range_fault_fails_only_pages_in_the_range)
 {
 	struct tu_store a;
-	struct env e;
+	struct tu_env e;
 	uint64_t i;
 	void *buf;
 
-	env_config(&e, NULL);
+	tu_env_config(&e, 1, NULL);
 	e.cfg.max_io_bytes = PS;	/* one request per page */
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 16, 0, NULL);
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 16, 0, NULL);
 	inject(&e, "eio:every=1,start=16K,end=32K");	/* pages 4..7 */
-	dirty_range(&a, 0, 16, 1);
+	tu_dirty_range(&a, 0, 16, 1);
 	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
-	ck_assert_uint_eq(dirty_pages(&a), 4);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 4);
 	ck_assert_uint_eq(hits(&e), 4);
 	ck_assert(posix_memalign(&buf, 4096, PS) == 0);
 	for (i = 0; i < 16; i++) {
@@ -897,9 +776,9 @@ START_TEST(test_range_fault_fails_only_pages_in_the_range)
 	free(buf);
 	inject(&e, "none");
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	close_store_expect(&a, 0);
-	env_close_expect(&e, -EIO);	/* no pwb_sync ever saw it */
+	tu_env_close_expect(&e, -EIO);	/* no pwb_sync ever saw it */
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -918,42 +797,40 @@ START_TEST(test_short_writes_are_continued_and_data_lands_whole)
 	unsigned int b = (unsigned int)_i;
 	struct tu_store st[4];
 	struct pwb_stats s;
-	struct env e;
+	struct tu_env e;
 	unsigned int i;
 	uint64_t p;
 
-	if (backend_missing(b))
-		return;
-	env_config(&e, backends[b]);
+	tu_env_config(&e, 1, backends[b]);
 	e.cfg.max_io_bytes = 64 * PS;
-	env_open(&e, 1024);
+	tu_env_open(&e, 1024);
 	for (i = 0; i < 4; i++)
-		open_store(&e, &st[i], i + 1, 100, 128 * i, NULL);
+		tu_open_store(&e, &st[i], i + 1, 100, 128 * i, NULL);
 	inject(&e, "short:every=1");
 	for (i = 0; i < 3; i++) {
-		dirty_range(&st[i], 0, 100, 1);		/* 64 + 36 pages */
-		dirty_range(&st[i], 7, 1, 2);
+		tu_dirty_range(&st[i], 0, 100, 1);		/* 64 + 36 pages */
+		tu_dirty_range(&st[i], 7, 1, 2);
 	}
 	/* Runs of 3 pages, and single pages, with gaps between. */
 	for (p = 0; p < 40; p += 4)
-		dirty_range(&st[3], p, 3, 1);
+		tu_dirty_range(&st[3], p, 3, 1);
 	for (p = 50; p < 100; p += 2)
-		dirty_range(&st[3], p, 1, 1);
+		tu_dirty_range(&st[3], p, 1, 1);
 	ck_assert_int_eq(pwb_fsync(st[0].inode), 0);
 	ck_assert_int_eq(pwb_fsync(st[3].inode), 0);
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
-	ck_assert_int_eq(verify(&e, st, 4), 0);
+	ck_assert_int_eq(tu_verify(&e, st, 4), 0);
 	ck_assert_uint_ge(hits(&e), 16);
 	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &s), 0);
 	ck_assert_uint_eq(s.io_errors, 0);
 	ck_assert_uint_eq(s.written_pages, 300 + 30 + 25);
 	for (i = 0; i < 4; i++) {
-		ck_assert_uint_eq(dirty_pages(&st[i]), 0);
+		ck_assert_uint_eq(tu_dirty_pages(&st[i]), 0);
 		ck_assert_int_eq(last_end_write_err(&st[i]), 0);
 	}
 	for (i = 0; i < 4; i++)
 		close_store_expect(&st[i], 0);
-	env_close(&e);
+	tu_env_close(&e);
 	for (i = 0; i < 4; i++)
 		tu_store_destroy(&st[i]);
 }
@@ -1003,16 +880,16 @@ START_TEST(test_delayed_writes_lose_no_data)
 {
 	struct redirtier r = { 0 };
 	struct tu_store st[4];
-	struct env e;
+	struct tu_env e;
 	unsigned int i;
 	int rc = 0, k;
 
-	env_config(&e, NULL);
+	tu_env_config(&e, 1, NULL);
 	e.cfg.nr_wb_ctx = 2;
-	env_open(&e, 1024);
+	tu_env_open(&e, 1024);
 	for (i = 0; i < 4; i++) {
-		open_store(&e, &st[i], i + 1, 32, 64 * i, NULL);
-		dirty_range(&st[i], 0, 32, 1);
+		tu_open_store(&e, &st[i], i + 1, 32, 64 * i, NULL);
+		tu_dirty_range(&st[i], 0, 32, 1);
 	}
 	inject(&e, "delay:every=3,delay_ms=5");
 	r.st = st;
@@ -1026,11 +903,11 @@ START_TEST(test_delayed_writes_lose_no_data)
 	ck_assert_int_eq(rc, 0);
 	ck_assert_int_eq(r.err, 0);
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
-	ck_assert_int_eq(verify(&e, st, 4), 0);
+	ck_assert_int_eq(tu_verify(&e, st, 4), 0);
 	ck_assert_uint_ge(hits(&e), 1);
 	for (i = 0; i < 4; i++)
 		close_store_expect(&st[i], 0);
-	env_close(&e);
+	tu_env_close(&e);
 	for (i = 0; i < 4; i++)
 		tu_store_destroy(&st[i]);
 }
@@ -1051,32 +928,32 @@ END_TEST
 START_TEST(test_periodic_passes_retry_a_failing_inode_after_a_doubling_backoff)
 {
 	struct tu_store a;
-	struct env e;
+	struct tu_env e;
 
-	env_config(&e, NULL);
+	tu_env_config(&e, 1, NULL);
 	e.cfg.dirty_expire_ms = 0;
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
 	inject(&e, "eio:every=1");
-	dirty_range(&a, 0, 8, 1);
+	tu_dirty_range(&a, 0, 8, 1);
 
-	writeback_wait(&e, PWB_WB_PERIODIC);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
 	ck_assert_uint_eq(hits(&e), 1);
-	ck_assert_uint_eq(dirty_pages(&a), 8);
-	writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 8);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
 	ck_assert_uint_eq(hits(&e), 1);		/* backing off */
 	tu_clock_advance_ms(&e.clock, BACKOFF_MIN_MS - 1);
-	writeback_wait(&e, PWB_WB_PERIODIC);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
 	ck_assert_uint_eq(hits(&e), 1);
 	tu_clock_advance_ms(&e.clock, 1);
-	writeback_wait(&e, PWB_WB_PERIODIC);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
 	ck_assert_uint_eq(hits(&e), 2);		/* retried after 100 ms */
 
 	tu_clock_advance_ms(&e.clock, 2 * BACKOFF_MIN_MS - 1);
-	writeback_wait(&e, PWB_WB_PERIODIC);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
 	ck_assert_uint_eq(hits(&e), 2);		/* now 200 ms */
 	tu_clock_advance_ms(&e.clock, 1);
-	writeback_wait(&e, PWB_WB_PERIODIC);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
 	ck_assert_uint_eq(hits(&e), 3);
 
 	/* Integrity sync ignores the back-off. */
@@ -1084,19 +961,19 @@ START_TEST(test_periodic_passes_retry_a_failing_inode_after_a_doubling_backoff)
 	ck_assert_uint_eq(hits(&e), 4);
 
 	/* An explicit kick retries too, but once per pass. */
-	writeback_wait(&e, PWB_WB_ALL);
+	tu_writeback_wait(&e, PWB_WB_ALL);
 	ck_assert_uint_eq(hits(&e), 5);
-	ck_assert_uint_eq(dirty_pages(&a), 8);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 8);
 
 	inject(&e, "none");
 	tu_clock_advance_ms(&e.clock, 10000);
-	writeback_wait(&e, PWB_WB_PERIODIC);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);	/* not yet reported */
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
 	close_store_expect(&a, 0);
-	env_close_expect(&e, -EIO);
+	tu_env_close_expect(&e, -EIO);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -1110,28 +987,28 @@ END_TEST
 START_TEST(test_background_pass_over_failing_device_ends)
 {
 	struct tu_store a;
-	struct env e;
+	struct tu_env e;
 
-	env_config(&e, NULL);
+	tu_env_config(&e, 1, NULL);
 	e.cfg.dirty_background_bytes = PS;
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 16, 0, NULL);
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 16, 0, NULL);
 	inject(&e, "eio:every=1");
-	dirty_range(&a, 0, 16, 1);	/* may kick a background pass too */
-	writeback_wait(&e, PWB_WB_BACKGROUND);
-	writeback_wait(&e, PWB_WB_BACKGROUND);
+	tu_dirty_range(&a, 0, 16, 1);	/* may kick a background pass too */
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
 	ck_assert_uint_eq(hits(&e), 1);
-	ck_assert_uint_eq(dirty_pages(&a), 16);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 16);
 
 	inject(&e, "none");
 	tu_clock_advance_ms(&e.clock, BACKOFF_MIN_MS);
-	writeback_wait(&e, PWB_WB_BACKGROUND);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	ck_assert_int_eq(pwb_sync(e.bdi), -EIO);
 	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
 	close_store_expect(&a, 0);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -1145,15 +1022,15 @@ END_TEST
 START_TEST(test_inode_failed_after_limit_until_cleared)
 {
 	struct tu_store a;
-	struct env e;
+	struct tu_env e;
 	unsigned int i;
 
-	env_config(&e, NULL);
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
 
 	inject(&e, "eio:every=1");
-	dirty_range(&a, 0, 8, 1);
+	tu_dirty_range(&a, 0, 8, 1);
 	for (i = 0; i < FAIL_LIMIT - 1; i++)
 		ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
 	inject(&e, "none");
@@ -1161,20 +1038,20 @@ START_TEST(test_inode_failed_after_limit_until_cleared)
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
 
 	inject(&e, "eio:every=1");
-	dirty_range(&a, 0, 8, 2);
+	tu_dirty_range(&a, 0, 8, 2);
 	for (i = 0; i < FAIL_LIMIT - 1; i++)
 		ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
 	inject(&e, "none");
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);	/* counter was reset */
 
 	inject(&e, "eio:every=1");
-	dirty_range(&a, 0, 8, 3);
+	tu_dirty_range(&a, 0, 8, 3);
 	for (i = 0; i < FAIL_LIMIT; i++)
 		ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
 	inject(&e, "none");
 	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);	/* failed: sticks */
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);	/* yet the data landed */
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);	/* yet the data landed */
 	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
 	ck_assert_int_eq(pwb_inode_error(a.inode), -EIO);	/* not consumed */
 	ck_assert_int_eq(pwb_inode_error(a.inode), -EIO);
@@ -1182,7 +1059,7 @@ START_TEST(test_inode_failed_after_limit_until_cleared)
 	ck_assert_int_eq(pwb_inode_error(a.inode), 0);
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
 	close_store_expect(&a, 0);
-	env_close_expect(&e, -EIO);
+	tu_env_close_expect(&e, -EIO);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -1191,20 +1068,20 @@ END_TEST
 START_TEST(test_close_of_failed_inode_reports_the_error)
 {
 	struct tu_store a;
-	struct env e;
+	struct tu_env e;
 	unsigned int i;
 
-	env_config(&e, NULL);
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
 	inject(&e, "enospc:every=1");
-	dirty_range(&a, 0, 8, 1);
+	tu_dirty_range(&a, 0, 8, 1);
 	for (i = 0; i < FAIL_LIMIT; i++)
 		ck_assert_int_eq(pwb_fsync(a.inode), -ENOSPC);
 	inject(&e, "none");
 	close_store_expect(&a, -ENOSPC);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
-	env_close_expect(&e, -ENOSPC);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
+	tu_env_close_expect(&e, -ENOSPC);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -1219,53 +1096,53 @@ END_TEST
 START_TEST(test_enospc_pauses_the_context_and_writeback_resumes)
 {
 	struct tu_store a, c;
-	struct env e;
+	struct tu_env e;
 
-	env_config(&e, NULL);
+	tu_env_config(&e, 1, NULL);
 	e.cfg.dirty_background_bytes = PS;
-	env_open(&e, 256);
-	open_store(&e, &a, 1, 8, 0, NULL);
-	open_store(&e, &c, 2, 8, 64, NULL);
+	tu_env_open(&e, 256);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
+	tu_open_store(&e, &c, 2, 8, 64, NULL);
 	inject(&e, "enospc:every=1,end=32K");	/* A's pages only */
-	dirty_range(&a, 0, 8, 1);
-	writeback_wait(&e, PWB_WB_BACKGROUND);
+	tu_dirty_range(&a, 0, 8, 1);
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
 	ck_assert_uint_eq(hits(&e), 1);
-	ck_assert_uint_eq(dirty_pages(&a), 8);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 8);
 
-	dirty_range(&c, 0, 8, 1);
-	writeback_wait(&e, PWB_WB_BACKGROUND);
+	tu_dirty_range(&c, 0, 8, 1);
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
 	tu_clock_advance_ms(&e.clock, BACKOFF_MIN_MS - 1);
-	writeback_wait(&e, PWB_WB_BACKGROUND);
-	ck_assert_uint_eq(dirty_pages(&c), 8);		/* paused */
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
+	ck_assert_uint_eq(tu_dirty_pages(&c), 8);		/* paused */
 	ck_assert_uint_eq(pages_written(&c), 0);
 	ck_assert_uint_eq(hits(&e), 1);
 
 	inject(&e, "none");				/* space returns */
 	tu_clock_advance_ms(&e.clock, 1);
-	writeback_wait(&e, PWB_WB_BACKGROUND);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_uint_eq(dirty_pages(&c), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
-	ck_assert_int_eq(verify(&e, &c, 1), 0);
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&c), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &c, 1), 0);
 
 	/* A new pause does not hold back an explicit kick. */
 	inject(&e, "enospc:nth=1,end=32K");
-	dirty_range(&a, 0, 8, 2);
-	writeback_wait(&e, PWB_WB_BACKGROUND);
+	tu_dirty_range(&a, 0, 8, 2);
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
 	ck_assert_uint_eq(hits(&e), 2);
-	dirty_range(&c, 0, 8, 2);
-	writeback_wait(&e, PWB_WB_ALL);
-	ck_assert_uint_eq(dirty_pages(&c), 0);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
-	ck_assert_int_eq(verify(&e, &c, 1), 0);
+	tu_dirty_range(&c, 0, 8, 2);
+	tu_writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(tu_dirty_pages(&c), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &c, 1), 0);
 
 	ck_assert_int_eq(pwb_sync(e.bdi), -ENOSPC);
 	ck_assert_int_eq(pwb_fsync(a.inode), -ENOSPC);
 	ck_assert_int_eq(pwb_fsync(c.inode), 0);
 	close_store_expect(&a, 0);
 	close_store_expect(&c, 0);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 	tu_store_destroy(&c);
 }
@@ -1278,18 +1155,18 @@ END_TEST
 START_TEST(test_bdi_close_with_failing_device_returns_error)
 {
 	struct tu_store st[3];
-	struct env e;
+	struct tu_env e;
 	unsigned int i;
 
-	env_config(&e, NULL);
+	tu_env_config(&e, 1, NULL);
 	e.cfg.nr_wb_ctx = 2;
-	env_open(&e, 256);
+	tu_env_open(&e, 256);
 	for (i = 0; i < 3; i++) {
-		open_store(&e, &st[i], i + 1, 8, 16 * i, NULL);
-		dirty_range(&st[i], 0, 8, 1);
+		tu_open_store(&e, &st[i], i + 1, 8, 16 * i, NULL);
+		tu_dirty_range(&st[i], 0, 8, 1);
 	}
 	inject(&e, "eio:every=1");
-	env_close_expect(&e, -EIO);
+	tu_env_close_expect(&e, -EIO);
 	for (i = 0; i < 3; i++)
 		tu_store_destroy(&st[i]);
 }
@@ -1307,17 +1184,17 @@ START_TEST(test_stats_and_sync_writes_do_not_wait_for_a_device_flush)
 	struct caller call;
 	struct pwb_stats st;
 	struct tu_store a;
-	struct env e;
+	struct tu_env e;
 	uint64_t flushes;
 
-	env_config(&e, NULL);
-	env_open(&e, 256);
-	open_store(&e, &a, 1, 64, 0, NULL);
-	dirty_range(&a, 0, 64, 1);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 256);
+	tu_open_store(&e, &a, 1, 64, 0, NULL);
+	tu_dirty_range(&a, 0, 64, 1);
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);	/* something was written */
 	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
 	flushes = st.device_flushes;
-	dirty_range(&a, 0, 64, 2);
+	tu_dirty_range(&a, 0, 64, 2);
 
 	pthread_mutex_lock(&e.bdi->flush_lock);	/* "a flush is running" */
 	/* Blocked here (until the tcase timeout) if stats took the lock. */
@@ -1342,13 +1219,13 @@ START_TEST(test_stats_and_sync_writes_do_not_wait_for_a_device_flush)
 	ck_assert_uint_eq(st.device_flushes, flushes + 1);
 	ck_assert_int_eq(tu_verify_device(e.img, &a, 1), 0);
 	close_store_expect(&a, 0);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 }
 END_TEST
 
 /* A write of @st's inode finished now, as pwb__io_complete() records it. */
-static uint64_t write_done(struct env *e, struct tu_store *st)
+static uint64_t write_done(struct tu_env *e, struct tu_store *st)
 {
 	uint64_t epoch;
 
@@ -1359,7 +1236,7 @@ static uint64_t write_done(struct env *e, struct tu_store *st)
 	return epoch;
 }
 
-static uint64_t nr_flushes(struct env *e)
+static uint64_t nr_flushes(struct tu_env *e)
 {
 	struct pwb_stats st;
 
@@ -1376,13 +1253,13 @@ static uint64_t nr_flushes(struct env *e)
 START_TEST(test_flush_covers_writes_finished_before_it_began_and_no_others)
 {
 	struct tu_store a, b;
-	struct env e;
+	struct tu_env e;
 	uint64_t ea, eb, n;
 
-	env_config(&e, NULL);
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
-	open_store(&e, &b, 2, 8, 8, NULL);
+	tu_env_config(&e, 1, NULL);
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
+	tu_open_store(&e, &b, 2, 8, 8, NULL);
 	n = nr_flushes(&e);
 
 	/* Nothing written yet: nothing to flush. */
@@ -1426,7 +1303,7 @@ START_TEST(test_flush_covers_writes_finished_before_it_began_and_no_others)
 
 	close_store_expect(&a, 0);
 	close_store_expect(&b, 0);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 	tu_store_destroy(&b);
 }
@@ -1438,6 +1315,33 @@ static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
 	TCase *tc;
+
+	tc = tcase_create("errors");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc,
+		test_failed_write_reported_once_to_fsync_and_to_sync,
+		(int)(B_LO * NR_FAIL_KINDS), (int)(B_HI * NR_FAIL_KINDS));
+	tcase_add_loop_test(tc,
+		test_sync_reports_each_new_failure_then_fsync_reports_once,
+		(int)(B_LO * NR_FAIL_KINDS), (int)(B_HI * NR_FAIL_KINDS));
+	if (!TU_URING_VARIANT) {
+		tcase_add_test(tc,
+			test_concurrent_callers_started_before_the_error_all_get_it);
+		tcase_add_test(tc,
+			       test_range_fault_fails_only_pages_in_the_range);
+	}
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("short-delay");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc,
+		test_short_writes_are_continued_and_data_lands_whole,
+		(int)B_LO, (int)B_HI);
+	if (!TU_URING_VARIANT)
+		tcase_add_test(tc, test_delayed_writes_lose_no_data);
+	suite_add_tcase(s, tc);
+	if (TU_URING_VARIANT)
+		return s;
 
 	tc = tcase_create("parse");
 	tcase_add_test(tc, test_parse_accepts_every_kind_and_key);
@@ -1458,27 +1362,6 @@ static Suite *fault_suite(void)
 	tcase_add_test(tc, test_delay_sleeps_then_passes);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("errors");
-	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc,
-		test_failed_write_reported_once_to_fsync_and_to_sync, 0,
-		(int)(NR_BACKENDS * NR_FAIL_KINDS));
-	tcase_add_loop_test(tc,
-		test_sync_reports_each_new_failure_then_fsync_reports_once, 0,
-		(int)(NR_BACKENDS * NR_FAIL_KINDS));
-	tcase_add_test(tc,
-		test_concurrent_callers_started_before_the_error_all_get_it);
-	tcase_add_test(tc, test_range_fault_fails_only_pages_in_the_range);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("short-delay");
-	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc,
-		test_short_writes_are_continued_and_data_lands_whole, 0,
-		(int)NR_BACKENDS);
-	tcase_add_test(tc, test_delayed_writes_lose_no_data);
-	suite_add_tcase(s, tc);
-
 	tc = tcase_create("retry");
 	/* A pass spinning on a failing inode never ends: fail soon. */
 	tcase_set_timeout(tc, 60);
@@ -1497,47 +1380,11 @@ static Suite *fault_suite(void)
 	return s;
 }
 
-/* Can this machine run the io_uring backend? Only a kernel that refuses
- * io_uring (or a build without liburing) skips those iterations. */
-static bool probe_uring(void)
-{
-	struct pwb_bdi_config cfg;
-	struct pwb_bdi *bdi = NULL;
-	char path[4096];
-	int fd, rc;
-
-	snprintf(path, sizeof(path), "%s/pwb-uring-probe-XXXXXX",
-		 tu_test_dir());
-	fd = mkstemp(path);
-	if (fd < 0 || ftruncate(fd, 1 << 20)) {
-		if (fd >= 0)
-			close(fd);
-		return true;	/* let the tests report it */
-	}
-	close(fd);
-	pwb_bdi_config_init(&cfg);
-	cfg.nr_wb_ctx = 1;
-	cfg.backend = "io_uring";
-	rc = pwb_bdi_open(path, &cfg, &bdi);
-	if (!rc)
-		pwb_bdi_close(bdi);
-	unlink(path);
-	if (rc && (rc == -EOPNOTSUPP ||
-		   strstr(pwb_errmsg(), "io_uring_queue_init"))) {
-		fprintf(stderr, "SKIP io_uring iterations: %s\n",
-			pwb_errmsg());
-		return false;
-	}
-	return true;
-}
-
-/* O_DIRECT needs a real file system: skip (77) where the test directory
- * refuses it, saying so. */
 int main(void)
 {
 	if (tu_odirect_unsupported())
 		return 77;
-	atexit(remove_stale_image);
-	uring_ok = probe_uring();
+	if (TU_URING_VARIANT && tu_uring_unsupported())
+		return 77;
 	return tu_run_suite(fault_suite(), false);
 }

@@ -253,8 +253,13 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* Injected faults reach both device backends                             */
 
+/*
+ * tests/check_io runs these loops on every backend but io_uring;
+ * tests/check_io_uring (this file built with TU_URING_VARIANT=1) runs the
+ * io_uring cases alone and exits 77 where the machine has no io_uring.
+ * io_uring is last in each table so that each program runs a range.
+ */
 static const char *const fault_backends[] = { "psync", "io_uring" };
-static bool uring_ok;
 
 /* 32 extents of 1..16 pages with holes between them, all dirty. */
 static void dirty_extents(struct tu_store *st, uint32_t version)
@@ -287,8 +292,6 @@ START_TEST(test_short_writes_are_continued)
 	uint64_t hits = 0;
 	char *img;
 
-	if (!strcmp(backend, "io_uring") && !uring_ok)
-		return;	/* main() said why */
 	bdi = open_quiet(backend, 32 * 17, 64 * 1024, &img);
 	tu_store_init(&st, 3, PS, 32 * 17, 0);
 	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
@@ -322,8 +325,6 @@ START_TEST(test_injected_eio_is_reported_and_pages_stay_dirty)
 	uint64_t dirty;
 	char *img;
 
-	if (!strcmp(backend, "io_uring") && !uring_ok)
-		return;	/* main() said why */
 	bdi = open_quiet(backend, 32 * 17, 64 * 1024, &img);
 	tu_store_init(&st, 4, PS, 32 * 17, 0);
 	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
@@ -399,7 +400,7 @@ END_TEST
 /* ---------------------------------------------------------------------- */
 /* io_extents                                                             */
 
-static const char *const extent_backends[] = { "psync", "io_uring", "null" };
+static const char *const extent_backends[] = { "psync", "null", "io_uring" };
 
 /*
  * 16 inodes of exactly 1 MiB each, dirtied whole, with max_io_bytes 1 MiB:
@@ -418,8 +419,6 @@ START_TEST(test_io_extents_one_per_contiguous_extent)
 	uint64_t i, p;
 	char *img;
 
-	if (!strcmp(backend, "io_uring") && !uring_ok)
-		return;	/* main() said why */
 	bdi = open_quiet(backend, (nr + 4) * per, 1u << 20, &img);
 	for (i = 0; i < nr; i++) {
 		tu_store_init(&st[i], 100 + i, PS, per, i * per * PS);
@@ -486,43 +485,6 @@ END_TEST
 
 /* ---------------------------------------------------------------------- */
 
-/*
- * Can this machine run the io_uring backend? Only an io_uring that the
- * kernel refuses (or a build without liburing) is a reason to skip; any
- * other failure to open is a real failure and left to the tests.
- */
-static bool probe_uring(void)
-{
-	struct pwb_bdi_config cfg;
-	struct pwb_bdi *bdi = NULL;
-	char path[4096];
-	int fd, rc;
-
-	snprintf(path, sizeof(path), "%s/pwb-uring-probe-XXXXXX",
-		 tu_test_dir());
-	fd = mkstemp(path);
-	if (fd < 0 || ftruncate(fd, 1 << 20)) {
-		if (fd >= 0)
-			close(fd);
-		return true;	/* let the tests report it */
-	}
-	close(fd);
-	pwb_bdi_config_init(&cfg);
-	cfg.nr_wb_ctx = 1;
-	cfg.backend = "io_uring";
-	rc = pwb_bdi_open(path, &cfg, &bdi);
-	if (!rc)
-		pwb_bdi_close(bdi);
-	unlink(path);
-	/* Both refusals say "io_uring backend" (io-uring.c). */
-	if (rc && (rc == -EOPNOTSUPP ||
-		   strstr(pwb_errmsg(), "io_uring backend"))) {
-		fprintf(stderr, "SKIP io_uring tests: %s\n", pwb_errmsg());
-		return false;
-	}
-	return true;
-}
-
 /* ---------------------------------------------------------------------- */
 /* Atomic writes: how a request is cut into RWF_ATOMIC pieces              */
 
@@ -565,21 +527,44 @@ START_TEST(test_atomic_pieces_are_aligned_powers_of_two_within_the_unit)
 }
 END_TEST
 
+#define NR_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* The io_uring cases: the last entry of each backend table, and more. */
+static Suite *io_uring_suite(void)
+{
+	Suite *s = suite_create("io_uring");
+	TCase *tc;
+
+	tc = tcase_create("uring");
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc,
+		test_uring_device_matches_memory_after_concurrent_dirtying,
+		0, NR_OF(combos));
+	tcase_add_test(tc, test_uring_request_above_iov_max_is_continued);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("faults");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_short_writes_are_continued,
+			    NR_OF(fault_backends) - 1, NR_OF(fault_backends));
+	tcase_add_loop_test(tc,
+			    test_injected_eio_is_reported_and_pages_stay_dirty,
+			    NR_OF(fault_backends) - 1, NR_OF(fault_backends));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("extents");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_io_extents_one_per_contiguous_extent,
+			    NR_OF(extent_backends) - 1, NR_OF(extent_backends));
+	suite_add_tcase(s, tc);
+	return s;
+}
+
 static Suite *io_suite(void)
 {
 	Suite *s = suite_create("io");
 	TCase *tc;
 
-	if (uring_ok) {
-		tc = tcase_create("uring");
-		tcase_set_timeout(tc, 300);
-		tcase_add_loop_test(tc,
-			test_uring_device_matches_memory_after_concurrent_dirtying,
-			0, (int)(sizeof(combos) / sizeof(combos[0])));
-		tcase_add_test(tc,
-			       test_uring_request_above_iov_max_is_continued);
-		suite_add_tcase(s, tc);
-	}
 #ifndef HAVE_LIBURING
 	tc = tcase_create("uring-absent");
 	tcase_add_test(tc, test_uring_absent_gives_eopnotsupp);
@@ -588,10 +573,11 @@ static Suite *io_suite(void)
 
 	tc = tcase_create("faults");
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_short_writes_are_continued, 0, 2);
+	tcase_add_loop_test(tc, test_short_writes_are_continued, 0,
+			    NR_OF(fault_backends) - 1);
 	tcase_add_loop_test(tc,
 			    test_injected_eio_is_reported_and_pages_stay_dirty,
-			    0, 2);
+			    0, NR_OF(fault_backends) - 1);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("null");
@@ -602,7 +588,7 @@ static Suite *io_suite(void)
 	tc = tcase_create("extents");
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_io_extents_one_per_contiguous_extent, 0,
-		(int)(sizeof(extent_backends) / sizeof(extent_backends[0])));
+			    NR_OF(extent_backends) - 1);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("atomic");
@@ -620,9 +606,11 @@ int main(void)
 		return 77;
 	i_ops = tu_ops;
 	i_ops.end_write = i_end_write;
-	uring_ok = probe_uring();
+	if (TU_URING_VARIANT && tu_uring_unsupported())
+		return 77;
 	atexit(remove_stale_image);
-	ret = tu_run_suite(io_suite(), false);
+	ret = tu_run_suite(TU_URING_VARIANT ? io_uring_suite() : io_suite(),
+			   false);
 	track_image(NULL);
 	return ret;
 }

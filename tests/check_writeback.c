@@ -37,86 +37,12 @@
 /* ---------------------------------------------------------------------- */
 /* Environment: one image, one fake clock, one bdi                        */
 
-struct env {
-	char *img;
-	struct tu_clock clock;
-	struct pwb_bdi_config cfg;
-	struct pwb_bdi *bdi;
-};
-
-/* Image of the running test, removed at exit if the test failed early. */
-static char *g_img;
-
-static void remove_stale_image(void)
-{
-	if (g_img)
-		unlink(g_img);
-}
-
-/* Deterministic defaults: @nr contexts, fake clock at T0, no periodic
- * timer, no background writeback, no dirty limit. */
-static void env_config(struct env *e, unsigned int nr)
-{
-	memset(e, 0, sizeof(*e));
-	tu_clock_set(&e->clock, T0);
-	pwb_bdi_config_init(&e->cfg);
-	e->cfg.nr_wb_ctx = nr;
-	/* One write in flight, as these tests were written for. */
-	e->cfg.backend = "psync";
-	e->cfg.page_size = PS;
-	e->cfg.dirty_expire_ms = EXPIRE_MS;
-	e->cfg.dirty_writeback_ms = 0;
-	e->cfg.dirty_background_bytes = 0;
-	e->cfg.dirty_bytes = 0;
-	e->cfg.clock = tu_clock_read;
-	e->cfg.clock_arg = &e->clock;
-}
-
-static void env_open(struct env *e, uint64_t pages)
-{
-	int rc;
-
-	if (g_img) {
-		unlink(g_img);
-		free(g_img);
-		g_img = NULL;
-	}
-	e->img = tu_image_create(pages * PS);
-	g_img = strdup(e->img);
-	rc = pwb_bdi_open(e->img, &e->cfg, &e->bdi);
-	ck_assert_msg(rc == 0, "pwb_bdi_open(%s): %s (%s)", e->img,
-		      pwb_strerror(rc), pwb_errmsg());
-	ck_assert_uint_eq(pwb_bdi_nr_wb_ctx(e->bdi), e->cfg.nr_wb_ctx);
-}
-
-static void env_close(struct env *e)
-{
-	int rc = 0;
-
-	if (e->bdi)
-		rc = pwb_bdi_close(e->bdi);
-	e->bdi = NULL;
-	ck_assert_msg(rc == 0, "pwb_bdi_close: %s", pwb_strerror(rc));
-	tu_image_remove(e->img);
-	e->img = NULL;
-	free(g_img);
-	g_img = NULL;
-}
-
 static struct pwb_stats bdi_stats(struct pwb_bdi *bdi)
 {
 	struct pwb_stats st;
 
 	ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
 	return st;
-}
-
-static uint64_t dirty_pages(struct tu_store *st)
-{
-	uint64_t nr = ~0ull;
-
-	ck_assert_int_eq(pwb_inode_dirty_pages(st->inode, &nr), 0);
-	return nr;
 }
 
 static uint64_t pages_written(struct tu_store *st)
@@ -129,38 +55,8 @@ static uint64_t pages_written(struct tu_store *st)
 	return n;
 }
 
-/* Fill pages [first, first + nr) with @version and mark them dirty. */
-static void dirty_range(struct tu_store *st, uint64_t first, uint64_t nr,
-			uint32_t version)
-{
-	uint64_t i;
-	int rc;
-
-	for (i = first; i < first + nr; i++)
-		tu_fill_page(st, i, version);
-	rc = pwb_mark_dirty(st->inode, first * PS, nr * PS);
-	ck_assert_msg(rc == 0, "pwb_mark_dirty: %s", pwb_strerror(rc));
-}
-
-static void writeback_wait(struct env *e, enum pwb_wb_reason reason)
-{
-	int rc = pwb_bdi_writeback(e->bdi, reason, PWB_WB_WAIT);
-
-	ck_assert_msg(rc == 0, "pwb_bdi_writeback(%d): %s", (int)reason,
-		      pwb_strerror(rc));
-}
-
-/* Mismatching pages between @n stores' memory and the device. */
-static long verify(struct env *e, struct tu_store *st, unsigned int n)
-{
-	long bad = tu_verify_device(e->img, st, n);
-
-	ck_assert_msg(bad >= 0, "tu_verify_device: %s", strerror((int)-bad));
-	return bad;
-}
-
 /* The version word of the device copy of page @index of @st. */
-static uint64_t device_version(struct env *e, struct tu_store *st,
+static uint64_t device_version(struct tu_env *e, struct tu_store *st,
 			       uint64_t index)
 {
 	void *buf;
@@ -173,18 +69,6 @@ static uint64_t device_version(struct env *e, struct tu_store *st,
 	v = *(uint64_t *)buf;
 	free(buf);
 	return v;
-}
-
-static void open_store(struct env *e, struct tu_store *st, uint64_t ino,
-		       uint64_t nr_pages, uint64_t base_page,
-		       const struct pwb_inode_ops *ops)
-{
-	int rc;
-
-	tu_store_init(st, ino, PS, nr_pages, base_page * PS);
-	rc = pwb_inode_open(e->bdi, ino, ops ? ops : &tu_ops, st, &st->inode);
-	ck_assert_msg(rc == 0, "pwb_inode_open(%" PRIu64 "): %s", ino,
-		      pwb_strerror(rc));
 }
 
 static void close_store(struct tu_store *st)
@@ -242,49 +126,49 @@ static void sleep_ms(unsigned int ms)
  */
 START_TEST(test_expired_inode_written_by_periodic_pass)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store a, b;
 
-	env_config(&e, 1);
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
-	open_store(&e, &b, 2, 8, 8, NULL);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
+	tu_open_store(&e, &b, 2, 8, 8, NULL);
 
-	dirty_range(&a, 0, 8, 1);		/* a: dirtied at T0 */
+	tu_dirty_range(&a, 0, 8, 1);		/* a: dirtied at T0 */
 	tu_clock_advance_ms(&e.clock, 10000);
-	dirty_range(&b, 0, 8, 1);		/* b: dirtied at T0 + 10 s */
+	tu_dirty_range(&b, 0, 8, 1);		/* b: dirtied at T0 + 10 s */
 
 	/* T0 + 29 s: nothing has expired yet. */
 	tu_clock_advance_ms(&e.clock, 19000);
-	writeback_wait(&e, PWB_WB_PERIODIC);
-	ck_assert_uint_eq(dirty_pages(&a), 8);
-	ck_assert_uint_eq(dirty_pages(&b), 8);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 8);
+	ck_assert_uint_eq(tu_dirty_pages(&b), 8);
 	ck_assert_uint_eq(bdi_stats(e.bdi).written_pages, 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 8);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 8);
 
 	/* T0 + 31 s: a (31 s old) expired, b (21 s old) not. */
 	tu_clock_advance_ms(&e.clock, 2000);
-	writeback_wait(&e, PWB_WB_PERIODIC);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
 	ck_assert_uint_eq(pages_written(&a), 8);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
-	ck_assert_uint_eq(dirty_pages(&b), 8);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&b), 8);
 	ck_assert_uint_eq(pages_written(&b), 0);
-	ck_assert_int_eq(verify(&e, &b, 1), 8);
+	ck_assert_int_eq(tu_verify(&e, &b, 1), 8);
 
 	/* T0 + 41 s: b (31 s old) expired too. */
 	tu_clock_advance_ms(&e.clock, 10000);
-	writeback_wait(&e, PWB_WB_PERIODIC);
-	ck_assert_uint_eq(dirty_pages(&b), 0);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(tu_dirty_pages(&b), 0);
 	ck_assert_uint_eq(pages_written(&b), 8);
 	ck_assert_uint_eq(pages_written(&a), 8);	/* not again */
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
-	ck_assert_int_eq(verify(&e, &b, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &b, 1), 0);
 	ck_assert_uint_eq(bdi_stats(e.bdi).written_pages, 16);
 
 	close_store(&a);
 	close_store(&b);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 	tu_store_destroy(&b);
 }
@@ -297,43 +181,43 @@ END_TEST
  */
 START_TEST(test_redirty_does_not_reset_expiry)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store a, b;
 
-	env_config(&e, 1);
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
-	open_store(&e, &b, 2, 8, 8, NULL);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
+	tu_open_store(&e, &b, 2, 8, 8, NULL);
 
-	dirty_range(&a, 0, 1, 1);			/* T0 */
+	tu_dirty_range(&a, 0, 1, 1);			/* T0 */
 	ck_assert_uint_eq(inode_dirtied_when(a.inode), T0);
 	ck_assert_int_eq(pwb__inode_list(a.inode), PWB__LIST_DIRTY);
 
 	tu_clock_advance_ms(&e.clock, 5000);
-	dirty_range(&b, 0, 1, 1);			/* T0 + 5 s */
+	tu_dirty_range(&b, 0, 1, 1);			/* T0 + 5 s */
 	ck_assert_int_eq(b_dirty_position(a.inode), 0);
 	ck_assert_int_eq(b_dirty_position(b.inode), 1);
 
 	tu_clock_advance_ms(&e.clock, 15000);		/* T0 + 20 s */
-	dirty_range(&a, 0, 2, 2);	/* same page again, and a new one */
+	tu_dirty_range(&a, 0, 2, 2);	/* same page again, and a new one */
 	ck_assert_uint_eq(inode_dirtied_when(a.inode), T0);
 	ck_assert_int_eq(b_dirty_position(a.inode), 0);
 	ck_assert_int_eq(b_dirty_position(b.inode), 1);
-	ck_assert_uint_eq(dirty_pages(&a), 2);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 2);
 
 	/* T0 + 31 s: a is 31 s old by its first dirtying, b 26 s. */
 	tu_clock_advance_ms(&e.clock, 11000);
-	writeback_wait(&e, PWB_WB_PERIODIC);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
 	ck_assert_uint_eq(pages_written(&a), 2);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	ck_assert_uint_eq(device_version(&e, &a, 0), 2);
-	ck_assert_uint_eq(dirty_pages(&b), 1);
+	ck_assert_uint_eq(tu_dirty_pages(&b), 1);
 	ck_assert_uint_eq(pages_written(&b), 0);
 
 	close_store(&a);
 	close_store(&b);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 	tu_store_destroy(&b);
 }
@@ -346,31 +230,31 @@ END_TEST
  */
 START_TEST(test_flusher_timer_writes_expired_inode_without_kick)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store a;
 	int i;
 
-	env_config(&e, 1);
+	tu_env_config(&e, 1, "psync");
 	e.cfg.dirty_writeback_ms = 10;	/* real-time wakeups, fake expiry */
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
 
-	dirty_range(&a, 0, 8, 1);
+	tu_dirty_range(&a, 0, 8, 1);
 	/* Many timer periods pass, but the fake clock does not move. */
 	sleep_ms(200);
-	ck_assert_uint_eq(dirty_pages(&a), 8);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 8);
 	ck_assert_uint_eq(pages_written(&a), 0);
 
 	tu_clock_advance_ms(&e.clock, EXPIRE_MS + 1000);
 	for (i = 0; i < 3000 && pages_written(&a) < 8; i++)
 		sleep_ms(10);
 	ck_assert_uint_eq(pages_written(&a), 8);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	ck_assert_uint_ge(bdi_stats(e.bdi).periodic_passes, 1);
 
 	close_store(&a);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -406,18 +290,18 @@ static unsigned int write_inode_calls(struct time_store *ts)
  */
 START_TEST(test_dirty_time_inode_written_only_after_dirtytime_expiry_or_sync)
 {
-	struct env e;
+	struct tu_env e;
 	struct time_store a, b;
 	struct pwb_inode_ops ops = tu_ops;
 
 	ops.write_inode = time_write_inode;
-	env_config(&e, 1);
+	tu_env_config(&e, 1, "psync");
 	e.cfg.dirtytime_expire_ms = 60000;
-	env_open(&e, 64);
+	tu_env_open(&e, 64);
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
-	open_store(&e, &a.st, 1, 8, 0, &ops);
-	open_store(&e, &b.st, 2, 8, 8, &ops);
+	tu_open_store(&e, &a.st, 1, 8, 0, &ops);
+	tu_open_store(&e, &b.st, 2, 8, 8, &ops);
 
 	ck_assert_int_eq(pwb_mark_inode_dirty(a.st.inode, PWB_I_DIRTY_TIME), 0);
 	ck_assert_int_eq(pwb__inode_list(a.st.inode), PWB__LIST_DIRTY_TIME);
@@ -425,20 +309,20 @@ START_TEST(test_dirty_time_inode_written_only_after_dirtytime_expiry_or_sync)
 
 	/* Past dirty_expire_ms, not past dirtytime_expire_ms. */
 	tu_clock_advance_ms(&e.clock, EXPIRE_MS + 1000);
-	writeback_wait(&e, PWB_WB_PERIODIC);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
 	ck_assert_uint_eq(write_inode_calls(&a), 0);
 	ck_assert_int_eq(pwb__inode_list(a.st.inode), PWB__LIST_DIRTY_TIME);
 
 	/* Past dirtytime_expire_ms (T0 + 61 s). */
 	tu_clock_advance_ms(&e.clock, 30000);
-	writeback_wait(&e, PWB_WB_PERIODIC);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
 	ck_assert_uint_eq(write_inode_calls(&a), 1);
 	ck_assert_int_eq(pwb__inode_list(a.st.inode), PWB__LIST_NONE);
 	ck_assert_uint_eq(bdi_stats(e.bdi).nr_dirty_time_inodes, 0);
 
 	/* A fresh timestamp-only inode is written by sync right away. */
 	ck_assert_int_eq(pwb_mark_inode_dirty(b.st.inode, PWB_I_DIRTY_TIME), 0);
-	writeback_wait(&e, PWB_WB_PERIODIC);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
 	ck_assert_uint_eq(write_inode_calls(&b), 0);
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
 	ck_assert_uint_eq(write_inode_calls(&b), 1);
@@ -448,7 +332,7 @@ START_TEST(test_dirty_time_inode_written_only_after_dirtytime_expiry_or_sync)
 
 	close_store(&a.st);
 	close_store(&b.st);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a.st);
 	tu_store_destroy(&b.st);
 }
@@ -469,26 +353,26 @@ END_TEST
  */
 START_TEST(test_background_pass_stops_at_threshold)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store st[BG_INODES];
 	struct pwb_stats s;
 	uint64_t written;
 	int i;
 
-	env_config(&e, 1);
+	tu_env_config(&e, 1, "psync");
 	e.cfg.dirty_background_bytes = BG_THRESH_PAGES * PS;
-	env_open(&e, BG_INODES * BG_PAGES);
+	tu_env_open(&e, BG_INODES * BG_PAGES);
 	for (i = 0; i < BG_INODES; i++)
-		open_store(&e, &st[i], 100 + i, BG_PAGES, i * BG_PAGES, NULL);
+		tu_open_store(&e, &st[i], 100 + i, BG_PAGES, i * BG_PAGES, NULL);
 
 	/* Oldest first: inode i dirtied at T0 + i ms. */
 	for (i = 0; i < BG_INODES; i++) {
-		dirty_range(&st[i], 0, BG_PAGES, 1);
+		tu_dirty_range(&st[i], 0, BG_PAGES, 1);
 		tu_clock_advance_ms(&e.clock, 1);
 	}
 	tu_clock_advance_ms(&e.clock, 1000);
 
-	writeback_wait(&e, PWB_WB_BACKGROUND);
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
 	s = bdi_stats(e.bdi);
 	ck_assert_uint_eq(s.dirty_pages, BG_THRESH_PAGES);
 	ck_assert_uint_eq(s.written_pages, BG_INODES * BG_PAGES -
@@ -496,26 +380,26 @@ START_TEST(test_background_pass_stops_at_threshold)
 	for (i = 0; i < BG_INODES; i++) {
 		bool old = i < BG_INODES - BG_THRESH_PAGES / BG_PAGES;
 
-		ck_assert_msg(dirty_pages(&st[i]) == (old ? 0 : BG_PAGES),
+		ck_assert_msg(tu_dirty_pages(&st[i]) == (old ? 0 : BG_PAGES),
 			      "inode %d: %" PRIu64 " dirty pages", i,
-			      dirty_pages(&st[i]));
+			      tu_dirty_pages(&st[i]));
 		ck_assert_uint_eq(pages_written(&st[i]), old ? BG_PAGES : 0);
 	}
 	ck_assert_uint_ge(s.background_passes, 1);
 
 	/* At (not above) the threshold: a background pass writes nothing. */
 	written = s.written_pages;
-	writeback_wait(&e, PWB_WB_BACKGROUND);
+	tu_writeback_wait(&e, PWB_WB_BACKGROUND);
 	s = bdi_stats(e.bdi);
 	ck_assert_uint_eq(s.written_pages, written);
 	ck_assert_uint_eq(s.dirty_pages, BG_THRESH_PAGES);
 
 	/* PWB_WB_ALL writes the rest. */
-	writeback_wait(&e, PWB_WB_ALL);
+	tu_writeback_wait(&e, PWB_WB_ALL);
 	ck_assert_uint_eq(bdi_stats(e.bdi).dirty_pages, 0);
-	ck_assert_int_eq(verify(&e, st, BG_INODES), 0);
+	ck_assert_int_eq(tu_verify(&e, st, BG_INODES), 0);
 
-	env_close(&e);
+	tu_env_close(&e);
 	for (i = 0; i < BG_INODES; i++)
 		tu_store_destroy(&st[i]);
 }
@@ -559,7 +443,7 @@ static void order_end_write(struct pwb_inode *inode, uint64_t index,
  */
 START_TEST(test_chunking_lets_small_inode_be_written_during_huge_one)
 {
-	struct env e;
+	struct tu_env e;
 	struct order_store huge, small;
 	struct pwb_inode_ops ops = tu_ops;
 	struct pwb__wb_ctx *wb;
@@ -567,12 +451,12 @@ START_TEST(test_chunking_lets_small_inode_be_written_during_huge_one)
 	uint64_t chunk_pages;
 
 	ops.end_write = order_end_write;
-	env_config(&e, 1);
-	env_open(&e, HUGE_PAGES + SMALL_PAGES);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, HUGE_PAGES + SMALL_PAGES);
 	memset(&huge, 0, sizeof(huge));
 	memset(&small, 0, sizeof(small));
-	open_store(&e, &huge.st, 1, HUGE_PAGES, 0, &ops);
-	open_store(&e, &small.st, 2, SMALL_PAGES, HUGE_PAGES, &ops);
+	tu_open_store(&e, &huge.st, 1, HUGE_PAGES, 0, &ops);
+	tu_open_store(&e, &small.st, 2, SMALL_PAGES, HUGE_PAGES, &ops);
 
 	/*
 	 * The chunk follows the context's measured bandwidth (100 MiB/s at
@@ -590,15 +474,15 @@ START_TEST(test_chunking_lets_small_inode_be_written_during_huge_one)
 		      "chunk of %" PRIu64 " pages: bandwidth estimate %" PRIu64
 		      " did not take", chunk_pages, s.write_bandwidth);
 
-	dirty_range(&huge.st, 0, HUGE_PAGES, 1);
+	tu_dirty_range(&huge.st, 0, HUGE_PAGES, 1);
 	tu_clock_advance_ms(&e.clock, 1);
-	dirty_range(&small.st, 0, SMALL_PAGES, 1);
+	tu_dirty_range(&small.st, 0, SMALL_PAGES, 1);
 	tu_clock_advance_ms(&e.clock, 1);
 
-	writeback_wait(&e, PWB_WB_ALL);
+	tu_writeback_wait(&e, PWB_WB_ALL);
 
-	ck_assert_uint_eq(dirty_pages(&huge.st), 0);
-	ck_assert_uint_eq(dirty_pages(&small.st), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&huge.st), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&small.st), 0);
 	ck_assert_uint_eq(pages_written(&huge.st), HUGE_PAGES);
 	ck_assert_uint_eq(pages_written(&small.st), SMALL_PAGES);
 	ck_assert_uint_ne(small.first_seq, 0);
@@ -608,12 +492,12 @@ START_TEST(test_chunking_lets_small_inode_be_written_during_huge_one)
 		      small.last_seq, huge.last_seq);
 	ck_assert_msg(huge.first_seq < small.first_seq,
 		      "huge inode (dirtied first) was not started first");
-	ck_assert_int_eq(verify(&e, &huge.st, 1), 0);
-	ck_assert_int_eq(verify(&e, &small.st, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &huge.st, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &small.st, 1), 0);
 
 	close_store(&huge.st);
 	close_store(&small.st);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&huge.st);
 	tu_store_destroy(&small.st);
 }
@@ -625,31 +509,31 @@ END_TEST
  */
 START_TEST(test_fsync_writes_huge_inode_completely)
 {
-	struct env e;
+	struct tu_env e;
 	struct order_store huge, small;
 	struct pwb_inode_ops ops = tu_ops;
 
 	ops.end_write = order_end_write;
-	env_config(&e, 1);
-	env_open(&e, HUGE_PAGES + SMALL_PAGES);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, HUGE_PAGES + SMALL_PAGES);
 	memset(&huge, 0, sizeof(huge));
 	memset(&small, 0, sizeof(small));
-	open_store(&e, &huge.st, 1, HUGE_PAGES, 0, &ops);
-	open_store(&e, &small.st, 2, SMALL_PAGES, HUGE_PAGES, &ops);
+	tu_open_store(&e, &huge.st, 1, HUGE_PAGES, 0, &ops);
+	tu_open_store(&e, &small.st, 2, SMALL_PAGES, HUGE_PAGES, &ops);
 	CMM_STORE_SHARED(e.bdi->ctxs->ctx[0]->avg_write_bw, 1u << 20);
 
-	dirty_range(&huge.st, 0, HUGE_PAGES, 1);
-	dirty_range(&small.st, 0, SMALL_PAGES, 1);
+	tu_dirty_range(&huge.st, 0, HUGE_PAGES, 1);
+	tu_dirty_range(&small.st, 0, SMALL_PAGES, 1);
 	ck_assert_int_eq(pwb_fsync(huge.st.inode), 0);
-	ck_assert_uint_eq(dirty_pages(&huge.st), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&huge.st), 0);
 	ck_assert_uint_eq(pages_written(&huge.st), HUGE_PAGES);
-	ck_assert_int_eq(verify(&e, &huge.st, 1), 0);
-	ck_assert_uint_eq(dirty_pages(&small.st), SMALL_PAGES);
+	ck_assert_int_eq(tu_verify(&e, &huge.st, 1), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&small.st), SMALL_PAGES);
 	ck_assert_uint_eq(pages_written(&small.st), 0);
 
 	close_store(&huge.st);
 	close_store(&small.st);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&huge.st);
 	tu_store_destroy(&small.st);
 }
@@ -698,11 +582,11 @@ static int redirty_get_page(struct pwb_inode *inode, uint64_t index,
 
 #define REDIRTY_PAGES 16
 
-static void redirty_store_open(struct env *e, struct redirty_store *rs,
+static void redirty_store_open(struct tu_env *e, struct redirty_store *rs,
 			       const struct pwb_inode_ops *ops)
 {
 	memset(rs, 0, sizeof(*rs));
-	open_store(e, &rs->st, 7, REDIRTY_PAGES, 0, ops);
+	tu_open_store(e, &rs->st, 7, REDIRTY_PAGES, 0, ops);
 	ck_assert(posix_memalign((void **)&rs->shadow, 4096,
 				 REDIRTY_PAGES * PS) == 0);
 	rs->seen = calloc(REDIRTY_PAGES, 1);
@@ -724,17 +608,17 @@ static void redirty_store_destroy(struct redirty_store *rs)
  */
 START_TEST(test_redirty_during_sync_ends_with_last_contents)
 {
-	struct env e;
+	struct tu_env e;
 	struct redirty_store rs;
 	struct pwb_inode_ops ops = tu_ops;
 	uint64_t i;
 
 	ops.get_page = redirty_get_page;
-	env_config(&e, 1);
-	env_open(&e, REDIRTY_PAGES);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, REDIRTY_PAGES);
 	redirty_store_open(&e, &rs, &ops);
 
-	dirty_range(&rs.st, 0, REDIRTY_PAGES, 1);
+	tu_dirty_range(&rs.st, 0, REDIRTY_PAGES, 1);
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
 	ck_assert_int_eq(rs.mark_err, 0);
 	for (i = 0; i < REDIRTY_PAGES; i++) {
@@ -742,18 +626,18 @@ START_TEST(test_redirty_during_sync_ends_with_last_contents)
 		/* The snapshot was written: the I/O read after get_page. */
 		ck_assert_uint_eq(device_version(&e, &rs.st, i), 1);
 	}
-	ck_assert_uint_eq(dirty_pages(&rs.st), REDIRTY_PAGES);
+	ck_assert_uint_eq(tu_dirty_pages(&rs.st), REDIRTY_PAGES);
 	ck_assert_int_eq(pwb__inode_list(rs.st.inode), PWB__LIST_DIRTY);
 
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
-	ck_assert_uint_eq(dirty_pages(&rs.st), 0);
-	ck_assert_int_eq(verify(&e, &rs.st, 1), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&rs.st), 0);
+	ck_assert_int_eq(tu_verify(&e, &rs.st, 1), 0);
 	for (i = 0; i < REDIRTY_PAGES; i++)
 		ck_assert_uint_eq(device_version(&e, &rs.st, i), 2);
 	ck_assert_uint_eq(rs.get_calls, 2 * REDIRTY_PAGES);
 
 	close_store(&rs.st);
-	env_close(&e);
+	tu_env_close(&e);
 	redirty_store_destroy(&rs);
 }
 END_TEST
@@ -766,39 +650,39 @@ END_TEST
  */
 START_TEST(test_redirty_during_writeback_pass_written_by_later_pass)
 {
-	struct env e;
+	struct tu_env e;
 	struct redirty_store rs;
 	struct pwb_inode_ops ops = tu_ops;
 	uint64_t i, left;
 
 	ops.get_page = redirty_get_page;
-	env_config(&e, 1);
-	env_open(&e, REDIRTY_PAGES);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, REDIRTY_PAGES);
 	redirty_store_open(&e, &rs, &ops);
 
-	dirty_range(&rs.st, 0, REDIRTY_PAGES, 1);
+	tu_dirty_range(&rs.st, 0, REDIRTY_PAGES, 1);
 	tu_clock_advance_ms(&e.clock, 1);
-	writeback_wait(&e, PWB_WB_ALL);
+	tu_writeback_wait(&e, PWB_WB_ALL);
 	ck_assert_int_eq(rs.mark_err, 0);
 	for (i = 0; i < REDIRTY_PAGES; i++)
 		ck_assert(rs.seen[i]);
-	left = dirty_pages(&rs.st);
+	left = tu_dirty_pages(&rs.st);
 	if (left)
 		ck_assert_int_eq(pwb__inode_list(rs.st.inode),
 				 PWB__LIST_DIRTY);
 	else
-		ck_assert_int_eq(verify(&e, &rs.st, 1), 0);
+		ck_assert_int_eq(tu_verify(&e, &rs.st, 1), 0);
 
 	tu_clock_advance_ms(&e.clock, 1);
-	writeback_wait(&e, PWB_WB_ALL);
-	ck_assert_uint_eq(dirty_pages(&rs.st), 0);
-	ck_assert_int_eq(verify(&e, &rs.st, 1), 0);
+	tu_writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(tu_dirty_pages(&rs.st), 0);
+	ck_assert_int_eq(tu_verify(&e, &rs.st, 1), 0);
 	for (i = 0; i < REDIRTY_PAGES; i++)
 		ck_assert_uint_eq(device_version(&e, &rs.st, i), 2);
 	ck_assert_int_eq(pwb__inode_list(rs.st.inode), PWB__LIST_NONE);
 
 	close_store(&rs.st);
-	env_close(&e);
+	tu_env_close(&e);
 	redirty_store_destroy(&rs);
 }
 END_TEST
@@ -872,18 +756,18 @@ static uint64_t ll_total_marks(struct ll_writer *w)
  */
 START_TEST(test_sync_completes_while_other_threads_redirty)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store st[LL_INODES];
 	struct ll_shared sh;
 	struct ll_writer *w;
 	int rc[LL_SYNCS], i, k, created = 0;
 	uint64_t before;
 
-	env_config(&e, 2);
-	env_open(&e, LL_INODES * LL_PAGES);
+	tu_env_config(&e, 2, "psync");
+	tu_env_open(&e, LL_INODES * LL_PAGES);
 	for (i = 0; i < LL_INODES; i++) {
-		open_store(&e, &st[i], 10 + i, LL_PAGES, i * LL_PAGES, NULL);
-		dirty_range(&st[i], 0, LL_PAGES, 0);
+		tu_open_store(&e, &st[i], 10 + i, LL_PAGES, i * LL_PAGES, NULL);
+		tu_dirty_range(&st[i], 0, LL_PAGES, 0);
 	}
 	sh.st = st;
 	sh.stop = 0;
@@ -921,9 +805,9 @@ START_TEST(test_sync_completes_while_other_threads_redirty)
 	}
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
 	ck_assert_uint_eq(bdi_stats(e.bdi).dirty_pages, 0);
-	ck_assert_int_eq(verify(&e, st, LL_INODES), 0);
+	ck_assert_int_eq(tu_verify(&e, st, LL_INODES), 0);
 
-	env_close(&e);
+	tu_env_close(&e);
 	for (i = 0; i < LL_INODES; i++)
 		tu_store_destroy(&st[i]);
 	free(w);
@@ -971,39 +855,39 @@ static int chase_get_page(struct pwb_inode *inode, uint64_t index,
 
 START_TEST(test_sync_writes_only_pages_dirty_at_its_start)
 {
-	struct env e;
+	struct tu_env e;
 	struct chase_store cs;
 	struct pwb_inode_ops ops = tu_ops;
 
 	ops.get_page = chase_get_page;
-	env_config(&e, 1);
-	env_open(&e, CHASE_PAGES);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, CHASE_PAGES);
 	memset(&cs, 0, sizeof(cs));
-	open_store(&e, &cs.st, 3, CHASE_PAGES, 0, &ops);
-	dirty_range(&cs.st, 0, CHASE_PAGES, 1);
+	tu_open_store(&e, &cs.st, 3, CHASE_PAGES, 0, &ops);
+	tu_dirty_range(&cs.st, 0, CHASE_PAGES, 1);
 	__atomic_store_n(&cs.redirty, 1, __ATOMIC_SEQ_CST);
 
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
 	ck_assert_uint_eq(__atomic_load_n(&cs.get_calls, __ATOMIC_SEQ_CST),
 			  CHASE_PAGES);
 	ck_assert_int_eq(cs.mark_err, 0);
-	ck_assert_uint_eq(dirty_pages(&cs.st), CHASE_PAGES);
+	ck_assert_uint_eq(tu_dirty_pages(&cs.st), CHASE_PAGES);
 
 	/* pwb_fsync: the same rule. */
 	__atomic_store_n(&cs.get_calls, 0, __ATOMIC_SEQ_CST);
 	ck_assert_int_eq(pwb_fsync(cs.st.inode), 0);
 	ck_assert_uint_eq(__atomic_load_n(&cs.get_calls, __ATOMIC_SEQ_CST),
 			  CHASE_PAGES);
-	ck_assert_uint_eq(dirty_pages(&cs.st), CHASE_PAGES);
+	ck_assert_uint_eq(tu_dirty_pages(&cs.st), CHASE_PAGES);
 
 	/* Quiet again: one more sync and the device has the last versions. */
 	__atomic_store_n(&cs.redirty, 0, __ATOMIC_SEQ_CST);
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
-	ck_assert_uint_eq(dirty_pages(&cs.st), 0);
-	ck_assert_int_eq(verify(&e, &cs.st, 1), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&cs.st), 0);
+	ck_assert_int_eq(tu_verify(&e, &cs.st, 1), 0);
 
 	close_store(&cs.st);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&cs.st);
 }
 END_TEST
@@ -1041,20 +925,20 @@ static uint64_t store_writes(struct tu_store *st)
  */
 START_TEST(test_contiguous_pages_coalesce_into_one_io)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store a, g;
 	struct pwb_inode_ops gap_ops = tu_ops;
 	struct pwb_stats s0, s1;
 
 	gap_ops.map_page = gap_map_page;
-	env_config(&e, 1);
+	tu_env_config(&e, 1, "psync");
 	ck_assert_uint_eq(e.cfg.max_io_bytes, 1u << 20);
-	env_open(&e, 512 + 32);
-	open_store(&e, &a, 1, 512, 0, NULL);
-	open_store(&e, &g, 2, 16, 512, &gap_ops);
+	tu_env_open(&e, 512 + 32);
+	tu_open_store(&e, &a, 1, 512, 0, NULL);
+	tu_open_store(&e, &g, 2, 16, 512, &gap_ops);
 
 	/* 256 contiguous pages: one write. */
-	dirty_range(&a, 0, 256, 1);
+	tu_dirty_range(&a, 0, 256, 1);
 	s0 = bdi_stats(e.bdi);
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
 	s1 = bdi_stats(e.bdi);
@@ -1064,8 +948,8 @@ START_TEST(test_contiguous_pages_coalesce_into_one_io)
 	ck_assert_uint_eq(store_writes(&a), 1);
 
 	/* Two separate ranges: two writes. */
-	dirty_range(&a, 10, 10, 2);
-	dirty_range(&a, 100, 10, 2);
+	tu_dirty_range(&a, 10, 10, 2);
+	tu_dirty_range(&a, 100, 10, 2);
 	s0 = s1;
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
 	s1 = bdi_stats(e.bdi);
@@ -1074,16 +958,16 @@ START_TEST(test_contiguous_pages_coalesce_into_one_io)
 	ck_assert_uint_eq(store_writes(&a), 3);
 
 	/* 512 contiguous pages: split at max_io_bytes. */
-	dirty_range(&a, 0, 512, 3);
+	tu_dirty_range(&a, 0, 512, 3);
 	s0 = s1;
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
 	s1 = bdi_stats(e.bdi);
 	ck_assert_uint_eq(s1.io_submitted - s0.io_submitted, 2);
 	ck_assert_uint_eq(s1.written_pages - s0.written_pages, 512);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 
 	/* Contiguous pages, discontiguous device offsets: two writes. */
-	dirty_range(&g, 0, 16, 1);
+	tu_dirty_range(&g, 0, 16, 1);
 	s0 = s1;
 	ck_assert_int_eq(pwb_fsync(g.inode), 0);
 	s1 = bdi_stats(e.bdi);
@@ -1094,7 +978,7 @@ START_TEST(test_contiguous_pages_coalesce_into_one_io)
 
 	close_store(&a);
 	close_store(&g);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 	tu_store_destroy(&g);
 }
@@ -1105,27 +989,27 @@ END_TEST
 
 START_TEST(test_inode_close_writes_dirty_data)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store a, b;
 
-	env_config(&e, 2);
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 16, 0, NULL);
-	open_store(&e, &b, 2, 16, 16, NULL);
-	dirty_range(&a, 0, 16, 1);
-	dirty_range(&b, 3, 5, 1);
-	ck_assert_int_eq(verify(&e, &a, 1), 16);	/* nothing written yet */
-	ck_assert_int_eq(verify(&e, &b, 1), 5);
+	tu_env_config(&e, 2, "psync");
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 16, 0, NULL);
+	tu_open_store(&e, &b, 2, 16, 16, NULL);
+	tu_dirty_range(&a, 0, 16, 1);
+	tu_dirty_range(&b, 3, 5, 1);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 16);	/* nothing written yet */
+	ck_assert_int_eq(tu_verify(&e, &b, 1), 5);
 
 	close_store(&a);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	ck_assert_uint_eq(pages_written(&a), 16);
 	ck_assert_uint_eq(pages_written(&b), 0);	/* only that inode */
 	close_store(&b);
-	ck_assert_int_eq(verify(&e, &b, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &b, 1), 0);
 	ck_assert_uint_eq(bdi_stats(e.bdi).dirty_pages, 0);
 
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 	tu_store_destroy(&b);
 }
@@ -1137,26 +1021,26 @@ END_TEST
  */
 START_TEST(test_bdi_close_writes_dirty_data_of_open_inodes)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store st[4];
 	int i, rc;
 
-	env_config(&e, 2);
-	env_open(&e, 4 * 32);
+	tu_env_config(&e, 2, "psync");
+	tu_env_open(&e, 4 * 32);
 	for (i = 0; i < 4; i++) {
-		open_store(&e, &st[i], 20 + i, 32, i * 32, NULL);
-		dirty_range(&st[i], i, 32 - 2 * i, 1 + i);
+		tu_open_store(&e, &st[i], 20 + i, 32, i * 32, NULL);
+		tu_dirty_range(&st[i], i, 32 - 2 * i, 1 + i);
 	}
-	ck_assert_int_eq(verify(&e, st, 4), 32 + 30 + 28 + 26);
+	ck_assert_int_eq(tu_verify(&e, st, 4), 32 + 30 + 28 + 26);
 
 	rc = pwb_bdi_close(e.bdi);
 	e.bdi = NULL;
 	ck_assert_msg(rc == 0, "pwb_bdi_close: %s", pwb_strerror(rc));
-	ck_assert_int_eq(verify(&e, st, 4), 0);
+	ck_assert_int_eq(tu_verify(&e, st, 4), 0);
 	for (i = 0; i < 4; i++)
 		ck_assert_uint_eq(pages_written(&st[i]), 32 - 2 * i);
 
-	env_close(&e);
+	tu_env_close(&e);
 	for (i = 0; i < 4; i++)
 		tu_store_destroy(&st[i]);
 }
@@ -1174,20 +1058,20 @@ END_TEST
  */
 START_TEST(test_write_error_reported_once_by_fsync_then_data_lands)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store a;
 	struct pwb_stats s;
 	uint64_t i;
 
-	env_config(&e, 1);
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
 	a.map_err = EIO;
 	a.fail_from = 4;
 
-	dirty_range(&a, 0, 8, 1);
+	tu_dirty_range(&a, 0, 8, 1);
 	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
-	ck_assert_uint_eq(dirty_pages(&a), 4);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 4);
 	for (i = 0; i < 4; i++)
 		ck_assert_uint_eq(device_version(&e, &a, i), 1);
 	for (i = 4; i < 8; i++)
@@ -1199,8 +1083,8 @@ START_TEST(test_write_error_reported_once_by_fsync_then_data_lands)
 	/* Fault gone: the data lands, the old error is not reported again. */
 	a.map_err = 0;
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
 
 	/* pwb_sync has not seen it yet: once, then never again. */
@@ -1208,7 +1092,7 @@ START_TEST(test_write_error_reported_once_by_fsync_then_data_lands)
 	ck_assert_int_eq(pwb_sync(e.bdi), 0);
 
 	close_store(&a);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -1220,27 +1104,27 @@ END_TEST
  */
 START_TEST(test_failed_pages_rewritten_by_later_pass)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store a;
 
-	env_config(&e, 1);
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
 	a.map_err = EIO;
 	a.fail_from = 0;
 
-	dirty_range(&a, 0, 8, 1);
+	tu_dirty_range(&a, 0, 8, 1);
 	tu_clock_advance_ms(&e.clock, 1);
-	writeback_wait(&e, PWB_WB_ALL);
-	ck_assert_uint_eq(dirty_pages(&a), 8);
+	tu_writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 8);
 	ck_assert_int_ne(pwb__inode_list(a.inode), PWB__LIST_NONE);
-	ck_assert_int_eq(verify(&e, &a, 1), 8);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 8);
 
 	a.map_err = 0;
 	tu_clock_advance_ms(&e.clock, 1);
-	writeback_wait(&e, PWB_WB_ALL);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	tu_writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 	/* The error of the first pass is still reported, once. */
 	ck_assert_int_eq(pwb_fsync(a.inode), -EIO);
 	ck_assert_int_eq(pwb_fsync(a.inode), 0);
@@ -1249,7 +1133,7 @@ START_TEST(test_failed_pages_rewritten_by_later_pass)
 	/* No pwb_sync ever saw it: closing the bdi reports it. */
 	ck_assert_int_eq(pwb_bdi_close(e.bdi), -EIO);
 	e.bdi = NULL;
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -1261,26 +1145,26 @@ END_TEST
  */
 START_TEST(test_unreported_write_error_returned_by_close)
 {
-	struct env e;
+	struct tu_env e;
 	struct tu_store a;
 	int rc;
 
-	env_config(&e, 1);
-	env_open(&e, 64);
-	open_store(&e, &a, 1, 8, 0, NULL);
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &a, 1, 8, 0, NULL);
 	a.map_err = EIO;
 	a.fail_from = 2;
 
-	dirty_range(&a, 0, 8, 1);
+	tu_dirty_range(&a, 0, 8, 1);
 	tu_clock_advance_ms(&e.clock, 1);
-	writeback_wait(&e, PWB_WB_ALL);
-	ck_assert_uint_eq(dirty_pages(&a), 6);
+	tu_writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 6);
 
 	a.map_err = 0;
 	tu_clock_advance_ms(&e.clock, 1);
-	writeback_wait(&e, PWB_WB_ALL);
-	ck_assert_uint_eq(dirty_pages(&a), 0);
-	ck_assert_int_eq(verify(&e, &a, 1), 0);
+	tu_writeback_wait(&e, PWB_WB_ALL);
+	ck_assert_uint_eq(tu_dirty_pages(&a), 0);
+	ck_assert_int_eq(tu_verify(&e, &a, 1), 0);
 
 	rc = pwb_inode_close(a.inode);
 	a.inode = NULL;
@@ -1288,7 +1172,7 @@ START_TEST(test_unreported_write_error_returned_by_close)
 	rc = pwb_bdi_close(e.bdi);
 	e.bdi = NULL;
 	ck_assert_int_eq(rc, -EIO);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&a);
 }
 END_TEST
@@ -1312,30 +1196,30 @@ static void run_order_pass(const char *policy, uint64_t *slot_seq)
 {
 	struct order_store os[ORD_N];
 	struct pwb_inode_ops ops = tu_ops;
-	struct env e;
+	struct tu_env e;
 	unsigned int i;
 
 	ops.end_write = order_end_write;
-	env_config(&e, 1);
+	tu_env_config(&e, 1, "psync");
 	e.cfg.policy = policy;
-	env_open(&e, ORD_N * ORD_PAGES);
+	tu_env_open(&e, ORD_N * ORD_PAGES);
 	memset(os, 0, sizeof(os));
 	for (i = 0; i < ORD_N; i++) {
-		open_store(&e, &os[i].st, 10 + i, ORD_PAGES,
+		tu_open_store(&e, &os[i].st, 10 + i, ORD_PAGES,
 			   ord_perm[i] * ORD_PAGES, &ops);
-		dirty_range(&os[i].st, 0, ORD_PAGES, 1);
+		tu_dirty_range(&os[i].st, 0, ORD_PAGES, 1);
 		tu_clock_advance_ms(&e.clock, 1);
 	}
-	writeback_wait(&e, PWB_WB_ALL);
+	tu_writeback_wait(&e, PWB_WB_ALL);
 	for (i = 0; i < ORD_N; i++) {
 		ck_assert_uint_eq(pages_written(&os[i].st), ORD_PAGES);
 		slot_seq[ord_perm[i]] = os[i].first_seq;
 	}
 	for (i = 0; i < ORD_N; i++)
-		ck_assert_int_eq(verify(&e, &os[i].st, 1), 0);
+		ck_assert_int_eq(tu_verify(&e, &os[i].st, 1), 0);
 	for (i = 0; i < ORD_N; i++)
 		close_store(&os[i].st);
-	env_close(&e);
+	tu_env_close(&e);
 	for (i = 0; i < ORD_N; i++)
 		tu_store_destroy(&os[i].st);
 }
@@ -1372,32 +1256,32 @@ END_TEST
 START_TEST(test_xarray_expired_inode_written_by_periodic_pass)
 {
 	struct tu_store high, low;
-	struct env e;
+	struct tu_env e;
 
-	env_config(&e, 1);
+	tu_env_config(&e, 1, "psync");
 	e.cfg.policy = "xarray";
-	env_open(&e, 64);
-	open_store(&e, &high, 1, 4, 60, NULL);
-	open_store(&e, &low, 2, 4, 0, NULL);
-	dirty_range(&high, 0, 4, 1);
+	tu_env_open(&e, 64);
+	tu_open_store(&e, &high, 1, 4, 60, NULL);
+	tu_open_store(&e, &low, 2, 4, 0, NULL);
+	tu_dirty_range(&high, 0, 4, 1);
 	tu_clock_advance_ms(&e.clock, EXPIRE_MS / 2);
-	dirty_range(&low, 0, 4, 1);
+	tu_dirty_range(&low, 0, 4, 1);
 	tu_clock_advance_ms(&e.clock, EXPIRE_MS / 2 + 1000);
 
-	writeback_wait(&e, PWB_WB_PERIODIC);
-	ck_assert_uint_eq(dirty_pages(&high), 0);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(tu_dirty_pages(&high), 0);
 	ck_assert_uint_eq(pages_written(&high), 4);
-	ck_assert_uint_eq(dirty_pages(&low), 4);
+	ck_assert_uint_eq(tu_dirty_pages(&low), 4);
 	ck_assert_uint_eq(pages_written(&low), 0);
 
 	tu_clock_advance_ms(&e.clock, EXPIRE_MS / 2);
-	writeback_wait(&e, PWB_WB_PERIODIC);
-	ck_assert_uint_eq(dirty_pages(&low), 0);
-	ck_assert_int_eq(verify(&e, &high, 1), 0);
-	ck_assert_int_eq(verify(&e, &low, 1), 0);
+	tu_writeback_wait(&e, PWB_WB_PERIODIC);
+	ck_assert_uint_eq(tu_dirty_pages(&low), 0);
+	ck_assert_int_eq(tu_verify(&e, &high, 1), 0);
+	ck_assert_int_eq(tu_verify(&e, &low, 1), 0);
 	close_store(&high);
 	close_store(&low);
-	env_close(&e);
+	tu_env_close(&e);
 	tu_store_destroy(&high);
 	tu_store_destroy(&low);
 }
@@ -1419,20 +1303,20 @@ START_TEST(test_shared_list_pass_of_any_context_writes_shared_inodes)
 	};
 	struct tu_store st[N + 1];
 	struct pwb_stats cs;
-	struct env e;
+	struct tu_env e;
 	unsigned int i;
 
-	env_config(&e, 4);
+	tu_env_config(&e, 4, "psync");
 	e.cfg.policy = "shared-list:batch=3";
-	env_open(&e, N * PAGES + HUGE);
+	tu_env_open(&e, N * PAGES + HUGE);
 	for (i = 0; i < N; i++) {
-		open_store(&e, &st[i], 100 + i, PAGES, i * PAGES, NULL);
-		dirty_range(&st[i], 0, PAGES, 1);
+		tu_open_store(&e, &st[i], 100 + i, PAGES, i * PAGES, NULL);
+		tu_dirty_range(&st[i], 0, PAGES, 1);
 		ck_assert_int_eq(pwb_inode_wb_ctx(st[i].inode), 0);
 	}
 	/* More than a chunk (4 MiB at least): still written whole. */
-	open_store(&e, &st[N], 999, HUGE, N * PAGES, NULL);
-	dirty_range(&st[N], 0, HUGE, 1);
+	tu_open_store(&e, &st[N], 999, HUGE, N * PAGES, NULL);
+	tu_dirty_range(&st[N], 0, HUGE, 1);
 	ck_assert_int_eq(pwb_wb_ctx_stats(e.bdi, 0, &cs), 0);
 	ck_assert_uint_eq(cs.nr_dirty_inodes, N + 1);
 
@@ -1447,10 +1331,10 @@ START_TEST(test_shared_list_pass_of_any_context_writes_shared_inodes)
 		ck_assert_uint_eq(cs.nr_inodes, i == 0 ? N + 1 : 0);
 	}
 	ck_assert_uint_eq(bdi_stats(e.bdi).inodes_written, N + 1);
-	ck_assert_int_eq(verify(&e, st, N + 1), 0);
+	ck_assert_int_eq(tu_verify(&e, st, N + 1), 0);
 	for (i = 0; i <= N; i++)
 		close_store(&st[i]);
-	env_close(&e);
+	tu_env_close(&e);
 	for (i = 0; i <= N; i++)
 		tu_store_destroy(&st[i]);
 }
@@ -1526,22 +1410,22 @@ START_TEST(test_shared_list_inode_written_by_one_thread_at_a_time)
 	struct excl_dirtier d = { .x = x, .n = N, .seed = 42 };
 	unsigned int i, overlaps = 0, r;
 	pthread_t t;
-	struct env e;
+	struct tu_env e;
 
 	ops.get_page = excl_get_page;
 	ops.end_write = excl_end_write;
-	env_config(&e, 4);
+	tu_env_config(&e, 4, "psync");
 	e.cfg.policy = "shared-list:batch=1";
-	env_open(&e, N * PAGES);
+	tu_env_open(&e, N * PAGES);
 	memset(x, 0, sizeof(x));
 	for (i = 0; i < N; i++) {
-		open_store(&e, &x[i].st, 300 + i, PAGES, i * PAGES, &ops);
-		dirty_range(&x[i].st, 0, PAGES, 1);
+		tu_open_store(&e, &x[i].st, 300 + i, PAGES, i * PAGES, &ops);
+		tu_dirty_range(&x[i].st, 0, PAGES, 1);
 	}
 	ck_assert_int_eq(pthread_create(&t, NULL, excl_dirtier_main, &d), 0);
 	for (r = 0; r < ROUNDS; r++) {
 		tu_clock_advance_ms(&e.clock, 1);
-		writeback_wait(&e, PWB_WB_ALL);
+		tu_writeback_wait(&e, PWB_WB_ALL);
 	}
 	__atomic_store_n(&d.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
@@ -1555,10 +1439,10 @@ START_TEST(test_shared_list_inode_written_by_one_thread_at_a_time)
 	}
 	ck_assert_uint_eq(overlaps, 0);
 	for (i = 0; i < N; i++)
-		ck_assert_int_eq(verify(&e, &x[i].st, 1), 0);
+		ck_assert_int_eq(tu_verify(&e, &x[i].st, 1), 0);
 	for (i = 0; i < N; i++)
 		close_store(&x[i].st);
-	env_close(&e);
+	tu_env_close(&e);
 	for (i = 0; i < N; i++)
 		tu_store_destroy(&x[i].st);
 }
@@ -1634,6 +1518,5 @@ int main(void)
 {
 	if (tu_odirect_unsupported())
 		return 77;
-	atexit(remove_stale_image);
 	return tu_run_suite(writeback_suite(), false);
 }

@@ -31,6 +31,33 @@ const char *tu_test_dir(void);
  * can exit 77 (skipped); 0 otherwise. */
 int tu_odirect_unsupported(void);
 
+/* 1 in the io_uring twin of a suite (the same file built again with
+ * -DTU_URING_VARIANT=1, e.g. tests/check_io_uring): it runs the io_uring
+ * cases alone and exits 77 without io_uring; the plain program runs the
+ * others. */
+#ifndef TU_URING_VARIANT
+#define TU_URING_VARIANT 0
+#endif
+
+/* In a test that cannot run on this machine: print "SKIP <test>: <why>" and
+ * record it, then return from the test. tu_run_suite() exits 77 (Automake's
+ * SKIP) when every test it ran skipped and none failed; so a case that may
+ * skip lives in a program of its own (or with cases that skip with it),
+ * never next to cases that would hide it by passing. */
+void tu_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Non-zero in a twin of a suite built to run one environment-dependent
+ * case (or group) alone, which tu_skip() can then report as Automake's
+ * SKIP: -DTU_ENV_CASE=N in Makefile.am; each file says what N selects. */
+#ifndef TU_ENV_CASE
+#define TU_ENV_CASE 0
+#endif
+
+/* 1 (after printing why) if this machine cannot run the io_uring backend:
+ * the kernel refuses io_uring, or the library was built without liburing.
+ * Any other failure to open a probe image is left to the tests: 0. */
+int tu_uring_unsupported(void);
+
 /* Create a zero-filled image of @size bytes; return a malloc'd path. The
  * file is removed by tu_image_remove(). Aborts the test on failure. */
 char *tu_image_create(uint64_t size);
@@ -139,5 +166,49 @@ void tu_stores_open_dirty(struct pwb_bdi *bdi, struct tu_store *const *st,
  * min_flusher_pages pages (or run_limit_ms passed), stop and join them,
  * then assert that every call succeeded and the activity happened. */
 void tu_workload_run(struct tu_workload *wl);
+
+
+/*
+ * A test's device, as check_writeback and check_fault use it: one image,
+ * one fake clock starting at TU_T0, one bdi with pages of TU_PS bytes.
+ */
+#define TU_PS 4096u
+#define TU_T0 (1000ull * 1000000000ull)	/* fake clock at open: 1000 s */
+#define TU_EXPIRE_MS 30000u			/* dirty_expire_ms */
+
+struct tu_env {
+	char *img;
+	struct tu_clock clock;
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi;
+};
+
+/* Deterministic defaults: @nr_wb_ctx contexts, @backend (NULL: the
+ * default), the fake clock at TU_T0, no periodic timer, no background
+ * writeback, no dirty limit. The test may change e->cfg before opening. */
+void tu_env_config(struct tu_env *e, unsigned int nr_wb_ctx,
+		   const char *backend);
+/* Create an image of @pages pages and open the bdi on it (asserts). The
+ * image of a test that dies before tu_env_close() is removed at exit. */
+void tu_env_open(struct tu_env *e, uint64_t pages);
+/* Close the bdi expecting @want from pwb_bdi_close; remove the image. */
+void tu_env_close_expect(struct tu_env *e, int want);
+void tu_env_close(struct tu_env *e);
+/* pwb_bdi_writeback(@reason, PWB_WB_WAIT), asserting it succeeds. */
+void tu_writeback_wait(struct tu_env *e, enum pwb_wb_reason reason);
+
+/* Open inode @ino of @nr_pages pages at device page @base_page with @ops
+ * (NULL: tu_ops) over store @st (asserts). */
+void tu_open_store(struct tu_env *e, struct tu_store *st, uint64_t ino,
+		   uint64_t nr_pages, uint64_t base_page,
+		   const struct pwb_inode_ops *ops);
+/* Fill pages [@first, @first + @nr) with @version and mark them dirty. */
+void tu_dirty_range(struct tu_store *st, uint64_t first, uint64_t nr,
+		    uint32_t version);
+/* pwb_inode_dirty_pages() of @st's inode (asserts). */
+uint64_t tu_dirty_pages(struct tu_store *st);
+/* Mismatching pages between @n stores' memory and the device (asserts
+ * the device could be read). */
+long tu_verify(struct tu_env *e, struct tu_store *st, unsigned int n);
 
 #endif

@@ -16,7 +16,7 @@ secs=${3:-60}
 CLANG=${CLANG:-clang}
 
 if ! command -v "$CLANG" >/dev/null 2>&1; then
-	echo "run-fuzz: $CLANG not found (apt-get install clang libclang-rt-14-dev)" >&2
+	echo "run-fuzz: $CLANG not found (sh tools/install-deps installs it)" >&2
 	exit 1
 fi
 out=$build/tests/fuzz
