@@ -111,6 +111,7 @@ static void inode_free_rcu(struct rcu_head *head)
 
 	pwb__rcu_callback_begin(inode);
 
+	pwb__region_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_mutex_destroy(&inode->lock);
@@ -254,11 +255,17 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 again:
 	gen = pwb__aread(&bdi->reshard_gen);
 	wb = PWB__RCU_DEREF(inode->wb);
-	if (caa_unlikely(!wb)) {
+	if (caa_unlikely(!wb || PWB__RCU_DEREF(inode->region))) {
 		if (pwb__bdi_dead_rcu(bdi)) {
 			pwb__rcu_read_unlock();
 			return pwb__bdi_dead_err("pwb_mark_dirty");
 		}
+		/* Under a per-page policy, or ever since: page by page. */
+		if (PWB__RCU_DEREF(inode->region) ||
+		    ((PWB__RCU_DEREF(bdi->policy)->flags &
+		      PWB_POLICY_F_PER_PAGE) &&
+		     !pwb__region_attach(inode)))
+			return pwb__region_mark_dirty(inode, first, last);
 		wb = choose_wb(inode, first, &key);
 	}
 
@@ -276,28 +283,48 @@ again:
 					"being closed",
 				(unsigned long long)inode->ino);
 	}
-	n = pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
-	if (n <= 0) {
+	/* A switch to a per-page policy gave it region state meanwhile. */
+	if (caa_unlikely(PWB__RCU_DEREF(inode->region))) {
 		pthread_mutex_unlock(&inode->lock);
+		goto again;
+	}
+	n = pwb__inode_dirty_locked(inode, wb, key, first, last, &attach);
+	pthread_mutex_unlock(&inode->lock);
+	if (n <= 0) {
 		pwb__rcu_read_unlock();
 		return n ? pwb__err(-ENOMEM, "pwb_mark_dirty: out of memory")
 			 : 0;
 	}
-	attach = !(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META));
-	inode->state |= PWB__I_DIRTY_PAGES;
 	if (attach)
-		inode->dirtied_when = pwb__now(bdi);
+		pwb__inode_attach_dirty(inode);
+	return pwb__mark_dirty_tail(bdi, n);
+}
+
+int64_t pwb__inode_dirty_locked(struct pwb_inode *inode,
+				struct pwb__wb_ctx *wb, uint64_t key,
+				uint64_t first, uint64_t last, bool *attach)
+{
+	int64_t n = pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
+
+	*attach = false;
+	if (n <= 0)
+		return n;
+	*attach = !(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META));
+	inode->state |= PWB__I_DIRTY_PAGES;
+	if (*attach)
+		inode->dirtied_when = pwb__now(inode->bdi);
 	wb = assign_wb_locked(inode, wb, key);
 	/* Counted under the lock, so the flusher's decrement comes after. */
 	pwb__wb_account_dirtied(wb, (uint64_t)n);
-	pthread_mutex_unlock(&inode->lock);
+	return n;
+}
 
-	if (attach)
-		pwb__inode_attach_dirty(inode);
+int pwb__mark_dirty_tail(struct pwb_bdi *bdi, int64_t n)
+{
 	if (bdi->bg_thresh_pages && !pwb__aread(&bdi->bg_active) &&
 	    pwb__bdi_dirty_pages(bdi) > bdi->bg_thresh_pages)
 		pwb__kick_background(bdi);
-	if (bdi->cfg.flags & PWB_BDI_THROTTLE) {
+	if (n > 0 && (bdi->cfg.flags & PWB_BDI_THROTTLE)) {
 		pwb__throttle_account((uint64_t)n);
 		if (!pwb__in_flusher())
 			return pwb__balance_dirty_rcu(bdi);
@@ -374,6 +401,41 @@ PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode)
 	return inode ? inode->ino : 0;
 }
 
+/*
+ * The context of a region inode's first page: the holder of its lowest
+ * dirty or in-flight page, else the slice its first page ever went to,
+ * else @wb (its own). Caller holds rcu_read_lock.
+ */
+static struct pwb__wb_ctx *region_first_wb_rcu(struct pwb_inode *inode,
+					       struct pwb__wb_ctx *wb)
+{
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
+	unsigned int i, nr = pwb__region_holders_rcu(inode, h);
+	struct pwb__wb_ctx *best = NULL;
+	uint64_t low = UINT64_MAX;
+	int slot;
+
+	for (i = 0; i < nr; i++) {
+		uint64_t d = UINT64_MAX, w = UINT64_MAX;
+
+		pthread_mutex_lock(&h[i]->lock);
+		pwb__map_find(&h[i]->map, PWB__TAG_DIRTY, 0, &d);
+		pwb__map_find(&h[i]->map, PWB__TAG_WRITEBACK, 0, &w);
+		if (PWB__MIN(d, w) < low || !best) {
+			low = PWB__MIN(d, w);
+			best = h[i]->wb;
+		}
+		pthread_mutex_unlock(&h[i]->lock);
+	}
+	if (low != UINT64_MAX)
+		return best;
+	slot = PWB__READ(inode->region->first_slot);
+	if (slot >= 0 && PWB__RCU_DEREF(inode->region->slice[slot]))
+		return PWB__RCU_DEREF(
+			PWB__RCU_DEREF(inode->region->slice[slot])->wb);
+	return wb ? wb : best;
+}
+
 PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 {
 	struct pwb__wb_ctx *wb;
@@ -385,6 +447,8 @@ PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 	/* A context retired by a re-shard is freed after a grace period. */
 	rcu_read_lock();
 	wb = PWB__RCU_DEREF(inode->wb);
+	if (PWB__RCU_DEREF(inode->region))
+		wb = region_first_wb_rcu((struct pwb_inode *)inode, wb);
 	idx = wb ? (int)wb->idx : -1;
 	pwb__rcu_read_unlock();
 	if (idx < 0)
@@ -395,15 +459,39 @@ PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 	return idx;
 }
 
+/*
+ * Walk @inode and its region slices (those with a context) as @h; caller
+ * holds rcu_read_lock. A whole inode is its only holder.
+ */
+#define for_each_holder(inode, i, h, nh)                                      \
+	struct pwb_inode *h##_all[1 + PWB_MAX_WB_CTX], *h;                     \
+	unsigned int i, nh = holders_rcu((inode), h##_all);                    \
+	for (i = 0; i < nh && ((h = h##_all[i]), 1); i++)
+
+static unsigned int holders_rcu(struct pwb_inode *inode,
+				struct pwb_inode **out)
+{
+	if (!PWB__RCU_DEREF(inode->region)) {
+		out[0] = inode;
+		return 1;
+	}
+	return pwb__region_holders_rcu(inode, out);
+}
+
 PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr)
 {
 	pwb__err_clear();
 	if (!inode || !nr)
 		return pwb__err(-EINVAL, "pwb_inode_dirty_pages: NULL %s",
 				!inode ? "inode" : "nr");
-	pthread_mutex_lock(&inode->lock);
-	*nr = inode->map.count[PWB__TAG_DIRTY];
-	pthread_mutex_unlock(&inode->lock);
+	*nr = 0;
+	rcu_read_lock();
+	for_each_holder(inode, i, h, nh) {
+		pthread_mutex_lock(&h->lock);
+		*nr += h->map.count[PWB__TAG_DIRTY];
+		pthread_mutex_unlock(&h->lock);
+	}
+	pwb__rcu_read_unlock();
 	return 0;
 }
 
@@ -432,19 +520,49 @@ static bool inode_idle_locked(const struct pwb_inode *inode)
  * error (write errors are reported through errseq) and the flush error. */
 static int inode_sync(struct pwb_inode *inode, int *flush_err)
 {
-	uint64_t seq;
-	bool idle;
+	uint64_t seq = 0;
+	bool idle = true;
 	int err = 0;
 
-	pthread_mutex_lock(&inode->lock);
-	idle = inode_idle_locked(inode);
-	pthread_mutex_unlock(&inode->lock);
+	/* Under a per-page policy: every slice, then one device flush. */
+	rcu_read_lock();
+	{
+		for_each_holder(inode, i, h, nh) {
+			pthread_mutex_lock(&h->lock);
+			idle = idle && inode_idle_locked(h);
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
+	pwb__rcu_read_unlock();
 	if (!idle)
 		err = pwb__sync_and_wait(inode->bdi, inode);
-	pthread_mutex_lock(&inode->lock);
-	seq = inode->last_write_epoch;
-	pthread_mutex_unlock(&inode->lock);
+	rcu_read_lock();
+	{
+		for_each_holder(inode, i, h, nh) {
+			pthread_mutex_lock(&h->lock);
+			seq = PWB__MAX(seq, h->last_write_epoch);
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
+	pwb__rcu_read_unlock();
 	*flush_err = pwb__bdi_flush_device(inode->bdi, seq);
+	return err;
+}
+
+/* The failed mark (error.c) of @inode or of any of its slices. Caller
+ * holds rcu_read_lock and inode->lock (slices are leaves below it only
+ * here: a slice's own lock is never held while its inode's is taken). */
+static int failed_err_rcu(struct pwb_inode *inode)
+{
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
+	unsigned int i, nr;
+	int err = inode->failed_err;
+
+	if (err || !PWB__RCU_DEREF(inode->region))
+		return err;
+	nr = pwb__region_holders_rcu(inode, h);
+	for (i = 1; i < nr && !err; i++)
+		err = PWB__READ(h[i]->failed_err);
 	return err;
 }
 
@@ -485,8 +603,11 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	inode->fsync_cursor = since;
 	/* A failed inode (error.c) stays failed until the application
 	 * clears it, whatever later writes do. */
-	if (!err)
-		err = inode->failed_err;
+	if (!err) {
+		rcu_read_lock();
+		err = failed_err_rcu(inode);
+		pwb__rcu_read_unlock();
+	}
 	if (--inode->users == 0)
 		pthread_cond_broadcast(&inode->users_cond);
 	pthread_mutex_unlock(&inode->lock);
@@ -500,10 +621,34 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	return err;
 }
 
+void pwb__inode_unlink(struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb;
+
+	if (!PWB__RCU_DEREF(inode->wb))
+		return;
+	/* A background pass may still hold it if a write failed. */
+	for (;;) {
+		wb = lock_inode_wb(inode);
+		if (!(inode->state & PWB__I_SYNC))
+			break;
+		pthread_mutex_unlock(&inode->lock);
+		pthread_cond_wait(&wb->sync_cond, &wb->list_lock);
+		pthread_mutex_unlock(&wb->list_lock);
+	}
+	/* Counted off under the locks: once they drop, a re-shard may
+	 * retire and free @wb, and leaves a GONE inode alone. */
+	pwb__inode_move_locked(wb, inode, PWB__LIST_NONE);
+	uatomic_sub(&wb->stats.dirty_pages, inode->map.count[PWB__TAG_DIRTY]);
+	uatomic_dec(&wb->stats.nr_inodes);
+	inode->state |= PWB__I_GONE;
+	pthread_mutex_unlock(&inode->lock);
+	pthread_mutex_unlock(&wb->list_lock);
+}
+
 int pwb__inode_close(struct pwb_inode *inode)
 {
 	struct pwb_bdi *bdi = inode->bdi;
-	struct pwb__wb_ctx *wb;
 	int err, ferr, werr;
 
 	pthread_mutex_lock(&inode->lock);
@@ -517,33 +662,20 @@ int pwb__inode_close(struct pwb_inode *inode)
 		pthread_cond_wait(&inode->users_cond, &inode->lock);
 	pthread_mutex_unlock(&inode->lock);
 
+	if (PWB__RCU_DEREF(inode->region))
+		pwb__region_freeze(inode);
 	werr = inode_sync(inode, &ferr);
 
-	if (PWB__RCU_DEREF(inode->wb)) {
-		/* A background pass may still hold it if a write failed. */
-		for (;;) {
-			wb = lock_inode_wb(inode);
-			if (!(inode->state & PWB__I_SYNC))
-				break;
-			pthread_mutex_unlock(&inode->lock);
-			pthread_cond_wait(&wb->sync_cond, &wb->list_lock);
-			pthread_mutex_unlock(&wb->list_lock);
-		}
-		/* Counted off under the locks: once they drop, a re-shard
-		 * may retire and free @wb, and leaves a GONE inode alone. */
-		pwb__inode_move_locked(wb, inode, PWB__LIST_NONE);
-		uatomic_sub(&wb->stats.dirty_pages,
-			    inode->map.count[PWB__TAG_DIRTY]);
-		uatomic_dec(&wb->stats.nr_inodes);
-		inode->state |= PWB__I_GONE;
-		pthread_mutex_unlock(&inode->lock);
-		pthread_mutex_unlock(&wb->list_lock);
+	rcu_read_lock();
+	{
+		for_each_holder(inode, i, h, nh)
+			pwb__inode_unlink(h);
 	}
-
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
 					    &inode->fsync_cursor);
 	if (!err)
-		err = inode->failed_err;	/* never cleared */
+		err = failed_err_rcu(inode);	/* never cleared */
+	pwb__rcu_read_unlock();
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);
 	pwb__rcu_read_unlock();
@@ -587,9 +719,11 @@ PWB_API int pwb_inode_error(struct pwb_inode *inode)
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_error: NULL inode");
+	rcu_read_lock();
 	pthread_mutex_lock(&inode->lock);
-	err = inode->failed_err;
+	err = failed_err_rcu(inode);
 	pthread_mutex_unlock(&inode->lock);
+	pwb__rcu_read_unlock();
 	return err;
 }
 
@@ -607,6 +741,16 @@ PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)
 	if (!closing)
 		pwb__inode_clear_error_locked(inode);
 	pthread_mutex_unlock(&inode->lock);
+	if (!closing) {
+		/* And every slice's (a per-page policy). */
+		rcu_read_lock();
+		for_each_holder(inode, i, h, nh) {
+			pthread_mutex_lock(&h->lock);
+			pwb__inode_clear_error_locked(h);
+			pthread_mutex_unlock(&h->lock);
+		}
+		pwb__rcu_read_unlock();
+	}
 	if (closing)
 		return pwb__err(-EBADF, "pwb_inode_clear_error: inode %llu is "
 					"being closed",

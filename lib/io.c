@@ -174,8 +174,15 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	}
 	if (attach)
 		pwb__inode_attach_dirty(inode);
+	if (err && inode->parent) {
+		/* A region slice: pwb_fsync() reads its inode's errors. */
+		pthread_mutex_lock(&inode->parent->lock);
+		pwb__errseq_set(&inode->parent->wb_err, err);
+		pthread_mutex_unlock(&inode->parent->lock);
+	}
 	if (inode->ops.end_write)
-		inode->ops.end_write(inode, io->index, io->nr, err);
+		inode->ops.end_write(pwb__inode_app(inode), io->index, io->nr,
+				     err);
 }
 
 /* Bytes of cached requests a context may keep: at least one request. */

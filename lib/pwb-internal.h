@@ -479,6 +479,7 @@ extern const struct pwb_policy_ops pwb__policy_least_loaded PWB__INTERNAL;
 extern const struct pwb_policy_ops pwb__policy_hint PWB__INTERNAL;
 extern const struct pwb_policy_ops pwb__policy_xarray PWB__INTERNAL;
 extern const struct pwb_policy_ops pwb__policy_shared_list PWB__INTERNAL;
+extern const struct pwb_policy_ops pwb__policy_region PWB__INTERNAL;
 
 /* Helpers for built-in init functions; each records a message naming
  * policy @name on failure. -EINVAL unless @args is NULL: */
@@ -501,6 +502,11 @@ int pwb__parse_size(const char *str, uint64_t *bytes) PWB__INTERNAL;
 unsigned int pwb__policy_select(struct pwb__policy *pol,
 				struct pwb_inode *inode, uint64_t index,
 				unsigned int nr_wb_ctx) PWB__INTERNAL;
+/* The same for one page under a PWB_POLICY_F_PER_PAGE policy: the
+ * context page @index should be written by. */
+unsigned int pwb__policy_select_page(struct pwb__policy *pol,
+				     struct pwb_inode *inode, uint64_t index,
+				     unsigned int nr_wb_ctx) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* wb_ctx.c: writeback contexts                                           */
@@ -1100,7 +1106,24 @@ struct pwb_inode {
 	bool in_tree;
 	struct cds_lfht_node hnode;	/* bdi->inodes */
 	struct rcu_head rcu;
+
+	/* Per-page policies (PWB_POLICY_F_PER_PAGE, region.c). An inode
+	 * the application opened may own slices: one hidden pwb_inode per
+	 * context slot, holding the dirty pages routed there and sitting on
+	 * that context's lists in the inode's place. */
+	struct pwb__region *region;	/* RCU-published once, freed with the
+					 * inode; NULL for a whole inode */
+	struct pwb_inode *parent;	/* a slice: its inode (else NULL) */
+	unsigned int slot;		/* a slice: its slot (context index
+					 * when it was made) */
 };
+
+/* The inode the application knows: @inode itself, or a slice's parent.
+ * Callbacks (map_page, get_page, end_write) always get this one. */
+static inline struct pwb_inode *pwb__inode_app(struct pwb_inode *inode)
+{
+	return inode->parent ? inode->parent : inode;
+}
 
 /* Look @ino up; caller holds rcu_read_lock. */
 struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi,
@@ -1117,6 +1140,57 @@ void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			    enum pwb__list to) PWB__INTERNAL;
 /* Write back, unregister and free; pwb_inode_close and pwb_bdi_close. */
 int pwb__inode_close(struct pwb_inode *inode) PWB__INTERNAL;
+/* Tag pages [first, last] of @inode DIRTY, affine it to @wb if it has no
+ * context yet (ordering key @key) and count the pages on its context.
+ * Caller holds inode->lock and checked I_FREEING. Return the pages newly
+ * dirtied (0: none) or -ENOMEM; *@attach says to call
+ * pwb__inode_attach_dirty() once the lock is dropped. */
+int64_t pwb__inode_dirty_locked(struct pwb_inode *inode,
+				struct pwb__wb_ctx *wb, uint64_t key,
+				uint64_t first, uint64_t last,
+				bool *attach) PWB__INTERNAL;
+/* pwb_mark_dirty()'s end: background kick and throttling for @n new
+ * dirty pages. Caller holds rcu_read_lock, which this drops. */
+int pwb__mark_dirty_tail(struct pwb_bdi *bdi, int64_t n) PWB__INTERNAL;
+/* Take @inode off its context's lists and counters for good (close):
+ * waits for a flusher holding it. A no-op if it was never affined. */
+void pwb__inode_unlink(struct pwb_inode *inode) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* region.c: one inode's pages on several contexts                        */
+
+/*
+ * Under a per-page policy each page is routed, when it becomes dirty, to
+ * the slice of the context the policy names. A page is dirty or in flight
+ * in at most one holder (the inode itself, for pages dirtied before a
+ * switch to a per-page policy, or one slice): a page dirtied again while
+ * a holder has it goes to that holder, so one page is never in flight
+ * twice. route_lock serialises routing decisions; it is taken before any
+ * list_lock or inode->lock and never by a flusher.
+ */
+struct pwb__region {
+	pthread_mutex_t route_lock;	/* routing; slice creation */
+	struct pwb_inode *slice[PWB_MAX_WB_CTX]; /* RCU-published under
+						  * route_lock; freed with
+						  * the inode */
+	int first_slot;			/* route_lock: slot of the first
+					 * page ever routed, or -1 */
+};
+
+/* Give @inode its region state if it has none: 0 or -ENOMEM. */
+int pwb__region_attach(struct pwb_inode *inode) PWB__INTERNAL;
+/* Free the region state and slices (RCU callback of the inode). */
+void pwb__region_free(struct pwb_inode *inode) PWB__INTERNAL;
+/* pwb_mark_dirty() of pages [first, last] of an inode with region state.
+ * Caller holds rcu_read_lock, which this drops. */
+int pwb__region_mark_dirty(struct pwb_inode *inode, uint64_t first,
+			   uint64_t last) PWB__INTERNAL;
+/* The holders of @inode that have a context (itself first, then its
+ * slices), at most 1 + PWB_MAX_WB_CTX. Caller holds rcu_read_lock. */
+unsigned int pwb__region_holders_rcu(struct pwb_inode *inode,
+				     struct pwb_inode **out) PWB__INTERNAL;
+/* Close: no page is routed to @inode's slices from now on. */
+void pwb__region_freeze(struct pwb_inode *inode) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* writeback.c                                                            */
