@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * check_region.c - the "region" policy: one inode's pages on several
+ * contexts, white-box
+ *
+ * The bdi is opened "quiet" (no periodic or background writeback, nothing
+ * expires), so per-context dirty counts stay put until the test syncs.
+ * Stores map page i to base_off + i * PS, so the region of a page, hence
+ * its context, is known in advance.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pwb-internal.h"
+#include "test-util.h"
+
+#define PS 4096u
+#define MIB (1ull << 20)
+
+static int open_quiet(const char *img, unsigned int nr, const char *spec,
+		      struct pwb_bdi **bdip)
+{
+	struct pwb_bdi_config cfg;
+
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = nr;
+	cfg.policy = spec;
+	cfg.page_size = PS;
+	cfg.dirty_writeback_ms = 0;
+	cfg.dirty_background_bytes = 0;
+	cfg.dirty_bytes = 0;
+	cfg.dirty_expire_ms = 3600000;
+	return pwb_bdi_open(img, &cfg, bdip);
+}
+
+/* Dirty pages [first, first + n) of @st with new versions. */
+static void dirty(struct tu_store *st, uint64_t first, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = first; i < first + n; i++)
+		tu_fill_page(st, i, tu_page_version(st, i) + 1);
+	ck_assert_int_eq(pwb_mark_dirty(st->inode, first * PS, n * PS), 0);
+}
+
+static struct pwb_stats ctx_stats(struct pwb_bdi *bdi, unsigned int i)
+{
+	struct pwb_stats s;
+
+	ck_assert_int_eq(pwb_wb_ctx_stats(bdi, i, &s), 0);
+	return s;
+}
+
+/*
+ * One inode over a 4 MiB device with 4 contexts and the default region
+ * size (1 MiB): each context holds, then writes, exactly the 256 pages of
+ * its region; the writes come from four flusher threads; one pwb_fsync
+ * covers every context, with one device flush, and the device equals
+ * memory.
+ */
+START_TEST(test_one_inode_written_by_every_context)
+{
+	char *img = tu_image_create(4 * MIB);
+	struct pwb_bdi *bdi;
+	struct tu_store st;
+	struct pwb_stats s0, s1;
+	uint64_t nr;
+	unsigned int i;
+	char spec[64];
+
+	ck_assert_int_eq(open_quiet(img, 4, "region", &bdi), 0);
+	ck_assert_int_eq(pwb_bdi_policy(bdi, spec, sizeof(spec)), 0);
+	ck_assert_str_eq(spec, "region");
+	tu_store_init(&st, 7, PS, 1024, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	dirty(&st, 0, 1024);
+	for (i = 0; i < 4; i++) {
+		s0 = ctx_stats(bdi, i);
+		ck_assert_uint_eq(s0.dirty_pages, 256);
+		ck_assert_uint_eq(s0.nr_dirty_inodes, 1);
+	}
+	ck_assert_int_eq(pwb_inode_dirty_pages(st.inode, &nr), 0);
+	ck_assert_uint_eq(nr, 1024);
+	ck_assert_int_eq(pwb_inode_wb_ctx(st.inode), 0);
+
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s0), 0);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s1), 0);
+	ck_assert_uint_eq(s1.device_flushes - s0.device_flushes, 1);
+	ck_assert_uint_eq(s1.dirty_pages, 0);
+	for (i = 0; i < 4; i++) {
+		struct pwb_stats s = ctx_stats(bdi, i);
+
+		ck_assert_msg(s.written_pages == 256,
+			      "context %u wrote %" PRIu64 " pages", i,
+			      s.written_pages);
+		ck_assert_uint_eq(s.dirty_pages, 0);
+	}
+	ck_assert_uint_eq(st.pages_written, 1024);
+	ck_assert_uint_eq(st.nr_writers, 4);
+	ck_assert_int_eq(pwb_inode_dirty_pages(st.inode, &nr), 0);
+	ck_assert_uint_eq(nr, 0);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+
+	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_store_destroy(&st);
+	tu_image_remove(img);
+}
+END_TEST
+
+/*
+ * bytes=64K with 2 contexts: pages 0-15 are region 0 (context 0), 16-31
+ * region 1 (context 1), 32-47 region 2 (context 0 again). Pages on both
+ * sides of each boundary land on their own region's context; the inode
+ * reports the context of its first page.
+ */
+START_TEST(test_region_boundaries)
+{
+	char *img = tu_image_create(4 * MIB);
+	struct pwb_bdi *bdi;
+	struct tu_store st;
+	unsigned int i;
+
+	ck_assert_int_eq(open_quiet(img, 2, "region:bytes=64K", &bdi), 0);
+	tu_store_init(&st, 3, PS, 64, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	ck_assert_int_eq(pwb_inode_wb_ctx(st.inode), -ENODATA);
+	dirty(&st, 16, 1);	/* ctx 1 */
+	ck_assert_int_eq(pwb_inode_wb_ctx(st.inode), 1);
+	dirty(&st, 15, 1);	/* ctx 0, now the first page */
+	ck_assert_int_eq(pwb_inode_wb_ctx(st.inode), 0);
+	dirty(&st, 31, 2);	/* 31: ctx 1, 32: ctx 0 */
+	dirty(&st, 47, 2);	/* 47: ctx 0, 48: ctx 1 */
+	ck_assert_uint_eq(ctx_stats(bdi, 0).dirty_pages, 3);
+	ck_assert_uint_eq(ctx_stats(bdi, 1).dirty_pages, 3);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_uint_eq(ctx_stats(bdi, i).written_pages, 3);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_store_destroy(&st);
+	tu_image_remove(img);
+}
+END_TEST
+
+/* Arguments: bytes= must be a positive multiple of the page size within
+ * the device, given once; nothing else is accepted. */
+START_TEST(test_bytes_parsing)
+{
+	static const char *const bad[] = {
+		"region:bytes=0",	"region:bytes=1000",
+		"region:bytes=abc",	"region:bytes=",
+		"region:size=1M",	"region:bytes=1M,bytes=2M",
+		"region:bytes=8M",	"region:bytes=-4096",
+	};
+	char *img = tu_image_create(4 * MIB);
+	struct pwb_bdi *bdi;
+	unsigned int i;
+	char spec[64];
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = open_quiet(img, 2, bad[i], &bdi);
+
+		ck_assert_msg(rc == -EINVAL, "\"%s\" gave %d", bad[i], rc);
+		ck_assert_msg(strstr(pwb_errmsg(), "region"),
+			      "\"%s\": message \"%s\"", bad[i], pwb_errmsg());
+	}
+	ck_assert_int_eq(open_quiet(img, 2, "region:bytes=1M", &bdi), 0);
+	ck_assert_int_eq(pwb_bdi_policy(bdi, spec, sizeof(spec)), 0);
+	ck_assert_str_eq(spec, "region:bytes=1M");
+	ck_assert_int_eq(pwb_bdi_set_policy(bdi, "region:bytes=10K"),
+			 -EINVAL);
+	ck_assert_int_eq(pwb_bdi_set_policy(bdi, "region:bytes=4M"), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_image_remove(img);
+}
+END_TEST
+
+/*
+ * Re-sharding and policy switches with pages on several contexts: 4 -> 2
+ * contexts moves slice s to context s % 2 with its dirty pages; a switch
+ * to inode-hash leaves the slices' pages where they are and puts new
+ * pages on the inode's own context; back to region routes by page again.
+ * After each step one pwb_fsync leaves nothing dirty and the device
+ * equal to memory.
+ */
+START_TEST(test_reshard_with_region)
+{
+	char *img = tu_image_create(4 * MIB);
+	struct pwb_bdi *bdi;
+	struct tu_store st;
+	struct pwb_stats s;
+	uint64_t nr;
+
+	ck_assert_int_eq(open_quiet(img, 4, "region", &bdi), 0);
+	tu_store_init(&st, 5, PS, 1024, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	dirty(&st, 0, 1024);
+	ck_assert_int_eq(pwb_bdi_set_nr_wb_ctx(bdi, 2), 0);
+	/* Slices 0 and 2 on context 0, 1 and 3 on context 1. */
+	ck_assert_uint_eq(ctx_stats(bdi, 0).dirty_pages, 512);
+	ck_assert_uint_eq(ctx_stats(bdi, 1).dirty_pages, 512);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(s.dirty_pages, 0);
+	ck_assert_uint_eq(s.written_pages, 1024);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+
+	/* Now 2 contexts: regions of 2 MiB. */
+	dirty(&st, 500, 24);	/* 500-511 on ctx 0, 512-523 on ctx 1 */
+	ck_assert_uint_eq(ctx_stats(bdi, 0).dirty_pages, 12);
+	ck_assert_uint_eq(ctx_stats(bdi, 1).dirty_pages, 12);
+	ck_assert_int_eq(pwb_bdi_set_policy(bdi, "inode-hash"), 0);
+	dirty(&st, 0, 8);	/* the inode itself: 5 % 2 = ctx 1 */
+	dirty(&st, 510, 4);	/* already held by slices: stay there */
+	ck_assert_uint_eq(ctx_stats(bdi, 0).dirty_pages, 12);
+	ck_assert_uint_eq(ctx_stats(bdi, 1).dirty_pages, 20);
+	ck_assert_int_eq(pwb_inode_dirty_pages(st.inode, &nr), 0);
+	ck_assert_uint_eq(nr, 32);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+
+	ck_assert_int_eq(pwb_bdi_set_policy(bdi, "region:bytes=1M"), 0);
+	ck_assert_int_eq(pwb_bdi_set_nr_wb_ctx(bdi, 4), 0);
+	dirty(&st, 0, 1024);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(s.dirty_pages, 1024);
+	ck_assert_uint_eq(ctx_stats(bdi, 3).dirty_pages, 256);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &s), 0);
+	ck_assert_uint_eq(s.dirty_pages, 0);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_store_destroy(&st);
+	tu_image_remove(img);
+}
+END_TEST
+
+/*
+ * Errors stay the inode's: a write of one context's region fails, and
+ * pwb_fsync of the inode reports it once, although the failing page
+ * belonged to a slice; the other contexts' pages are on the device.
+ */
+START_TEST(test_error_of_one_context_reaches_fsync)
+{
+	char *img = tu_image_create(4 * MIB);
+	struct pwb_fault f;
+	struct pwb_bdi *bdi;
+	struct tu_store st;
+
+	ck_assert_int_eq(open_quiet(img, 4, "region", &bdi), 0);
+	tu_store_init(&st, 9, PS, 1024, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	ck_assert_int_eq(pwb_fault_parse("eio:every=1,start=2097152,"
+					 "end=2101248,max_hits=1",
+					 &f),
+			 0);
+	ck_assert_int_eq(pwb_bdi_inject_fault(bdi, &f), 0);
+	dirty(&st, 0, 1024);
+	ck_assert_int_eq(pwb_fsync(st.inode), -EIO);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);	/* reported once */
+	ck_assert_int_eq(pwb_sync(bdi), -EIO);	/* and once to pwb_sync */
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_store_destroy(&st);
+	tu_image_remove(img);
+}
+END_TEST
+
+static Suite *region_suite(void)
+{
+	Suite *s = suite_create("region");
+	TCase *tc = tcase_create("region");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_one_inode_written_by_every_context);
+	tcase_add_test(tc, test_region_boundaries);
+	tcase_add_test(tc, test_bytes_parsing);
+	tcase_add_test(tc, test_reshard_with_region);
+	tcase_add_test(tc, test_error_of_one_context_reaches_fsync);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(region_suite(), true);
+}
