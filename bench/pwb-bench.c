@@ -29,6 +29,10 @@
  *             peak dirty memory against its bound, writer throughput
  *             against the device's, and its steadiness second by second
  *   memory    bytes of tracking per dirty page and per registered inode
+ *   one-file  one inode (a database in one file) under the "region"
+ *             policy, 1, 2, 4 contexts: sequential 4 KiB writes
+ *             (one-file-seq) and random 4 KiB pages never adjacent
+ *             (one-file-rand), against fio numjobs 1, 2, 4 on the file
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,12 +64,20 @@
 #define CTX_AUTO 0u
 
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
-		WL_THROTTLE, WL_MEMORY, NR_WL };
+		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
+		NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
-	"memory",
+	"memory", "one-file-seq", "one-file-rand",
 };
+
+/* The one-file workloads: one inode, written by every context under the
+ * "region" policy (unless --policy says otherwise). */
+static bool one_file(enum workload wl)
+{
+	return wl == WL_ONEFILE_SEQ || wl == WL_ONEFILE_RAND;
+}
 
 struct opts {
 	bool wl[NR_WL];
@@ -269,6 +281,9 @@ static const struct pwb_inode_ops app_ops = {
 	.map_page = app_map_page,
 };
 
+/* A policy for the next bdi_open() in place of --policy, or NULL. */
+static const char *g_policy;
+
 static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 				unsigned int ctx, bool writeback)
 {
@@ -285,7 +300,7 @@ static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 		cfg.auto_interval_ms = o.auto_ms;
 	}
 	cfg.nr_flushers = o.flushers;
-	cfg.policy = o.policy;
+	cfg.policy = g_policy ? g_policy : o.policy;
 	cfg.backend = backend;
 	cfg.io_depth = o.depth;
 	if (o.throttle)
@@ -451,6 +466,39 @@ static void plan_build(struct plan *p, enum workload wl, uint64_t img,
 					xrand(&seed) % (p->inode_bytes / PS) *
 						PS };
 			p->nr[t] = per;
+		}
+		break;
+	}
+	case WL_ONEFILE_SEQ:
+	case WL_ONEFILE_RAND: {
+		/*
+		 * One inode; thread t owns the t-th contiguous part of it.
+		 * Sequential: every page of a file of --size, in order.
+		 * Random: every even page of a file of 2 x --size once, in
+		 * random order (never adjacent: each page its own write).
+		 */
+		bool seq = wl == WL_ONEFILE_SEQ;
+		uint64_t step = seq ? PS : 2 * PS;
+		uint64_t part;
+
+		p->nr_inodes = 1;
+		p->inode_bytes = (seq ? img / 2 : img) / (2 * PS) * (2 * PS);
+		part = p->inode_bytes / threads / step * step;
+		for (t = 0; t < threads; t++) {
+			uint64_t n = part / step, k, seed = 0x0f11eull + t;
+
+			p->w[t] = plan_alloc(n);
+			for (k = 0; k < n; k++)
+				p->w[t][k] = (struct wr){ 0, PS,
+							  t * part + k * step };
+			for (k = n; !seq && k > 1; k--) {
+				uint64_t j = xrand(&seed) % k;
+				struct wr tmp = p->w[t][k - 1];
+
+				p->w[t][k - 1] = p->w[t][j];
+				p->w[t][j] = tmp;
+			}
+			p->nr[t] = n;
 		}
 		break;
 	}
@@ -623,9 +671,22 @@ static double run_pwb(const struct plan *p, unsigned int ctx,
 	unsigned int i;
 	int rc;
 
+	char spec[64];
+
 	if (!ai)
 		die("out of memory");
+	if (one_file(res->wl) && !o.policy) {
+		/* One region of the file per context, whatever the size of
+		 * the device beyond it. */
+		uint64_t per = p->inode_bytes / (ctx ? ctx : 2);
+
+		per = (per + (1u << 20) - 1) >> 20;
+		snprintf(spec, sizeof(spec), "region:bytes=%" PRIu64 "M",
+			 per ? per : 1);
+		g_policy = spec;
+	}
 	bdi = bdi_open(g_img, o.backend, ctx, true);
+	g_policy = NULL;
 	for (i = 0; i < p->nr_inodes; i++) {
 		ai[i].base = (uint64_t)i * p->inode_bytes;
 		ai[i].mem = g_mem + ai[i].base;
@@ -659,7 +720,7 @@ static double run_pwb(const struct plan *p, unsigned int ctx,
 			st.auto_steps, st.auto_windows,
 			(unsigned int)st.auto_best_nr_wb_ctx,
 			(double)st.auto_best_bw / MIB);
-	if (res->wl == WL_SKEW)
+	if (res->wl == WL_SKEW || (one_file(res->wl) && o.verbose))
 		print_ctx_balance(bdi);
 	res->bytes = bytes;
 	rc = pwb_bdi_close(bdi);
@@ -864,6 +925,23 @@ static double run_fio(enum workload wl, const struct plan *p,
 			 " %s",
 			 engine, depth, jobs, o.fsync_every, region, region,
 			 per_job, rt);
+		break;
+	case WL_ONEFILE_SEQ:
+		/* libpwb merges the 4 KiB pages into max_io_bytes (1 MiB)
+		 * requests: fio sends the device the same ones. */
+		snprintf(job, sizeof(job),
+			 "--ioengine=%s --iodepth=%u --numjobs=%u --rw=write "
+			 "--bs=1M --size=%" PRIu64 " --offset_increment=%"
+			 PRIu64 " %s",
+			 engine, depth, jobs, region, region, rt);
+		break;
+	case WL_ONEFILE_RAND:
+		snprintf(job, sizeof(job),
+			 "--ioengine=%s --iodepth=%u --numjobs=%u "
+			 "--rw=randwrite --bs=4k --blockalign=8k --size=%"
+			 PRIu64 " --offset_increment=%" PRIu64
+			 " --io_size=%" PRIu64 " %s",
+			 engine, depth, jobs, region, region, per_job, rt);
 		break;
 	default:
 		return -1;
@@ -1795,6 +1873,10 @@ static void parse_workloads(const char *s)
 				o.wl[i] = true;
 			continue;
 		}
+		if (!strcmp(tok, "one-file")) {
+			o.wl[WL_ONEFILE_SEQ] = o.wl[WL_ONEFILE_RAND] = true;
+			continue;
+		}
 		for (i = 0; i < NR_WL; i++)
 			if (!strcmp(tok, wl_name[i]))
 				break;
@@ -1810,7 +1892,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: pwb-bench [options]\n"
 "  --workload LIST   seed,rand4k,skew,fsync,markdirty,null,throttle,\n"
-"                    memory or all (seed)\n"
+"                    memory, one-file (one-file-seq,one-file-rand)\n"
+"                    or all (seed)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
@@ -2132,7 +2215,8 @@ int main(int argc, char **argv)
 	 * engine-only workloads, which never write to it. */
 	need = 2 * o.size;
 	if (o.wl[WL_SEED] || o.wl[WL_RAND4K] || o.wl[WL_SKEW] ||
-	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE]) {
+	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE] || o.wl[WL_ONEFILE_SEQ] ||
+	    o.wl[WL_ONEFILE_RAND]) {
 		if (o.device) {
 			g_img = strdup(o.device);
 			img = device_size(g_img);

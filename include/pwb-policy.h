@@ -47,7 +47,7 @@
  *			device its map_page offset falls in, region r
  *			(bytes=SIZE each, suffix K/M/G/T, a multiple of the
  *			page size; default the device size divided by the
- *			number of contexts, rounded up to 1 MiB) to context
+ *			number of contexts, rounded down to 1 MiB) to context
  *			r % nr_wb_ctx. An inode's pages may then sit on
  *			several contexts, each writing its own in one
  *			sequential stream; pwb_fsync() waits for all of

@@ -152,7 +152,10 @@ struct pwb_bdi_config {
 	 *  count while the bdi works. At most PWB_MAX_WB_CTX. Default 0. */
 	unsigned int nr_wb_ctx;
 	/** Shard policy spec, "name[:key=value,...]"; NULL means the default
-	 *  "inode-hash" (inode number modulo contexts). The string is copied. */
+	 *  "inode-hash" (inode number modulo contexts). Also built in:
+	 *  "alloc-group", "least-loaded", "hint", "xarray", "shared-list"
+	 *  and "region" (one inode's pages on several contexts, by device
+	 *  region); pwb-policy.h describes each. The string is copied. */
 	const char *policy;
 	/** Page size in bytes: a power of two, at least the device's logical
 	 *  block size, at most 1 MiB and at most max_io_bytes. Default 4096. */
@@ -613,7 +616,11 @@ PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode);
  * inode stays with it afterwards, clean or dirty, until a re-shard
  * (pwb_bdi_set_nr_wb_ctx) moves it. Under a shared-list policy
  * (PWB_POLICY_F_SHARED_LIST) every inode is on context 0, and its pages
- * are written by whichever flusher claims it, one at a time.
+ * are written by whichever flusher claims it, one at a time. Under a
+ * per-page policy ("region", PWB_POLICY_F_PER_PAGE) an inode's pages may
+ * sit on several contexts: this returns the context holding its lowest
+ * dirty or in-flight page, or, when none is, the context its first dirtied
+ * page went to (else the one its metadata is written by).
  *
  * Context: any thread.
  * Return: the context index (0 .. pwb_bdi_nr_wb_ctx() - 1); -EINVAL for a

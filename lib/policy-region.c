@@ -19,8 +19,8 @@
  *
  * Arguments: bytes=SIZE (suffix K/M/G/T, a positive multiple of the page
  * size, at most the device size). Default: the device size divided by
- * the number of contexts, rounded up to 1 MiB, recomputed when the number
- * changes, so that each context owns one region.
+ * the number of contexts, rounded down to 1 MiB (at least 1 MiB),
+ * recomputed when the number changes, so that each context owns a region.
  */
 #include "pwb-internal.h"
 
@@ -36,12 +36,15 @@ struct region {
 	bool fixed;		/* bytes= given */
 };
 
-/* The default region size for @nr contexts on @capacity bytes. */
+/*
+ * The default region size for @nr contexts on @capacity bytes: rounded
+ * down to 1 MiB, so that every context owns a region (the remainder, less
+ * than nr MiB, makes one more, on context 0), and at least 1 MiB.
+ */
 static uint64_t default_bytes(uint64_t capacity, unsigned int nr)
 {
-	uint64_t per = capacity / (nr ? nr : 1);
+	uint64_t per = capacity / (nr ? nr : 1) / REGION_ROUND * REGION_ROUND;
 
-	per = (per + REGION_ROUND - 1) / REGION_ROUND * REGION_ROUND;
 	return per ? per : REGION_ROUND;
 }
 
