@@ -275,6 +275,64 @@ START_TEST(test_error_of_one_context_reaches_fsync)
 }
 END_TEST
 
+/* A plugin-style per-page policy: page index modulo the contexts. */
+static int parity_select(void *state, const struct pwb_policy_inode *info,
+			 unsigned int nr)
+{
+	(void)state;
+	return (int)(info->index % nr);
+}
+
+static const struct pwb_policy_ops parity_ops = {
+	.abi_version = 3,
+	.name = "page-parity",
+	.select = parity_select,
+	.flags = PWB_POLICY_F_PER_PAGE,
+	.select_page = parity_select,
+};
+
+/*
+ * The policy ABI: a registered ABI 3 table with PWB_POLICY_F_PER_PAGE
+ * spreads one inode's pages as its select_page says; the flag is refused
+ * in an ABI 2 table (which has no select_page), without select_page, and
+ * together with a shared list.
+ */
+START_TEST(test_registered_per_page_policy)
+{
+	struct pwb_policy_ops bad = parity_ops;
+	char *img = tu_image_create(4 * MIB);
+	struct pwb_bdi *bdi;
+	struct tu_store st;
+	unsigned int i;
+
+	bad.name = "bad-per-page";
+	bad.abi_version = 2;
+	ck_assert_int_eq(pwb_policy_register(&bad), -EINVAL);
+	bad.abi_version = 3;
+	bad.select_page = NULL;
+	ck_assert_int_eq(pwb_policy_register(&bad), -EINVAL);
+	bad.select_page = parity_select;
+	bad.flags |= PWB_POLICY_F_SHARED_LIST;
+	ck_assert_int_eq(pwb_policy_register(&bad), -EINVAL);
+	ck_assert_int_eq(pwb_policy_register(&parity_ops), 0);
+
+	ck_assert_int_eq(open_quiet(img, 2, "page-parity", &bdi), 0);
+	tu_store_init(&st, 4, PS, 16, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	dirty(&st, 0, 10);
+	for (i = 0; i < 2; i++)
+		ck_assert_uint_eq(ctx_stats(bdi, i).dirty_pages, 5);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_uint_eq(ctx_stats(bdi, i).written_pages, 5);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_store_destroy(&st);
+	tu_image_remove(img);
+}
+END_TEST
+
 static Suite *region_suite(void)
 {
 	Suite *s = suite_create("region");
@@ -286,6 +344,7 @@ static Suite *region_suite(void)
 	tcase_add_test(tc, test_bytes_parsing);
 	tcase_add_test(tc, test_reshard_with_region);
 	tcase_add_test(tc, test_error_of_one_context_reaches_fsync);
+	tcase_add_test(tc, test_registered_per_page_policy);
 	suite_add_tcase(s, tc);
 	return s;
 }
