@@ -149,6 +149,41 @@ START_TEST(test_region_boundaries)
 }
 END_TEST
 
+/*
+ * One holder per page: a page dirtied again while its slice holds it stays
+ * there, even when its region now belongs to another context (here after
+ * a switch from 64 KiB to 4 KiB regions); pages not held go by the new
+ * regions.
+ */
+START_TEST(test_dirty_page_stays_with_its_holder)
+{
+	char *img = tu_image_create(4 * MIB);
+	struct pwb_bdi *bdi;
+	struct tu_store st;
+	uint64_t nr;
+
+	ck_assert_int_eq(open_quiet(img, 2, "region:bytes=64K", &bdi), 0);
+	tu_store_init(&st, 3, PS, 64, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	dirty(&st, 16, 1);	/* region 1: ctx 1 */
+	ck_assert_int_eq(pwb_bdi_set_policy(bdi, "region:bytes=4K"), 0);
+	dirty(&st, 16, 2);	/* 16 stays on ctx 1; 17 is odd: ctx 1 */
+	dirty(&st, 18, 1);	/* even: ctx 0 */
+	ck_assert_uint_eq(ctx_stats(bdi, 0).dirty_pages, 1);
+	ck_assert_uint_eq(ctx_stats(bdi, 1).dirty_pages, 2);
+	ck_assert_int_eq(pwb_inode_dirty_pages(st.inode, &nr), 0);
+	ck_assert_uint_eq(nr, 3);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);
+	ck_assert_uint_eq(ctx_stats(bdi, 0).written_pages, 1);
+	ck_assert_uint_eq(ctx_stats(bdi, 1).written_pages, 2);
+	ck_assert_int_eq(tu_verify_device(img, &st, 1), 0);
+	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_store_destroy(&st);
+	tu_image_remove(img);
+}
+END_TEST
+
 /* Arguments: bytes= must be a positive multiple of the page size within
  * the device, given once; nothing else is accepted. */
 START_TEST(test_bytes_parsing)
@@ -341,6 +376,7 @@ static Suite *region_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_one_inode_written_by_every_context);
 	tcase_add_test(tc, test_region_boundaries);
+	tcase_add_test(tc, test_dirty_page_stays_with_its_holder);
 	tcase_add_test(tc, test_bytes_parsing);
 	tcase_add_test(tc, test_reshard_with_region);
 	tcase_add_test(tc, test_error_of_one_context_reaches_fsync);
