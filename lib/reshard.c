@@ -181,7 +181,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 		 * from now on (without memory it stays whole). */
 		if (bdi->policy->flags & PWB_POLICY_F_PER_PAGE)
 			pwb__region_attach(inode);
-		if (inode->region)
+		if (PWB__RCU_DEREF(inode->region))
 			move_slices(bdi, inode, arr);
 		pthread_mutex_lock(&inode->lock);
 		from = inode->state & PWB__I_GONE ? NULL : inode->wb;
