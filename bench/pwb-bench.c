@@ -889,6 +889,10 @@ static double run_fio(enum workload wl, const struct plan *p,
 		snprintf(rt, sizeof(rt), "--runtime=%g", o.duration);
 	switch (wl) {
 	case WL_SEED:
+	case WL_ONEFILE_SEQ:
+		/* one-file: libpwb merges the 4 KiB pages into max_io_bytes
+		 * (1 MiB) requests; fio sends the device the same ones, each
+		 * job its own part of the one file. */
 		snprintf(job, sizeof(job),
 			 "--ioengine=%s --iodepth=%u --numjobs=%u --rw=write "
 			 "--bs=1M --size=%" PRIu64 " --offset_increment=%"
@@ -896,6 +900,7 @@ static double run_fio(enum workload wl, const struct plan *p,
 			 engine, depth, jobs, region, region, rt);
 		break;
 	case WL_RAND4K:
+	case WL_ONEFILE_RAND:
 		/* 8 KiB alignment: 4 KiB writes never adjacent, as ours. */
 		snprintf(job, sizeof(job),
 			 "--ioengine=%s --iodepth=%u --numjobs=%u "
@@ -925,23 +930,6 @@ static double run_fio(enum workload wl, const struct plan *p,
 			 " %s",
 			 engine, depth, jobs, o.fsync_every, region, region,
 			 per_job, rt);
-		break;
-	case WL_ONEFILE_SEQ:
-		/* libpwb merges the 4 KiB pages into max_io_bytes (1 MiB)
-		 * requests: fio sends the device the same ones. */
-		snprintf(job, sizeof(job),
-			 "--ioengine=%s --iodepth=%u --numjobs=%u --rw=write "
-			 "--bs=1M --size=%" PRIu64 " --offset_increment=%"
-			 PRIu64 " %s",
-			 engine, depth, jobs, region, region, rt);
-		break;
-	case WL_ONEFILE_RAND:
-		snprintf(job, sizeof(job),
-			 "--ioengine=%s --iodepth=%u --numjobs=%u "
-			 "--rw=randwrite --bs=4k --blockalign=8k --size=%"
-			 PRIu64 " --offset_increment=%" PRIu64
-			 " --io_size=%" PRIu64 " %s",
-			 engine, depth, jobs, region, region, per_job, rt);
 		break;
 	default:
 		return -1;

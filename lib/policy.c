@@ -558,6 +558,19 @@ static struct pwb_policy_inode policy_inode(struct pwb_inode *inode,
 	};
 }
 
+/* An answer @idx of select() or select_page(): itself if in range; else
+ * (a policy can be wrong, writeback must still have a context) reported
+ * and replaced by inode-hash. */
+static inline unsigned int checked_index(struct pwb__policy *pol,
+					 struct pwb_inode *inode, int idx,
+					 unsigned int nr_wb_ctx)
+{
+	if (caa_likely(idx >= 0 && (unsigned int)idx < nr_wb_ctx))
+		return (unsigned int)idx;
+	report_fallback(pol, inode, idx, nr_wb_ctx);
+	return pwb__policy_hash(inode->ino, nr_wb_ctx);
+}
+
 unsigned int pwb__policy_select(struct pwb__policy *pol,
 				struct pwb_inode *inode, uint64_t index,
 				unsigned int nr_wb_ctx)
@@ -570,11 +583,7 @@ unsigned int pwb__policy_select(struct pwb__policy *pol,
 	if (pol->flags & PWB_POLICY_F_SHARED_LIST)
 		return 0;	/* the one list lives on context 0 */
 	idx = pol->ops->select(pol->state, &info, nr_wb_ctx);
-	if (caa_likely(idx >= 0 && (unsigned int)idx < nr_wb_ctx))
-		return (unsigned int)idx;
-	/* A policy can be wrong; writeback must still have a context. */
-	report_fallback(pol, inode, idx, nr_wb_ctx);
-	return pwb__policy_hash(inode->ino, nr_wb_ctx);
+	return checked_index(pol, inode, idx, nr_wb_ctx);
 }
 
 unsigned int pwb__policy_select_page(struct pwb__policy *pol,
@@ -588,10 +597,7 @@ unsigned int pwb__policy_select_page(struct pwb__policy *pol,
 		return 0;
 	/* Valid from ABI 3; check_ops() made sure it is there. */
 	idx = pol->ops->select_page(pol->state, &info, nr_wb_ctx);
-	if (caa_likely(idx >= 0 && (unsigned int)idx < nr_wb_ctx))
-		return (unsigned int)idx;
-	report_fallback(pol, inode, idx, nr_wb_ctx);
-	return pwb__policy_hash(inode->ino, nr_wb_ctx);
+	return checked_index(pol, inode, idx, nr_wb_ctx);
 }
 
 uint64_t pwb__policy_key(struct pwb__policy *pol, struct pwb_inode *inode,
