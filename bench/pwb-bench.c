@@ -360,6 +360,20 @@ static struct wr *plan_alloc(uint64_t n)
 	return w;
 }
 
+/* Put the @n writes of @w in random order (Fisher-Yates, from *@seed). */
+static void shuffle(struct wr *w, uint64_t n, uint64_t *seed)
+{
+	uint64_t k;
+
+	for (k = n; k > 1; k--) {
+		uint64_t j = xrand(seed) % k;
+		struct wr tmp = w[k - 1];
+
+		w[k - 1] = w[j];
+		w[j] = tmp;
+	}
+}
+
 /*
  * Build the write stream of each thread for @wl over an image of @img
  * bytes. Every contender replays exactly this stream.
@@ -409,13 +423,7 @@ static void plan_build(struct plan *p, enum workload wl, uint64_t img,
 				for (k = 0; k < half; k++)
 					p->w[t][n++] = (struct wr){
 						i, PS, 2 * k * PS };
-			for (k = n; k > 1; k--) {
-				uint64_t j = xrand(&seed) % k;
-				struct wr tmp = p->w[t][k - 1];
-
-				p->w[t][k - 1] = p->w[t][j];
-				p->w[t][j] = tmp;
-			}
+			shuffle(p->w[t], n, &seed);
 			p->nr[t] = n;
 		}
 		break;
@@ -491,13 +499,8 @@ static void plan_build(struct plan *p, enum workload wl, uint64_t img,
 			for (k = 0; k < n; k++)
 				p->w[t][k] = (struct wr){ 0, PS,
 							  t * part + k * step };
-			for (k = n; !seq && k > 1; k--) {
-				uint64_t j = xrand(&seed) % k;
-				struct wr tmp = p->w[t][k - 1];
-
-				p->w[t][k - 1] = p->w[t][j];
-				p->w[t][j] = tmp;
-			}
+			if (!seq)
+				shuffle(p->w[t], n, &seed);
 			p->nr[t] = n;
 		}
 		break;
