@@ -7,6 +7,8 @@
  * Locking, outermost first:
  *
  *	bdi->lock			(inode registry changes, close)
+ *	region->route_lock		(per-page routing of one inode, region.c;
+ *					 before list_lock, never in a flusher)
  *	  wb->list_lock			(the four dirty lists of one context)
  *	    inode->lock			(page map, state, dirtied_when, errors)
  *	  wb->work_lock			(work queue, flusher wakeups; never held
