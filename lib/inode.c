@@ -566,20 +566,24 @@ static int inode_sync(struct pwb_inode *inode, int *flush_err)
 	return err;
 }
 
-/* The failed mark (error.c) of @inode or of any of its slices. Caller
- * holds rcu_read_lock and inode->lock (slices are leaves below it only
- * here: a slice's own lock is never held while its inode's is taken). */
-static int failed_err_rcu(struct pwb_inode *inode)
+/* The failed mark (error.c) of any region slice of @inode, 0 if none.
+ * Takes each slice's lock: the caller holds no inode lock. */
+static int slices_failed_err(struct pwb_inode *inode)
 {
 	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
 	unsigned int i, nr;
-	int err = inode->failed_err;
+	int err = 0;
 
-	if (err || !PWB__RCU_DEREF(inode->region))
-		return err;
+	if (!PWB__RCU_DEREF(inode->region))
+		return 0;
+	rcu_read_lock();
 	nr = pwb__region_holders_rcu(inode, h);
-	for (i = 1; i < nr && !err; i++)
-		err = PWB__READ(h[i]->failed_err);
+	for (i = 1; i < nr && !err; i++) {
+		pthread_mutex_lock(&h[i]->lock);
+		err = h[i]->failed_err;
+		pthread_mutex_unlock(&h[i]->lock);
+	}
+	pwb__rcu_read_unlock();
 	return err;
 }
 
@@ -620,14 +624,13 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	inode->fsync_cursor = since;
 	/* A failed inode (error.c) stays failed until the application
 	 * clears it, whatever later writes do. */
-	if (!err) {
-		rcu_read_lock();
-		err = failed_err_rcu(inode);
-		pwb__rcu_read_unlock();
-	}
+	if (!err)
+		err = inode->failed_err;
 	if (--inode->users == 0)
 		pthread_cond_broadcast(&inode->users_cond);
 	pthread_mutex_unlock(&inode->lock);
+	if (!err)
+		err = slices_failed_err(inode);
 	if (!err)
 		err = ferr;
 	if (!err && werr == -ENOMEM)
@@ -690,9 +693,11 @@ int pwb__inode_close(struct pwb_inode *inode)
 	}
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
 					    &inode->fsync_cursor);
-	if (!err)
-		err = failed_err_rcu(inode);	/* never cleared */
 	pwb__rcu_read_unlock();
+	if (!err)
+		err = inode->failed_err;	/* never cleared */
+	if (!err)
+		err = slices_failed_err(inode);
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);
 	pwb__rcu_read_unlock();
@@ -736,12 +741,10 @@ PWB_API int pwb_inode_error(struct pwb_inode *inode)
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_error: NULL inode");
-	rcu_read_lock();
 	pthread_mutex_lock(&inode->lock);
-	err = failed_err_rcu(inode);
+	err = inode->failed_err;
 	pthread_mutex_unlock(&inode->lock);
-	pwb__rcu_read_unlock();
-	return err;
+	return err ? err : slices_failed_err(inode);
 }
 
 PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)

@@ -21,12 +21,17 @@
 #define PS 4096u
 #define MIB (1ull << 20)
 
+/* max_write_failures for the next open_quiet() (0: the default). */
+static unsigned int g_max_failures;
+
 static int open_quiet(const char *img, unsigned int nr, const char *spec,
 		      struct pwb_bdi **bdip)
 {
 	struct pwb_bdi_config cfg;
 
 	pwb_bdi_config_init(&cfg);
+	if (g_max_failures)
+		cfg.max_write_failures = g_max_failures;
 	cfg.nr_wb_ctx = nr;
 	cfg.policy = spec;
 	cfg.page_size = PS;
@@ -297,6 +302,40 @@ START_TEST(test_error_of_one_context_reaches_fsync)
 }
 END_TEST
 
+/*
+ * The failed mark is the inode's: after max_write_failures failed visits
+ * of the slice writing region 2, pwb_inode_error() and every pwb_fsync()
+ * of the inode report it until pwb_inode_clear_error(), which clears the
+ * slice's mark too; then the pages are written.
+ */
+START_TEST(test_failed_slice_marks_the_inode)
+{
+	struct pwb_fault fault;
+	struct fx f;
+
+	g_max_failures = 1;
+	fx_open(&f, 4, "region", 9, 1024);
+	ck_assert_int_eq(pwb_fault_parse("eio:every=1,start=2097152,"
+					 "end=3145728",
+					 &fault),
+			 0);
+	ck_assert_int_eq(pwb_bdi_inject_fault(f.bdi, &fault), 0);
+	dirty(&f.st, 0, 1024);
+	ck_assert_int_eq(pwb_inode_error(f.st.inode), 0);
+	ck_assert_int_eq(pwb_fsync(f.st.inode), -EIO);
+	ck_assert_int_eq(pwb_inode_error(f.st.inode), -EIO);
+	ck_assert_int_eq(pwb_fsync(f.st.inode), -EIO);
+	ck_assert_int_eq(pwb_fault_parse("none", &fault), 0);
+	ck_assert_int_eq(pwb_bdi_inject_fault(f.bdi, &fault), 0);
+	ck_assert_int_eq(pwb_inode_clear_error(f.st.inode), 0);
+	ck_assert_int_eq(pwb_inode_error(f.st.inode), 0);
+	ck_assert_int_eq(pwb_fsync(f.st.inode), 0);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 2).dirty_pages, 0);
+	ck_assert_int_eq(pwb_sync(f.bdi), -EIO);	/* once, bdi-wide */
+	fx_close(&f);
+}
+END_TEST
+
 /* A plugin-style per-page policy: page index modulo the contexts. */
 static int parity_select(void *state, const struct pwb_policy_inode *info,
 			 unsigned int nr)
@@ -359,6 +398,7 @@ static Suite *region_suite(void)
 	tcase_add_test(tc, test_bytes_parsing);
 	tcase_add_test(tc, test_reshard_with_region);
 	tcase_add_test(tc, test_error_of_one_context_reaches_fsync);
+	tcase_add_test(tc, test_failed_slice_marks_the_inode);
 	tcase_add_test(tc, test_registered_per_page_policy);
 	suite_add_tcase(s, tc);
 	return s;
