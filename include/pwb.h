@@ -709,6 +709,9 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  * dirtied meanwhile are not waited for, so constant re-dirtying cannot
  * livelock it), every write in flight is waited for, then the device cache
  * is flushed (fdatasync). Dirty metadata is written through write_inode.
+ * Under a per-page policy ("region") the inode's pages may sit on several
+ * contexts: an item is queued on every one of them at once, all are
+ * waited for, and the device is flushed once at the end.
  *
  * Errors (the kernel's errseq_t model): a failed write, get_page, map_page,
  * write_inode or device flush is recorded on the inode. Each pwb_fsync()
