@@ -33,6 +33,11 @@
  *             policy, 1, 2, 4 contexts: sequential 4 KiB writes
  *             (one-file-seq) and random 4 KiB pages never adjacent
  *             (one-file-rand), against fio numjobs 1, 2, 4 on the file
+ *   wal       transactions under the write-ahead rule: T threads append
+ *             log records to a log inode (on a bdi of its own, group
+ *             commit by a log writer thread) and dirty data pages with
+ *             pwb_mark_dirty_lsn(); transactions/s and log forces/s, next
+ *             to the same run with plain pwb_mark_dirty()
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,11 +70,11 @@
 
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
-		NR_WL };
+		WL_WAL, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
-	"memory", "one-file-seq", "one-file-rand",
+	"memory", "one-file-seq", "one-file-rand", "wal",
 };
 
 /* The one-file workloads: one inode, written by every context under the
@@ -141,6 +146,7 @@ static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
 						      noreturn));
 
 static char *g_img, *g_sparse;
+static char *g_wal_img;			/* wal: the log's own image */
 static bool g_img_created;
 
 static void cleanup(void)
@@ -149,6 +155,8 @@ static void cleanup(void)
 		unlink(g_img);
 	if (g_sparse)
 		unlink(g_sparse);
+	if (g_wal_img)
+		unlink(g_wal_img);
 }
 
 static void die(const char *fmt, ...)
@@ -633,6 +641,7 @@ static uint64_t run_threads(struct runner *r, void *(*fn)(void *), double *t0)
 }
 
 static uint8_t *g_mem;		/* page memory for the whole image */
+static uint8_t *g_wal_mem;		/* wal: the log's page memory */
 static uint8_t *g_src;		/* 1 MiB the application copies from */
 
 /* libpwb on @ctx contexts: returns MiB/s; fills @res's counters. */
@@ -1669,6 +1678,307 @@ static void bench_memory(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* WAL: transactions under the write-ahead rule                           */
+
+#define WAL_REC 256u			/* bytes per log record */
+#define WAL_LOG_BYTES (64ull << 20)	/* the log wraps around in this */
+#define WAL_COMMIT_EVERY 8u		/* transactions per commit, per thread */
+
+/*
+ * The log: records appended under lock, made durable by one log writer
+ * thread (group commit: one pwb_fsync of the log inode covers every
+ * record appended before it), which then reports the durable LSN to the
+ * data bdi. Threads that commit, and the data bdi's log_force, ask the log
+ * writer and wait. The log lives on a bdi of its own: log_force runs on a
+ * data flusher, which must not wait for writeback of its own bdi.
+ */
+struct wal_log {
+	pthread_mutex_t lock;
+	pthread_cond_t want_cond;	/* a commit is wanted, or stop */
+	pthread_cond_t done_cond;	/* durable moved */
+	uint64_t next_lsn;		/* lock: last LSN handed out */
+	uint64_t durable;		/* lock: committed up to */
+	bool want, stop;		/* lock */
+	uint64_t commits;		/* lock */
+	struct pwb_inode *inode;	/* the log inode */
+	struct pwb_bdi *data_bdi;
+	uint8_t *mem;			/* WAL_LOG_BYTES of log pages */
+	int err;			/* first failure, lock */
+};
+
+static struct wal_log g_wal;
+
+static void wal_wait_durable(struct wal_log *l, uint64_t lsn)
+{
+	pthread_mutex_lock(&l->lock);
+	while (l->durable < lsn && !l->err) {
+		l->want = true;
+		pthread_cond_signal(&l->want_cond);
+		pthread_cond_wait(&l->done_cond, &l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void *wal_writer_fn(void *arg)
+{
+	struct wal_log *l = arg;
+
+	pthread_mutex_lock(&l->lock);
+	for (;;) {
+		uint64_t target;
+		int rc;
+
+		while (!l->want && !l->stop)
+			pthread_cond_wait(&l->want_cond, &l->lock);
+		if (l->stop)
+			break;
+		l->want = false;
+		target = l->next_lsn;	/* every record appended so far */
+		pthread_mutex_unlock(&l->lock);
+		rc = pwb_fsync(l->inode);
+		if (!rc)
+			rc = pwb_bdi_log_durable(l->data_bdi, target);
+		pthread_mutex_lock(&l->lock);
+		if (rc && !l->err)
+			l->err = rc;
+		if (!rc && target > l->durable)
+			l->durable = target;
+		l->commits++;
+		pthread_cond_broadcast(&l->done_cond);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+/*
+ * The data bdi's log_force: the log writer commits all the time for the
+ * transactions, so wait for its next group commit rather than start one
+ * of our own (a commit started for a flusher holds fewer records, and a
+ * transaction whose record just missed it waits for one more); ask for
+ * one only if none came within 5 ms (the end of a run, when nobody
+ * commits).
+ */
+static int wal_log_force(uint64_t lsn, void *arg)
+{
+	struct wal_log *l = arg;
+	struct timespec ts;
+	int err;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 5000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&l->lock);
+	while (l->durable < lsn && !l->err &&
+	       !pthread_cond_timedwait(&l->done_cond, &l->lock, &ts))
+		;
+	err = l->err;
+	pthread_mutex_unlock(&l->lock);
+	if (!err)
+		wal_wait_durable(l, lsn);
+	return l->err;
+}
+
+struct wal_worker {
+	pthread_t tid;
+	unsigned int t;
+	bool lsn;			/* pwb_mark_dirty_lsn, else plain */
+	struct app_inode *data;
+	double deadline;
+	uint64_t txns;
+	int err;
+};
+
+static void *wal_worker_fn(void *arg)
+{
+	struct wal_worker *w = arg;
+	struct wal_log *l = &g_wal;
+	uint64_t s = 0x9e3779b97f4a7c15ull * (w->t + 1), lsn = 0;
+
+	while (now_s() < w->deadline) {
+		uint64_t pg = xrand(&s) % w->data->pages, off;
+		int rc;
+
+		/* Append the log record of the change. */
+		pthread_mutex_lock(&l->lock);
+		lsn = ++l->next_lsn;
+		off = lsn * WAL_REC % WAL_LOG_BYTES;
+		memcpy(l->mem + off, &lsn, sizeof(lsn));
+		rc = pwb_mark_dirty(l->inode, off, WAL_REC);
+		pthread_mutex_unlock(&l->lock);
+		if (rc)
+			goto fail;
+		/* Change the data page: its LSN in its first 8 bytes. */
+		memcpy(w->data->mem + pg * PS, &lsn, sizeof(lsn));
+		off = pg * PS;
+		rc = w->lsn ? pwb_mark_dirty_lsn(w->data->inode, off, PS, lsn)
+			    : pwb_mark_dirty(w->data->inode, off, PS);
+		if (rc)
+			goto fail;
+		if (++w->txns % WAL_COMMIT_EVERY == 0)
+			wal_wait_durable(l, lsn);
+	}
+	wal_wait_durable(l, lsn);
+	return NULL;
+fail:
+	w->err = -1;
+	return NULL;
+}
+
+struct wal_figures {
+	double txns, forces, commits, held;	/* per second */
+};
+
+/* One run of @duration s: enforced (@lsn) or plain. */
+static void wal_once(bool lsn, double duration, uint64_t data_bytes,
+		     struct wal_figures *f)
+{
+	struct wal_log *l = &g_wal;
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *log_bdi, *data_bdi;
+	struct app_inode data = { .mem = g_mem, .pages = data_bytes / PS };
+	struct app_inode logi = { .mem = NULL, .pages = WAL_LOG_BYTES / PS };
+	struct wal_worker w[MAX_THREADS];
+	struct pwb_stats st;
+	pthread_t writer;
+	uint64_t txns = 0;
+	double t0, secs;
+	unsigned int i;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->want_cond, NULL);
+	pthread_cond_init(&l->done_cond, NULL);
+	l->mem = g_wal_mem;
+	logi.mem = g_wal_mem;
+	logi.base = 0;
+	/* The data bdi: writeback all the time (short expiry, a low
+	 * background threshold), so that flushers meet pages whose log
+	 * records are not yet durable. */
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = o.sweep[0] == CTX_AUTO ? 2 : o.sweep[0];
+	cfg.backend = o.backend;
+	cfg.io_depth = o.depth;
+	cfg.dirty_expire_ms = 50;
+	cfg.dirty_writeback_ms = 50;
+	cfg.dirty_background_bytes = 4ull << 20;
+	cfg.dirty_bytes = 0;
+	cfg.log_force = wal_log_force;
+	cfg.log_force_arg = l;
+	rc = pwb_bdi_open(g_img, &cfg, &data_bdi);
+	if (rc)
+		die("pwb_bdi_open(%s): %s: %s", g_img, pwb_strerror(rc),
+		    pwb_errmsg());
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = 1;
+	cfg.backend = o.backend;
+	cfg.io_depth = o.depth;
+	rc = pwb_bdi_open(g_wal_img, &cfg, &log_bdi);
+	if (rc)
+		die("pwb_bdi_open(%s): %s: %s", g_wal_img, pwb_strerror(rc),
+		    pwb_errmsg());
+	if (pwb_inode_open(data_bdi, 1, &app_ops, &data, &data.inode) ||
+	    pwb_inode_open(log_bdi, 1, &app_ops, &logi, &logi.inode))
+		die("pwb_inode_open: %s", pwb_errmsg());
+	l->inode = logi.inode;
+	l->data_bdi = data_bdi;
+	if (pthread_create(&writer, NULL, wal_writer_fn, l))
+		die("pthread_create failed");
+	t0 = now_s();
+	for (i = 0; i < o.threads; i++) {
+		w[i] = (struct wal_worker){ .t = i, .lsn = lsn, .data = &data,
+					    .deadline = t0 + duration };
+		if (pthread_create(&w[i].tid, NULL, wal_worker_fn, &w[i]))
+			die("pthread_create failed");
+	}
+	for (i = 0; i < o.threads; i++) {
+		pthread_join(w[i].tid, NULL);
+		if (w[i].err)
+			die("wal: a transaction failed: %s", pwb_errmsg());
+		txns += w[i].txns;
+	}
+	secs = now_s() - t0;
+	if (pwb_bdi_stats(data_bdi, &st))
+		die("pwb_bdi_stats: %s", pwb_errmsg());
+	/* Data last: its integrity sync may still force the log. */
+	if (pwb_sync(data_bdi))
+		die("pwb_sync: %s", pwb_errmsg());
+	pthread_mutex_lock(&l->lock);
+	l->stop = true;
+	pthread_cond_broadcast(&l->want_cond);
+	pthread_mutex_unlock(&l->lock);
+	pthread_join(writer, NULL);
+	if (l->err)
+		die("wal: group commit failed: %s", pwb_strerror(l->err));
+	f->txns = (double)txns / secs;
+	f->forces = (double)st.log_forces / secs;
+	f->commits = (double)l->commits / secs;
+	f->held = (double)st.lsn_held_pages / secs;
+	if (pwb_bdi_close(data_bdi) || pwb_bdi_close(log_bdi))
+		die("pwb_bdi_close: %s", pwb_errmsg());
+	pthread_cond_destroy(&l->done_cond);
+	pthread_cond_destroy(&l->want_cond);
+	pthread_mutex_destroy(&l->lock);
+}
+
+/*
+ * The rule's cost: the same transactions with pwb_mark_dirty_lsn() (and
+ * log_force) and with plain pwb_mark_dirty(), the two taking turns, the
+ * median of --runs each.
+ */
+static void bench_wal(void)
+{
+	double duration = o.duration > 0 ? o.duration : 3;
+	uint64_t data_bytes = o.size < device_size(g_img) ? o.size
+							  : device_size(g_img);
+	double on[MAX_RUNS], off[MAX_RUNS], fo[MAX_RUNS], cm[MAX_RUNS];
+	double ratio[MAX_RUNS];
+	struct result r = { .wl = WL_WAL, .backend = o.backend,
+			    .ctx = o.sweep[0] == CTX_AUTO ? 2 : o.sweep[0],
+			    .depth = o.depth, .threads = o.threads,
+			    .fio = -1, .kern = -1, .unit = "txn/s" };
+	unsigned int k;
+
+	for (k = 0; k < o.runs; k++) {
+		struct wal_figures a, b;
+
+		/* Taking turns at going first cancels slow drifts of a
+		 * shared machine. */
+		if (k % 2) {
+			wal_once(false, duration, data_bytes, &b);
+			wal_once(true, duration, data_bytes, &a);
+		} else {
+			wal_once(true, duration, data_bytes, &a);
+			wal_once(false, duration, data_bytes, &b);
+		}
+		ratio[k] = a.txns / b.txns;
+		on[k] = a.txns;
+		off[k] = b.txns;
+		fo[k] = a.forces;
+		cm[k] = a.commits;
+		fprintf(tbl, "wal run %u: enforced %.0f txn/s (log forces "
+			"%.1f/s, group commits %.0f/s, held pages %.1f/s), "
+			"plain %.0f txn/s (group commits %.0f/s); "
+			"enforced/plain %.2f\n",
+			k, a.txns, a.forces, a.commits, a.held, b.txns,
+			b.commits, a.txns / b.txns);
+	}
+	r.pwb = median(on, o.runs);
+	r.secs = duration;
+	/* The verdict is the median of the runs' own ratios: each pair ran
+	 * back to back, under the same neighbours. */
+	snprintf(r.note, sizeof(r.note),
+		 "plain %.0f txn/s; enforced/plain %.2f (>=0.8, median of "
+		 "pairs); log forces %.1f/s; group commits %.0f/s",
+		 median(off, o.runs), median(ratio, o.runs),
+		 median(fo, o.runs), median(cm, o.runs));
+	add_result(&r);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Output                                                                 */
 
 static void fmt_val(char *buf, size_t n, double v)
@@ -1883,8 +2193,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: pwb-bench [options]\n"
 "  --workload LIST   seed,rand4k,skew,fsync,markdirty,null,throttle,\n"
-"                    memory, one-file (one-file-seq,one-file-rand)\n"
-"                    or all (seed)\n"
+"                    memory, one-file (one-file-seq,one-file-rand),\n"
+"                    wal or all (seed)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
@@ -1901,7 +2211,7 @@ static void usage(FILE *f)
 "  --inodes N        inodes for rand4k and skew (16)\n"
 "  --fsync-every K   fsync workload: writes between fsyncs (64)\n"
 "  --duration SEC    cap on each run's writing phase (0: none;\n"
-"                    throttle: its length, default 20)\n"
+"                    throttle: its length, default 20; wal: 3)\n"
 "  --device PATH     device or file to write (default: an image it\n"
 "                    creates in --dir and removes)\n"
 "  --dir DIR         where images go (current directory)\n"
@@ -2207,7 +2517,7 @@ int main(int argc, char **argv)
 	need = 2 * o.size;
 	if (o.wl[WL_SEED] || o.wl[WL_RAND4K] || o.wl[WL_SKEW] ||
 	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE] || o.wl[WL_ONEFILE_SEQ] ||
-	    o.wl[WL_ONEFILE_RAND]) {
+	    o.wl[WL_ONEFILE_RAND] || o.wl[WL_WAL]) {
 		if (o.device) {
 			g_img = strdup(o.device);
 			img = device_size(g_img);
@@ -2245,6 +2555,14 @@ int main(int argc, char **argv)
 		memset(dummy_page, 0, PS);
 	}
 
+	if (o.wl[WL_WAL]) {
+		if (asprintf(&g_wal_img, "%s/pwb-bench-log.img", o.dir) < 0)
+			die("out of memory");
+		image_create(g_wal_img, WAL_LOG_BYTES, false);
+		if (posix_memalign((void **)&g_wal_mem, 4096, WAL_LOG_BYTES))
+			die("out of memory");
+		memset(g_wal_mem, 0, WAL_LOG_BYTES);
+	}
 	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL])
 		g_cpu_scale = cpu_scaling(o.threads > 1 ? o.threads : 2);
 	for (i = 0; i < NR_WL; i++) {
@@ -2259,6 +2577,8 @@ int main(int argc, char **argv)
 			bench_throttle();
 		else if (i == WL_MEMORY)
 			bench_memory();
+		else if (i == WL_WAL)
+			bench_wal();
 		else
 			bench_io((enum workload)i);
 	}
@@ -2269,11 +2589,13 @@ int main(int argc, char **argv)
 	if (o.csv)
 		print_csv(stdout);
 	free(g_mem);
+	free(g_wal_mem);
 	free(g_src);
 	free(dummy_page);
 	cleanup();
 	free(g_img);
 	free(g_sparse);
-	g_img = g_sparse = NULL;
+	free(g_wal_img);
+	g_img = g_sparse = g_wal_img = NULL;
 	return 0;
 }

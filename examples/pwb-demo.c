@@ -586,7 +586,8 @@ static void usage(FILE *f)
 		"  --help         show this text\n"
 		"\n"
 		"The image needs a file system that supports O_DIRECT (ext4,\n"
-		"xfs, btrfs; not tmpfs). Exit status: 0 if every byte matches.\n"
+		"xfs, btrfs; tmpfs only since Linux 6.6). Exit status: 0 if\n"
+		"every byte matches.\n"
 		"\n"
 		"Environment: PWB_FAULT=\"eio:every=10\" (see pwb_fault_parse)\n"
 		"makes some writes fail on purpose.\n",
@@ -746,12 +747,10 @@ int main(int argc, char **argv)
 	       info.rotational == 1   ? "rotational" :
 	       info.rotational == 0   ? "non-rotational" :
 					"rotational: unknown");
-	printf("writeback contexts: %u%s, policy %s, backend %s, page %u B\n",
-	       info.nr_wb_ctx, d.opt.contexts ? "" : " (automatic)",
-	       info.policy, info.backend, info.page_size);
-	if (!d.opt.contexts && info.nr_wb_ctx == 1 && info.rotational == 1)
-		printf("(the device looks rotational, so one context was "
-		       "chosen; try --contexts 4)\n");
+	printf("writeback contexts: %u, policy %s, backend %s, page %u B\n",
+	       info.nr_wb_ctx, info.policy, info.backend, info.page_size);
+	printf("  contexts: %s\n  backend: %s\n", info.nr_wb_ctx_reason,
+	       info.backend_reason);
 	printf("%u inodes x %" PRIu64 " pages = %.1f MiB, %u threads, "
 	       "%d rounds\n", d.opt.inodes, d.pages_per_inode,
 	       (double)data_bytes / MIB, d.opt.threads, DEMO_ROUNDS);

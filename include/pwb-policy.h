@@ -141,11 +141,17 @@ struct pwb_policy_ops {
 	/** Required. Return the context index, 0 .. @nr_wb_ctx - 1, for the
 	 *  inode @info describes. Called at most once per inode and bdi
 	 *  instance in the ordinary course, from whichever application thread
-	 *  dirties the inode first, concurrently with other select() calls on
-	 *  the same state and with no library lock held, possibly inside an
-	 *  urcu-bp read-side critical section: it must be thread-safe, fast,
-	 *  and must not sleep for long or call a function that waits for
-	 *  writeback (pwb_sync, pwb_fsync, close functions). It may call
+	 *  dirties the inode first (inside pwb_mark_dirty or
+	 *  pwb_mark_inode_dirty), and for every dirtied inode again on the
+	 *  thread that re-shards (pwb_bdi_set_nr_wb_ctx, pwb_bdi_set_policy,
+	 *  the automatic tuner) while the flushers are parked and that
+	 *  thread holds the bdi's re-shard lock. Otherwise no library lock is
+	 *  held. Concurrent with other select() calls on the same state,
+	 *  possibly inside an urcu-bp read-side critical section: it must be
+	 *  thread-safe, fast, and must not sleep for long or call a function
+	 *  that waits for writeback or re-shards (pwb_sync, pwb_fsync,
+	 *  pwb_bdi_set_nr_wb_ctx, pwb_bdi_set_policy, close functions). It
+	 *  may call
 	 *  pwb_policy_map_page(), pwb_bdi_info(), pwb_wb_ctx_stats() and the
 	 *  inode query functions. A negative errno or an index out of range is
 	 *  not fatal: that inode is placed by inode-hash and the bdi counts the
@@ -316,7 +322,9 @@ PWB_API int pwb_policy_load(const char *path);
  * @dev_off: filled with the device byte offset on success
  *
  * Calls the inode's map_page op: the application's code, which may be
- * slow or fail for a page that has no place yet.
+ * slow or fail for a page that has no place yet. It then runs on the
+ * caller's thread, inside the application's pwb_mark_dirty() or re-shard
+ * (see struct pwb_inode_ops in pwb.h for what map_page must not do there).
  *
  * Context: any thread, with no libpwb lock held (true inside select()).
  * Return: 0; -EINVAL for a NULL argument; -ERANGE if the application

@@ -31,7 +31,9 @@
  *  - It is thread-safe: any thread may call it at any time, on any object,
  *    concurrently with other calls, including a close of that object: a
  *    close waits for the calls on its object that are already running
- *    (see pwb_bdi_close() and pwb_inode_close()). A call that *begins*
+ *    (see pwb_bdi_close() and pwb_inode_close()): a call is running from
+ *    the moment it first reads the object, however long its thread is
+ *    preempted before its first lock. A call that *begins*
  *    after the close began is an application bug, as with free(); while
  *    the object still exists libpwb detects it and fails the call with
  *    -ESHUTDOWN (bdi functions) or -EBADF (inode functions), but it cannot
@@ -133,7 +135,7 @@ struct pwb_event;
 
 /** Largest number of writeback contexts one bdi accepts. */
 #define PWB_MAX_WB_CTX 64
-/** Contexts chosen by nr_wb_ctx = 0 on a non-rotational device, at most. */
+/** Default upper bound of the automatic tuner (auto_max_wb_ctx = 0). */
 #define PWB_AUTO_MAX_WB_CTX 8
 
 /**
@@ -146,10 +148,14 @@ struct pwb_event;
  */
 struct pwb_bdi_config {
 	/** Writeback contexts (lists + flusher thread each). 1 is the legacy
-	 *  single-threaded behaviour; 0 picks automatically: 1 on a rotational
-	 *  device, else the online CPUs capped at PWB_AUTO_MAX_WB_CTX. That
-	 *  pick is made once, at open; flag PWB_BDI_AUTO_WB_CTX tunes the
-	 *  count while the bdi works. At most PWB_MAX_WB_CTX. Default 0. */
+	 *  single-threaded behaviour. 0 lets libpwb choose: it turns on the
+	 *  automatic tuner (PWB_BDI_AUTO_WB_CTX, see there) and starts from
+	 *  2 contexts, whatever the device's rotational flag says (virtio
+	 *  and RAID disks often claim to rotate); the tuner goes down to 1
+	 *  where 2 are not measurably faster, up to auto_max_wb_ctx where
+	 *  more are. pwb_bdi_info() says what was chosen and why. A
+	 *  non-zero count is used as given, without the tuner unless the
+	 *  flag is set. At most PWB_MAX_WB_CTX. Default 0. */
 	unsigned int nr_wb_ctx;
 	/** Shard policy spec, "name[:key=value,...]"; NULL means the default
 	 *  "inode-hash" (inode number modulo contexts). Also built in:
@@ -183,11 +189,15 @@ struct pwb_bdi_config {
 	/** An inode whose only dirty state is its timestamps is written after
 	 *  this long (or by sync). Default 43200000 (12 h, the kernel's). */
 	unsigned int dirtytime_expire_ms;
-	/** I/O backend: NULL or "psync" (default: pwritev, one write in
-	 *  flight per context); "io_uring" (io_depth writes in flight per
-	 *  context; needs liburing at build time and a kernel that allows
-	 *  io_uring); "null" (completes writes without doing them: measures
-	 *  the engine's own cost, nothing is durable). */
+	/** I/O backend: "io_uring" (io_depth writes in flight per context;
+	 *  needs liburing at build time and a kernel that allows io_uring);
+	 *  "psync" (pwritev, one write in flight per context); "null"
+	 *  (completes writes without doing them: measures the engine's own
+	 *  cost, nothing is durable). NULL, the default, picks io_uring
+	 *  where io_uring_queue_init() succeeds at open (built with
+	 *  liburing, and neither kernel.io_uring_disabled, seccomp nor
+	 *  RLIMIT_MEMLOCK refuse it), psync otherwise; pwb_bdi_info() says
+	 *  which and why. */
 	const char *backend;
 	/** Clock used for every time decision (expiry, periodic interval,
 	 *  bandwidth), in nanoseconds, monotonic. NULL means CLOCK_MONOTONIC.
@@ -234,17 +244,40 @@ struct pwb_bdi_config {
 	/** Cap on the write rate of background, periodic and
 	 *  pwb_bdi_writeback() passes together, in bytes/s (a token bucket
 	 *  holding a tenth of a second of the rate, at least max_io_bytes);
-	 *  integrity sync (pwb_sync, pwb_fsync, close) is never capped. 0
-	 *  means no cap. Default 0. */
+	 *  integrity sync (pwb_sync, pwb_fsync, close) is never capped. A
+	 *  capped pass ends early (its pages stay dirty for the next one)
+	 *  when other work is queued or a re-shard or policy switch begins.
+	 *  0 means no cap. Default 0. */
 	uint64_t rate_limit_bytes_per_sec;
 	/** Optional. Called at the start and end of every writeback pass
 	 *  (on the context's flusher thread) and after every sleep of a
-	 *  throttled dirtier (on that thread), with @event_arg. It runs with
-	 *  no libpwb lock held, under the rules of the inode ops callbacks
-	 *  (no pwb_fsync, pwb_sync or close), and should return quickly:
-	 *  the pass or the dirtier waits for it. NULL: no events. */
+	 *  throttled dirtier (on that thread, inside pwb_mark_dirty or
+	 *  pwb_balance_dirty), with @event_arg. It runs with no libpwb lock
+	 *  held, under the rules of the inode ops callbacks (struct
+	 *  pwb_inode_ops: no pwb_fsync, pwb_sync or close; on the dirtier's
+	 *  thread no lock the dirtier holds), and should return quickly: the
+	 *  pass or the dirtier waits for it. NULL: no events. */
 	void (*event)(const struct pwb_event *ev, void *event_arg);
 	void *event_arg;
+	/** Optional, for the write-ahead rule (pwb_mark_dirty_lsn()). Make
+	 *  the application's log durable up to at least @lsn and return 0,
+	 *  or return a negative errno. Writeback calls it, on a flusher
+	 *  thread with no libpwb lock held, once before it submits a batch
+	 *  of pages holding an LSN above the durable LSN
+	 *  (pwb_bdi_log_durable()), with the batch's highest LSN; after a
+	 *  0 the durable LSN is at least @lsn. It runs under the rules of
+	 *  the inode ops callbacks: no pwb_fsync(), pwb_sync() or close,
+	 *  and it must not wait for writeback of this bdi (a log kept as
+	 *  an inode of the same bdi would deadlock: keep the log on another
+	 *  bdi or file), nor for a thread that this bdi may throttle
+	 *  (PWB_BDI_THROTTLE: that thread waits for this very flusher).
+	 *  On an error the batch's held pages stay dirty; a
+	 *  background or periodic pass does not record it, an integrity
+	 *  sync reports it like a write error (-EAGAIN becomes -EBUSY).
+	 *  NULL: pages whose LSN is not yet durable are left dirty until
+	 *  pwb_bdi_log_durable() covers them. */
+	int (*log_force)(uint64_t lsn, void *arg);
+	void *log_force_arg;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -253,11 +286,11 @@ struct pwb_bdi_config {
  * Automatic parallelism: a tuner thread measures the bdi's write bandwidth
  * in windows of auto_interval_ms and moves the number of contexts within
  * [auto_min_wb_ctx, auto_max_wb_ctx] by hill climbing, re-sharding live as
- * pwb_bdi_set_nr_wb_ctx() does. It starts from nr_wb_ctx if that is not 0
- * (it must then lie within the bounds), else from the pick nr_wb_ctx = 0
- * makes, moved into the bounds. Only windows in which writeback had work
- * all along (dirty or in-flight pages at both ends, at least 64 pages
- * written) count: an idle bdi is never tuned. A count must be more than
+ * pwb_bdi_set_nr_wb_ctx() does. nr_wb_ctx = 0 turns it on without the
+ * flag. It starts from nr_wb_ctx if that is not 0 (it must then lie within
+ * the bounds), else from 2, moved into the bounds. Only windows in which
+ * writeback had work all along (dirty or in-flight pages at both ends, at
+ * least 64 pages written) count: an idle bdi is never tuned. A count must be more than
  * 5% faster than the fastest fewer-context count to be preferred, so noise
  * and flat curves settle on the smaller count; a settled bdi re-checks a
  * neighbouring count every 30 measured windows. pwb_bdi_set_nr_wb_ctx()
@@ -427,6 +460,9 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr);
  */
 PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec);
 
+/** Size of the reason strings of struct pwb_bdi_info, with the NUL. */
+#define PWB_REASON_MAX 96
+
 /**
  * struct pwb_bdi_info - facts a bdi found about its device
  */
@@ -449,6 +485,17 @@ struct pwb_bdi_info {
 	unsigned int atomic_write_segments_max;
 	/** 1 if pages go out with RWF_ATOMIC (see PWB_BDI_ATOMIC_WRITES). */
 	int atomic_writes;
+	/** Why @backend: e.g. "asked for (backend = \"psync\")", or for
+	 *  backend = NULL "default: io_uring_queue_init works here" or
+	 *  "default: io_uring refused (Operation not permitted)". */
+	char backend_reason[PWB_REASON_MAX];
+	/** Why this many contexts: "asked for (nr_wb_ctx = 4)", or for
+	 *  nr_wb_ctx = 0 that 2 was the start and the tuner chooses. */
+	char nr_wb_ctx_reason[PWB_REASON_MAX];
+	/** 1 if the automatic tuner (PWB_BDI_AUTO_WB_CTX) chooses the
+	 *  number of contexts, which @nr_wb_ctx then reports at this
+	 *  instant. */
+	int auto_wb_ctx;
 };
 
 /**
@@ -520,23 +567,87 @@ struct pwb_event {
 PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 			      unsigned int flags);
 
+/**
+ * pwb_bdi_log_durable() - report that the application's log is durable
+ * @bdi: the bdi
+ * @lsn: the log is durable up to and including this LSN
+ *
+ * The write-ahead rule (pwb_mark_dirty_lsn()): writeback submits a page
+ * only when its LSN is at or below the durable LSN, the highest value
+ * reported here or by a successful pwb_bdi_config.log_force call. Reports
+ * lower than that are ignored (a monotonic maximum). Call it after the
+ * application's own group commit made its log durable. Pages held back
+ * meanwhile are written by a later pass (periodic, background, sync); this
+ * call does not start one.
+ *
+ * Context: any thread, including ops and log_force callbacks; lock-free.
+ * Return: 0; -EINVAL for a NULL @bdi; -ESHUTDOWN once pwb_bdi_close()
+ *         tears the bdi down.
+ */
+PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn);
+
 /* ---------------------------------------------------------------------- */
 /* Inodes                                                                 */
 
 /**
  * struct pwb_inode_ops - how libpwb reaches an inode's data
  *
- * The callbacks run on flusher threads with no libpwb lock held. They may
- * call pwb_mark_dirty() and the query functions, never pwb_fsync(),
- * pwb_sync() or a close function. Append-only: later releases add fields at
- * the end, and a zeroed field is always "absent".
+ * Threads. Every callback runs with no libpwb lock held (except a re-shard's
+ * own lock, inside pwb_bdi_set_nr_wb_ctx() and pwb_bdi_set_policy()), on
+ * these threads:
+ *
+ *  - get_page, end_write, write_inode: flusher threads only (every pass,
+ *    including the integrity work of pwb_fsync(), pwb_sync() and the close
+ *    functions, which is queued to the flushers).
+ *  - map_page: flusher threads, for every write; and also on the thread of
+ *    the caller, inside the library, when the bdi's shard policy asks for a
+ *    page's device offset to place an inode. Among the built-in policies
+ *    that is "alloc-group" (unless a hint is set) and "xarray" with
+ *    key=offset (its default), and it happens inside pwb_mark_dirty() and
+ *    pwb_mark_inode_dirty() at an inode's first dirtying, inside
+ *    pwb_bdi_set_nr_wb_ctx() and pwb_bdi_set_policy() for every dirtied
+ *    inode (twice per inode under xarray), and on the automatic tuner's
+ *    thread (PWB_BDI_AUTO_WB_CTX) when it re-shards. A plugin policy that
+ *    calls pwb_policy_map_page() does the same; a policy may call it at
+ *    every dirtying. "inode-hash", "least-loaded", "hint", "shared-list"
+ *    and "xarray:key=ino" never call map_page outside the flushers.
+ *  - The event callback (pwb_bdi_config.event): flusher threads for
+ *    PWB_EV_WB_START/END; the dirtier's own thread, inside pwb_mark_dirty()
+ *    (PWB_BDI_THROTTLE) or pwb_balance_dirty(), for PWB_EV_THROTTLE.
+ *  - A shard policy's select() and key() (pwb-policy.h): the caller's
+ *    thread in the calls named for map_page, under every policy.
+ *
+ * What they must not do. On a flusher thread a callback may call
+ * pwb_mark_dirty(), pwb_mark_inode_dirty() and the query functions
+ * (pwb_page_state() included), never pwb_fsync(), pwb_sync(),
+ * pwb_inode_discard(), pwb_wait_writeback(), pwb_bdi_writeback() with
+ * PWB_WB_WAIT,
+ * pwb_balance_dirty(), a re-shard or a close function (they fail with
+ * -EDEADLK there), and must not wait for a thread that is itself waiting in
+ * one of those. Where map_page (or an event or a policy) runs on the
+ * caller's thread, it must not take a lock that the caller holds around
+ * the call it runs inside (a non-recursive mutex would deadlock the
+ * thread; tests/check_policy.c shows where this happens), and must not
+ * call any function that waits for writeback, re-shards or closes: the
+ * flushers may be parked by the re-shard in progress, and select() runs
+ * inside an RCU read-side section that such calls wait out. Callbacks
+ * should return quickly: a pass, a re-shard or a dirtier waits for them.
+ *
+ * Append-only: later releases add fields at the end, and a zeroed field is
+ * always "absent".
  */
 struct pwb_inode_ops {
 	/** Required. Store in *data the address of page @index: page_size
 	 *  bytes, aligned to the logical block size (for O_DIRECT), which must
 	 *  stay valid and unchanged in size until end_write for that page (or
 	 *  the writepage call's return, if end_write is absent). Return 0 or a
-	 *  negative errno, which is recorded as a write error of the page. */
+	 *  negative errno, which is recorded as a write error of the page;
+	 *  except -EAGAIN, which means "not now" (the page is latched or
+	 *  pinned): the page stays dirty and is tried again in a later pass,
+	 *  no error is recorded and end_write is not called for it. An
+	 *  integrity sync retries such a page with a bounded back-off
+	 *  (1 ms doubling to 64 ms, about 1 s in all) and then fails with
+	 *  -EBUSY, the page still dirty (see pwb_fsync()). */
 	int (*get_page)(struct pwb_inode *inode, uint64_t index,
 			const void **data);
 	/** Required. Store in *dev_off the device byte offset of page @index:
@@ -665,6 +776,39 @@ PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr);
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len);
 
 /**
+ * pwb_mark_dirty_lsn() - pwb_mark_dirty() under the write-ahead rule
+ * @inode: the inode
+ * @off: first byte changed
+ * @len: number of bytes; the range is rounded out to whole pages
+ * @lsn: the log sequence number of the change (of the log record that
+ *       describes it); 0 is pwb_mark_dirty()
+ *
+ * Like pwb_mark_dirty(), and each page of the range keeps the highest LSN
+ * it was dirtied with since writeback last took it. Writeback never
+ * submits a page whose LSN is above the bdi's durable LSN: before a batch
+ * holding such pages it calls pwb_bdi_config.log_force with the batch's
+ * highest LSN, or without log_force leaves those pages dirty (no error)
+ * until pwb_bdi_log_durable() covers them. Integrity sync (pwb_fsync,
+ * pwb_sync, close) forces the log first, up to the highest LSN among the
+ * pages it will write; without log_force it waits about 1 s (bounded
+ * back-off) for pwb_bdi_log_durable() to cover them, then fails with
+ * -EBUSY leaving them dirty. Pages dirtied only with pwb_mark_dirty() have
+ * LSN 0 and are never held back.
+ *
+ * Call it before get_page can hand libpwb the changed page (for example
+ * while still holding the page's latch, get_page returning -EAGAIN
+ * meanwhile): a page written between the change and this call would
+ * carry an LSN libpwb has not seen. An inode pays for LSNs only once it
+ * uses them: 8 bytes a page in each 512-page group it dirtied with one.
+ *
+ * Context: as pwb_mark_dirty().
+ * Return: as pwb_mark_dirty(); on -ENOMEM no page of the range became
+ *         dirty without its LSN.
+ */
+PWB_API int pwb_mark_dirty_lsn(struct pwb_inode *inode, uint64_t off,
+			       uint64_t len, uint64_t lsn);
+
+/**
  * pwb_inode_error() - the inode's failed mark, without consuming it
  *
  * Context: any thread.
@@ -708,10 +852,12 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  * it: every page dirty when the flusher starts the item is written (pages
  * dirtied meanwhile are not waited for, so constant re-dirtying cannot
  * livelock it), every write in flight is waited for, then the device cache
- * is flushed (fdatasync). Dirty metadata is written through write_inode.
- * Under a per-page policy ("region") the inode's pages may sit on several
- * contexts: an item is queued on every one of them at once, all are
- * waited for, and the device is flushed once at the end.
+ * is flushed (fdatasync). Dirty metadata is written through write_inode,
+ * after the pages; the flush also covers metadata that write_inode wrote
+ * since the last flush, in this call or in any earlier pass, even when no
+ * page was written. Under a per-page policy ("region") the inode's pages
+ * may sit on several contexts: an item is queued on every one of them at
+ * once, all are waited for, and the device is flushed once at the end.
  *
  * Errors (the kernel's errseq_t model): a failed write, get_page, map_page,
  * write_inode or device flush is recorded on the inode. Each pwb_fsync()
@@ -731,7 +877,13 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  *         returned: each error is reported once. A page that map_page put
  *         (partly) outside the device fails with -ERANGE, one not aligned
  *         to the logical block size with -EINVAL. Pages whose write failed
- *         stay dirty.
+ *         stay dirty. Under the write-ahead rule (pwb_mark_dirty_lsn())
+ *         the log is forced first; log_force's error is reported here
+ *         like a write error (-EAGAIN from it as -EBUSY), the pages it
+ *         covered still dirty. -EBUSY: a page stayed "not now" (get_page
+ *         -EAGAIN) or, without log_force, above the durable LSN through
+ *         the bounded back-off (about 1 s); it stays dirty, and is
+ *         reported once like a write error (pwb_sync() gets it too).
  */
 PWB_API int pwb_fsync(struct pwb_inode *inode);
 
@@ -740,7 +892,8 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
  * @bdi: the bdi
  *
  * Queues integrity-sync work on every context at once, waits for all of them,
- * then flushes the device cache once.
+ * then flushes the device cache once. The flush is skipped only when no page
+ * and no metadata (write_inode) was written since the last flush.
  *
  * Errors: the bdi records every error of every inode. Like pwb_fsync(),
  * each pwb_sync() takes its own cursor at the start and returns an error
@@ -752,9 +905,113 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
  * Return: 0; -EINVAL for a NULL @bdi; -EDEADLK from an ops callback;
  *         -ESHUTDOWN if pwb_bdi_close() has begun; -ENOMEM; or a write or
  *         flush error on @bdi that no earlier pwb_sync() returned (each
- *         reported once to pwb_sync callers).
+ *         reported once to pwb_sync callers), including a log_force error
+ *         or -EBUSY as pwb_fsync() describes.
  */
 PWB_API int pwb_sync(struct pwb_bdi *bdi);
+
+/* ---------------------------------------------------------------------- */
+/* Discard and stable pages                                               */
+
+/**
+ * pwb_inode_discard() - drop the dirty state of a range of pages
+ * @inode: the inode
+ * @off: first byte of the range
+ * @len: bytes; UINT64_MAX means "to the end" (truncate)
+ *
+ * The kernel's truncate_inode_pages_range() for the application's cache.
+ * Only the pages wholly inside the range are discarded: a page the range
+ * covers in part stays as it is (the application marks it dirty if it
+ * changed it). For those pages the call clears the dirty state (including
+ * an integrity sync's selection, so a pwb_fsync() running now skips the
+ * pages it has not started), waits for their writes already in flight and
+ * for every end_write call of @inode already begun, and returns. From then
+ * on libpwb does not touch those pages' memory or device space (no
+ * get_page, map_page or end_write for them) until they are dirtied again.
+ * Until it returns, writes already started may still call get_page,
+ * map_page and end_write for them, so their memory must stay valid until
+ * then. Counters (dirty pages per context and in total) drop by the pages
+ * that were dirty; an inode left with neither dirty pages nor dirty
+ * metadata leaves its context's dirty lists. Dirty metadata
+ * (pwb_mark_inode_dirty) is not touched.
+ *
+ * Deleting an inode's data is pwb_inode_discard(@inode, 0, UINT64_MAX)
+ * followed by pwb_inode_close().
+ *
+ * Errors of discarded pages (errors are recorded per inode, not per page,
+ * as in the kernel's errseq_t; see pwb_fsync()):
+ *  - A write of discarded pages that fails while the call waits is not
+ *    recorded: no pwb_fsync(), pwb_sync() or pwb_inode_close() returns it,
+ *    it does not count towards max_write_failures, and the pages are not
+ *    made dirty again (end_write still gets the error). A failed write
+ *    that also held pages outside the range is recorded as usual.
+ *  - An error recorded before the call cannot be told apart from errors of
+ *    other pages: it is still reported once, as usual, unless the call
+ *    discards every page (@off 0, @len UINT64_MAX). That drops the errors
+ *    the inode recorded and no pwb_fsync() reported yet, and its failed
+ *    mark (as pwb_inode_clear_error()): a later pwb_fsync() or
+ *    pwb_inode_close() reports only errors of later writes (a pwb_fsync()
+ *    already running may still return it). pwb_sync() has a cursor of its
+ *    own over the whole bdi and still reports such an error once.
+ *
+ * Pages dirtied again while the call runs stay dirty and may be written;
+ * the call also waits for such writes, so an application that keeps
+ * dirtying the range can keep it waiting. One discard runs at a time per
+ * inode (a second waits for the first).
+ *
+ * Context: any thread but a flusher (not from an ops callback); sleeps.
+ * The caller must not hold anything that the inode's end_write callback
+ * waits for.
+ * Return: 0 (also when no whole page lies in the range, or @len is 0);
+ *         -EINVAL for a NULL @inode; -EOVERFLOW if @off + @len wraps past
+ *         2^64 and @len is not UINT64_MAX; -EBADF if @inode is being
+ *         closed; -EDEADLK from an ops callback (a flusher thread).
+ */
+PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
+			      uint64_t len);
+
+/**
+ * pwb_wait_writeback() - wait until no page of a range is being written
+ * @inode: the inode
+ * @off: first byte of the range
+ * @len: bytes; UINT64_MAX means "to the end"
+ *
+ * Stable pages (the kernel's folio_wait_stable()): returns once no write of
+ * a page the range touches is in flight, so the application may change
+ * those pages' memory (a checksummed page must not change while the device
+ * reads it). A page dirty and not yet being written does not make it wait;
+ * a write that starts after it returned is not waited for: the application
+ * serialises its own changes against pwb_mark_dirty() (a flusher takes a
+ * page for writing only if it is dirty). The end_write call of a write
+ * that ended may still be running when it returns.
+ *
+ * Context: any thread but a flusher (not from an ops callback, where the
+ * write waited for may be the calling flusher's own); sleeps.
+ * Return: 0 (also for @len 0); -EINVAL for a NULL @inode; -EOVERFLOW if
+ *         @off + @len wraps past 2^64 and @len is not UINT64_MAX; -EBADF if
+ *         @inode is being closed; -EDEADLK from an ops callback.
+ */
+PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
+			       uint64_t len);
+
+/** pwb_page_state() bits. */
+#define PWB_PAGE_DIRTY 0x1	/* changed since last written */
+#define PWB_PAGE_WRITEBACK 0x2	/* a write of the page is in flight */
+
+/**
+ * pwb_page_state() - is a page dirty, or being written?
+ * @inode: the inode
+ * @index: page number (byte offset / page_size)
+ *
+ * A snapshot: a page that is 0 (clean and idle) may be evicted by the
+ * application, unless it dirties it again. A page can be both dirty and
+ * under writeback (dirtied again while written).
+ *
+ * Context: any thread, including ops callbacks; does not sleep on I/O.
+ * Return: a bit mask of PWB_PAGE_DIRTY and PWB_PAGE_WRITEBACK (0 = clean
+ *         and idle); -EINVAL for a NULL @inode.
+ */
+PWB_API int pwb_page_state(struct pwb_inode *inode, uint64_t index);
 
 /* ---------------------------------------------------------------------- */
 /* Dirty throttling                                                       */
@@ -909,6 +1166,15 @@ struct pwb_stats {
 	/** Time the flusher slept to keep background and periodic writeback
 	 *  under rate_limit_bytes_per_sec, in ns. */
 	uint64_t rate_limited_ns;
+	/* ---- the write-ahead rule (pwb_mark_dirty_lsn) ---- */
+	/** Calls of pwb_bdi_config.log_force. */
+	uint64_t log_forces;
+	/** Pages writeback passed over because their LSN was above the
+	 *  durable LSN (counted once per pass that passed a page over). */
+	uint64_t lsn_held_pages;
+	/** Pages writeback passed over because get_page returned -EAGAIN
+	 *  (latched; counted once per attempt). */
+	uint64_t latched_pages;
 };
 
 /**

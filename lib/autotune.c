@@ -392,7 +392,7 @@ int pwb__autotune_start(struct pwb_bdi *bdi)
 			  PWB__NSEC_PER_MSEC;
 	pwb__auto_init(&at->st, &at->params, bdi->ctxs->nr);
 	publish(at, bdi->ctxs->nr);
-	pthread_mutex_init(&at->lock, NULL);
+	pwb__mutex_init(&at->lock, PWB__LOCK_AUTOTUNE);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&at->cond, &attr);

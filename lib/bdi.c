@@ -251,18 +251,80 @@ static int probe_atomic_writes(struct pwb_bdi *bdi, const char *path)
 	return 0;
 }
 
+/*
+ * The rotational flag alone says little: virtio and many RAID or cloud
+ * disks report rotational=1 and take gigabytes a second. Telling a slow
+ * disk from them at open would take a measurement, and an honest one is
+ * not cheap: reads of a regular file's holes never reach the device, and
+ * a write probe would change the application's device. So the start is 2
+ * everywhere, and the tuner, which prefers fewer contexts unless more are
+ * measurably faster, goes down to 1 where parallel writeback does not pay
+ * (it cost a hard disk 15% in the kernel series) and up where it does.
+ */
+#define AUTO_START_NR_WB_CTX 2u
+
 unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
-	long cpus;
+	(void)bdi;
+	return PWB__MIN(AUTO_START_NR_WB_CTX, (unsigned int)PWB_MAX_WB_CTX);
+}
 
-	/* Parallel writeback cost a hard disk 15% in the kernel series. */
-	if (bdi->rotational == 1)
-		return 1;
-	cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	if (cpus < 1)
-		cpus = 1;
-	return (unsigned int)PWB__MIN((unsigned long)cpus,
-				      (unsigned long)PWB_AUTO_MAX_WB_CTX);
+/* The backend @cfg asks for; backend = NULL picks io_uring where this
+ * process may use it (a ring of io_depth entries can be set up), psync
+ * otherwise. Records why in bdi->backend_reason. NULL for an unknown
+ * name. */
+static const struct pwb__io_backend *
+choose_backend(struct pwb_bdi *bdi, const struct pwb_bdi_config *cfg)
+{
+	char *why = bdi->backend_reason;
+	size_t len = sizeof(bdi->backend_reason);
+	int ret;
+
+	if (cfg->backend) {
+		snprintf(why, len, "asked for (backend = \"%s\")",
+			 cfg->backend);
+		return pwb__io_backend_find(cfg->backend);
+	}
+	ret = pwb__io_uring_probe(cfg->io_depth);
+	if (!ret) {
+		snprintf(why, len, "default: io_uring_queue_init works here");
+		return &pwb__io_uring;
+	}
+	if (ret == -EOPNOTSUPP)
+		snprintf(why, len, "default: psync (built without liburing)");
+	else
+		snprintf(why, len, "default: psync, io_uring refused (%s)",
+			 strerror(-ret));
+	return &pwb__io_psync;
+}
+
+/* The context count to open with. nr_wb_ctx = 0 turns the tuner on
+ * (cfg.flags in @bdi's copy) and starts from pwb__auto_nr_wb_ctx().
+ * Records why in bdi->nr_wb_ctx_reason. */
+static unsigned int choose_nr_wb_ctx(struct pwb_bdi *bdi)
+{
+	char *why = bdi->nr_wb_ctx_reason;
+	size_t len = sizeof(bdi->nr_wb_ctx_reason);
+	unsigned int nr;
+
+	if (!bdi->cfg.nr_wb_ctx) {
+		bdi->cfg.flags |= PWB_BDI_AUTO_WB_CTX;
+		nr = pwb__autotune_start_nr(bdi);
+		snprintf(why, len, "default: %u to start, then the tuner "
+				   "on measured bandwidth; the rotational "
+				   "flag is not trusted",
+			 nr);
+		return nr;
+	}
+	if (bdi->cfg.flags & PWB_BDI_AUTO_WB_CTX) {
+		nr = pwb__autotune_start_nr(bdi);
+		snprintf(why, len, "PWB_BDI_AUTO_WB_CTX: %u to start, then "
+				   "the tuner on measured bandwidth",
+			 nr);
+		return nr;
+	}
+	snprintf(why, len, "asked for (nr_wb_ctx = %u)", bdi->cfg.nr_wb_ctx);
+	return bdi->cfg.nr_wb_ctx;
 }
 
 /* Flusher threads for @nr_ctx contexts. */
@@ -426,7 +488,7 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 	bdi->dirty_limit_pages = cfg->dirty_bytes >> bdi->page_shift;
 	if (cfg->dirty_bytes && !bdi->dirty_limit_pages)
 		bdi->dirty_limit_pages = 1;
-	pthread_mutex_init(&bdi->lock, NULL);
+	pwb__mutex_init(&bdi->lock, PWB__LOCK_BDI);
 	{
 		pthread_condattr_t attr;
 
@@ -435,18 +497,18 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		pthread_cond_init(&bdi->idle_cond, &attr);
 		pthread_condattr_destroy(&attr);
 	}
-	pthread_mutex_init(&bdi->flush_lock, NULL);
-	pthread_mutex_init(&bdi->cursor_lock, NULL);
-	pthread_mutex_init(&bdi->park_lock, NULL);
+	pwb__mutex_init(&bdi->flush_lock, PWB__LOCK_FLUSH);
+	pwb__mutex_init(&bdi->cursor_lock, PWB__LOCK_CURSOR);
+	pwb__mutex_init(&bdi->park_lock, PWB__LOCK_PARK);
 	pthread_cond_init(&bdi->park_cond, NULL);
-	pthread_mutex_init(&bdi->reshard_lock, NULL);
-	pthread_mutex_init(&bdi->inflight_lock, NULL);
+	pwb__mutex_init(&bdi->reshard_lock, PWB__LOCK_RESHARD);
+	pwb__mutex_init(&bdi->inflight_lock, PWB__LOCK_INFLIGHT);
 	pthread_cond_init(&bdi->inflight_cond, NULL);
 	pwb__rate_init(&bdi->rate, cfg->rate_limit_bytes_per_sec,
 		       cfg->max_io_bytes, pwb__now(bdi));
 	bdi->fd = -1;
 
-	bdi->io = pwb__io_backend_find(cfg->backend);
+	bdi->io = choose_backend(bdi, cfg);
 	if (!bdi->io) {
 		ret = pwb__err(-ENOENT, "unknown I/O backend \"%s\"",
 			       cfg->backend);
@@ -522,10 +584,7 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		ret = pwb__err(-ENOMEM, "cannot create the inode table");
 		goto fail;
 	}
-	if (cfg->flags & PWB_BDI_AUTO_WB_CTX)
-		nr = pwb__autotune_start_nr(bdi);
-	else
-		nr = cfg->nr_wb_ctx ? cfg->nr_wb_ctx : pwb__auto_nr_wb_ctx(bdi);
+	nr = choose_nr_wb_ctx(bdi);
 	ret = create_ctxs(bdi, nr);
 	if (ret)
 		goto fail_table;
@@ -565,26 +624,58 @@ fail:
 	return ret;
 }
 
-int pwb__bdi_get(struct pwb_bdi *bdi, const char *who)
+int pwb__bdi_enter(struct pwb_bdi *bdi, enum pwb__hold hold, const char *who)
 {
-	pthread_mutex_lock(&bdi->lock);
-	if (bdi->closing) {
-		pthread_mutex_unlock(&bdi->lock);
-		return pwb__err(-ESHUTDOWN, "%s: the bdi is being closed", who);
+	bool closing;
+
+	/*
+	 * The section opens before the first read of the bdi: a close that
+	 * marks it dead afterwards waits for us (synchronize_rcu) before it
+	 * frees it, so a call preempted here still finds bdi->lock intact.
+	 */
+	rcu_read_lock();
+	if (pwb__bdi_dead_rcu(bdi)) {
+		pwb__rcu_read_unlock();
+		if (hold == PWB__HOLD_CLOSE)
+			return pwb__err(-EBADF, "the bdi is already being "
+						"closed");
+		return pwb__bdi_dead_err(who);
 	}
-	bdi->users++;
+	if (hold == PWB__HOLD_RCU)
+		return 0;
+	pthread_mutex_lock(&bdi->lock);
+	closing = bdi->closing;
+	if (!closing) {
+		if (hold == PWB__HOLD_REF)
+			bdi->users++;
+		else
+			PWB__WRITE(bdi->closing, true);
+	}
 	pthread_mutex_unlock(&bdi->lock);
-	return 0;
+	pwb__rcu_read_unlock();
+	if (!closing)
+		return 0;
+	if (hold == PWB__HOLD_CLOSE)
+		return pwb__err(-EBADF, "the bdi is already being closed");
+	return pwb__err(-ESHUTDOWN, "%s: the bdi is being closed", who);
 }
 
-void pwb__bdi_put(struct pwb_bdi *bdi)
+void pwb__bdi_exit(struct pwb_bdi *bdi, enum pwb__hold hold)
 {
+	if (hold == PWB__HOLD_RCU) {
+		pwb__rcu_read_unlock();
+		return;
+	}
+	if (hold != PWB__HOLD_REF)
+		return;
+	/* Once close sees users at 0 it may go on to free the bdi: the
+	 * section keeps it intact until our unlock has returned. */
+	rcu_read_lock();
 	pthread_mutex_lock(&bdi->lock);
-	/* The last unlock of bdi->lock by this call: once close sees users
-	 * at 0 it may free the bdi. */
 	if (--bdi->users == 0 && bdi->closing)
 		pthread_cond_broadcast(&bdi->idle_cond);
 	pthread_mutex_unlock(&bdi->lock);
+	pwb__rcu_read_unlock();
 }
 
 int pwb__bdi_dead_err(const char *who)
@@ -596,12 +687,11 @@ PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
 	unsigned int nr = 0;
 
-	if (!bdi)
+	if (!bdi || pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
+				   "pwb_bdi_nr_wb_ctx"))
 		return 0;
-	rcu_read_lock();
-	if (!pwb__bdi_dead_rcu(bdi))
-		nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
-	pwb__rcu_read_unlock();
+	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
+	pwb__bdi_exit((struct pwb_bdi *)bdi, PWB__HOLD_RCU);
 	return nr;
 }
 
@@ -612,11 +702,8 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 		return pwb__err(-EINVAL, "pwb_bdi_info: NULL %s",
 				!bdi ? "bdi" : "info");
 	memset(info, 0, sizeof(*info));
-	rcu_read_lock();
-	if (pwb__bdi_dead_rcu(bdi)) {
-		pwb__rcu_read_unlock();
-		return pwb__bdi_dead_err("pwb_bdi_info");
-	}
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_info"))
+		return -ESHUTDOWN;
 	info->capacity = bdi->capacity;
 	info->logical_block_size = bdi->lbs;
 	info->page_size = pwb__page_size(bdi);
@@ -632,7 +719,40 @@ PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	info->atomic_write_unit_max = bdi->awu_max;
 	info->atomic_write_segments_max = bdi->awu_segs;
 	info->atomic_writes = bdi->atomic;
-	pwb__rcu_read_unlock();
+	snprintf(info->backend_reason, sizeof(info->backend_reason), "%s",
+		 bdi->backend_reason);
+	snprintf(info->nr_wb_ctx_reason, sizeof(info->nr_wb_ctx_reason), "%s",
+		 bdi->nr_wb_ctx_reason);
+	info->auto_wb_ctx = (bdi->cfg.flags & PWB_BDI_AUTO_WB_CTX) != 0;
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+	return 0;
+}
+
+void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi, uint64_t lsn)
+{
+	uint64_t cur = pwb__aread(&bdi->log_durable);
+
+	/* A monotonic maximum: a report older than one already made is no
+	 * news, and must not lower what writeback relies on. */
+	while (cur < lsn) {
+		uint64_t prev = uatomic_cmpxchg(&bdi->log_durable, cur, lsn);
+
+		if (prev == cur)
+			break;
+		cur = prev;
+	}
+}
+
+PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn)
+{
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_log_durable: NULL bdi");
+	/* Lock-free like the queries: the section keeps @bdi alive. */
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_log_durable"))
+		return -ESHUTDOWN;
+	pwb__bdi_log_durable_raise(bdi, lsn);
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;
 }
 
@@ -709,10 +829,13 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
 			inode = caa_container_of(cds_lfht_iter_get_node(&iter),
 						 struct pwb_inode, hnode);
 			PWB__TSAN_ACQUIRE(&inode->hnode);
-			pthread_mutex_lock(&inode->lock);
-			if (inode->last_write_epoch > bdi->flushed_epoch)
+			/* Its region slices' writes count as its own. */
+			if (pwb__inode_write_epoch(inode) >
+			    bdi->flushed_epoch) {
+				pthread_mutex_lock(&inode->lock);
 				pwb__errseq_set(&inode->wb_err, err);
-			pthread_mutex_unlock(&inode->lock);
+				pthread_mutex_unlock(&inode->lock);
+			}
 			cds_lfht_next(bdi->inodes, &iter);
 		}
 		pwb__rcu_read_unlock();
@@ -750,7 +873,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	if (wait && pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
 					  "from an ops callback");
-	if (pwb__bdi_get(bdi, "pwb_bdi_writeback"))
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_writeback"))
 		return -ESHUTDOWN;
 
 	rcu_read_lock();
@@ -759,7 +882,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	works = calloc(nr, sizeof(*works));
 	if (!works) {
 		pwb__rcu_read_unlock();
-		pwb__bdi_put(bdi);
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return pwb__err(-ENOMEM, "out of memory");
 	}
 	if (wait)
@@ -792,7 +915,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 		pwb__completion_destroy(&done);
 	}
 	free(works);
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return 0;
 }
 
@@ -807,7 +930,7 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_sync called from an ops "
 					  "callback (a flusher thread)");
-	if (pwb__bdi_get(bdi, "pwb_sync"))
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_sync"))
 		return -ESHUTDOWN;
 	/* Our own cursor, as in pwb_fsync(): concurrent syncs that started
 	 * before an error was reported each get it, later ones do not. */
@@ -827,7 +950,7 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	if (err)
 		pwb__err(err, "pwb_sync of %s: %s", bdi->path,
 			 pwb_strerror(err));
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return err;
 }
 
@@ -882,10 +1005,24 @@ static void close_inodes(struct pwb_bdi *bdi)
 		size_t i, nr, busy = 0;
 		uint64_t left;
 
+		/*
+		 * Claim them in the section that found them: an inode that
+		 * another thread closes is freed after a grace period, so it
+		 * must not be touched after the section (its close is that
+		 * thread's, and we wait for it below).
+		 */
+		rcu_read_lock();
 		inodes = pwb__bdi_collect_inodes(bdi, &nr);
-		for (i = 0; i < nr; i++)
-			if (pwb__inode_close(inodes[i]) == -EBADF)
+		for (i = 0; i < nr; i++) {
+			if (!pwb__inode_claim_close_rcu(inodes[i])) {
+				inodes[i] = NULL;
 				busy++;	/* another thread closes it */
+			}
+		}
+		pwb__rcu_read_unlock();
+		for (i = 0; i < nr; i++)
+			if (inodes[i])
+				pwb__inode_close(inodes[i]);
 		free(inodes);
 		pthread_mutex_lock(&bdi->lock);
 		left = bdi->nr_open_inodes;
@@ -920,14 +1057,11 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_close called from an ops "
 					  "callback (a flusher thread)");
-	pthread_mutex_lock(&bdi->lock);
-	if (bdi->closing) {
-		pthread_mutex_unlock(&bdi->lock);
-		return pwb__err(-EBADF, "the bdi is already being closed");
-	}
 	/* Calls that wait and began before us finish first (a sync in
 	 * progress returns its own result); later ones get -ESHUTDOWN. */
-	PWB__WRITE(bdi->closing, true);
+	if (pwb__bdi_enter(bdi, PWB__HOLD_CLOSE, "pwb_bdi_close"))
+		return -EBADF;
+	pthread_mutex_lock(&bdi->lock);
 	while (bdi->users)
 		pthread_cond_wait(&bdi->idle_cond, &bdi->lock);
 	pthread_mutex_unlock(&bdi->lock);
@@ -946,7 +1080,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	PWB__WRITE(bdi->dead, true);
 	pwb__synchronize_rcu();
 
-	/* No re-shard runs (it is a pwb__bdi_get user); the lock orders
+	/* No re-shard runs (it holds a reference); the lock orders
 	 * us after the last one's own clean-up. */
 	pthread_mutex_lock(&bdi->reshard_lock);
 	stop_flushers(bdi);

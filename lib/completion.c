@@ -9,7 +9,7 @@
 
 void pwb__completion_init(struct pwb__completion *c, unsigned int pending)
 {
-	pthread_mutex_init(&c->lock, NULL);
+	pwb__mutex_init(&c->lock, PWB__LOCK_COMPLETION);
 	pthread_cond_init(&c->cond, NULL);
 	c->pending = pending;
 	c->err = 0;

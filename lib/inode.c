@@ -43,6 +43,77 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
 	return caa_container_of(node, struct pwb_inode, hnode);
 }
 
+/* Mark @inode closing unless someone else did. Caller is in a read-side
+ * section that began before @inode could be freed. */
+static bool claim_close_rcu(struct pwb_inode *inode)
+{
+	bool claimed;
+
+	pthread_mutex_lock(&inode->lock);
+	claimed = !(inode->state & PWB__I_FREEING);
+	inode->state |= PWB__I_FREEING;
+	pthread_mutex_unlock(&inode->lock);
+	return claimed;
+}
+
+int pwb__inode_enter(struct pwb_inode *inode, enum pwb__hold hold,
+		     const char *who)
+{
+	bool freeing = false;
+	uint64_t ino;
+
+	/*
+	 * Before the first read of the inode: a close frees it with
+	 * call_rcu(), after every section that began before its unregister
+	 * ended, so a call preempted between here and its first lock still
+	 * finds the inode (marked I_FREEING) and its bdi intact.
+	 */
+	rcu_read_lock();
+	if (hold == PWB__HOLD_RCU)
+		return 0;
+	if (hold == PWB__HOLD_CLOSE) {
+		freeing = !claim_close_rcu(inode);
+	} else {
+		pthread_mutex_lock(&inode->lock);
+		freeing = inode->state & PWB__I_FREEING;
+		if (!freeing)
+			inode->users++;
+		pthread_mutex_unlock(&inode->lock);
+	}
+	ino = inode->ino;
+	pwb__rcu_read_unlock();
+	if (!freeing)
+		return 0;
+	if (hold == PWB__HOLD_CLOSE)
+		return pwb__err(-EBADF, "inode %llu is already being closed",
+				(unsigned long long)ino);
+	return pwb__err(-EBADF, "%s: inode %llu is being closed", who,
+			(unsigned long long)ino);
+}
+
+void pwb__inode_exit(struct pwb_inode *inode, enum pwb__hold hold)
+{
+	if (hold == PWB__HOLD_RCU) {
+		pwb__rcu_read_unlock();
+		return;
+	}
+	if (hold != PWB__HOLD_REF)
+		return;
+	/* A close waiting for users may free the inode once we unlock: the
+	 * section keeps it intact until the unlock has returned. */
+	rcu_read_lock();
+	pthread_mutex_lock(&inode->lock);
+	if (--inode->users == 0)
+		pthread_cond_broadcast(&inode->users_cond);
+	pthread_mutex_unlock(&inode->lock);
+	pwb__rcu_read_unlock();
+}
+
+bool pwb__inode_claim_close_rcu(struct pwb_inode *inode)
+{
+	return claim_close_rcu(inode);
+}
+
 PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 			   const struct pwb_inode_ops *ops, void *priv,
 			   struct pwb_inode **inodep)
@@ -57,16 +128,21 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	if (!ops->get_page || !ops->map_page)
 		return pwb__err(-EINVAL, "pwb_inode_open: ops lack %s",
 				!ops->get_page ? "get_page" : "map_page");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_inode_open"))
+		return -ESHUTDOWN;
 	inode = calloc(1, sizeof(*inode));
-	if (!inode)
+	if (!inode) {
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return pwb__err(-ENOMEM, "pwb_inode_open: out of memory");
+	}
 	inode->ino = ino;
 	inode->bdi = bdi;
 	inode->ops = *ops;
 	inode->priv = priv;
 	inode->wb_hint = -1;
-	pthread_mutex_init(&inode->lock, NULL);
+	pwb__mutex_init(&inode->lock, PWB__LOCK_INODE);
 	pthread_cond_init(&inode->users_cond, NULL);
+	pthread_cond_init(&inode->wb_cond, NULL);
 	pwb__map_init(&inode->map);
 	CDS_INIT_LIST_HEAD(&inode->io_list);
 	cds_lfht_node_init(&inode->hnode);
@@ -87,21 +163,26 @@ PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		pthread_mutex_unlock(&bdi->lock);
 		pwb__map_destroy(&inode->map);
 		pthread_cond_destroy(&inode->users_cond);
+		pthread_cond_destroy(&inode->wb_cond);
 		pthread_mutex_destroy(&inode->lock);
 		free(inode);
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return pwb__err(-EEXIST, "inode %llu is already open",
 				(unsigned long long)ino);
 	}
 	bdi->nr_open_inodes++;
 	pthread_mutex_unlock(&bdi->lock);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	*inodep = inode;
 	return 0;
 
 fail_shutdown:
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
+	pthread_cond_destroy(&inode->wb_cond);
 	pthread_mutex_destroy(&inode->lock);
 	free(inode);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return pwb__err(-ESHUTDOWN, "pwb_inode_open: the bdi is closing");
 }
 
@@ -114,6 +195,7 @@ static void inode_free_rcu(struct rcu_head *head)
 	pwb__region_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
+	pthread_cond_destroy(&inode->wb_cond);
 	pthread_mutex_destroy(&inode->lock);
 	free(inode);
 }
@@ -215,13 +297,31 @@ void pwb__inode_attach_dirty(struct pwb_inode *inode)
 	pthread_mutex_unlock(&wb->list_lock);
 }
 
-/* The hot path's own copies, inlined into pwb_mark_dirty() (a call each
+void pwb__inode_requeue_clean(struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb = lock_inode_wb(inode);
+	enum pwb__list l = inode->on_list;
+
+	if (!(inode->state & (PWB__I_SYNC | PWB__I_FREEING |
+			      PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META)) &&
+	    (l == PWB__LIST_DIRTY || l == PWB__LIST_IO ||
+	     l == PWB__LIST_MORE_IO))
+		pwb__inode_move_locked(wb, inode,
+				       inode->state & PWB__I_DIRTY_TIME
+					       ? PWB__LIST_DIRTY_TIME
+					       : PWB__LIST_NONE);
+	pthread_mutex_unlock(&inode->lock);
+	pthread_mutex_unlock(&wb->list_lock);
+}
+
+/* The hot path's own copies, inlined into mark_dirty() (a call each
  * cost it 5% in instructions); region.c calls the exported wrappers. */
 static inline __attribute__((always_inline)) int64_t
 inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
-		   uint64_t key, uint64_t first, uint64_t last, bool *attach)
+		   uint64_t key, uint64_t first, uint64_t last, uint64_t lsn,
+		   bool *attach)
 {
-	int64_t n = pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
+	int64_t n = pwb__map_set_lsn(&inode->map, first, last, lsn);
 
 	*attach = false;
 	if (n <= 0)
@@ -237,33 +337,39 @@ inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
 }
 
 static inline __attribute__((always_inline)) int
-mark_dirty_tail(struct pwb_bdi *bdi, int64_t n)
+mark_dirty_tail(struct pwb_inode *inode, int64_t n)
 {
+	struct pwb_bdi *bdi = inode->bdi;
+
 	if (bdi->bg_thresh_pages && !pwb__aread(&bdi->bg_active) &&
 	    pwb__bdi_dirty_pages(bdi) > bdi->bg_thresh_pages)
 		pwb__kick_background(bdi);
 	if (n > 0 && (bdi->cfg.flags & PWB_BDI_THROTTLE)) {
 		pwb__throttle_account((uint64_t)n);
+		/* Ends the section (it may sleep, holding the bdi). */
 		if (!pwb__in_flusher())
 			return pwb__balance_dirty_rcu(bdi);
 	}
-	pwb__rcu_read_unlock();
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
 }
 
 int64_t pwb__inode_dirty_locked(struct pwb_inode *inode,
 				struct pwb__wb_ctx *wb, uint64_t key,
-				uint64_t first, uint64_t last, bool *attach)
+				uint64_t first, uint64_t last, uint64_t lsn,
+				bool *attach)
 {
-	return inode_dirty_locked(inode, wb, key, first, last, attach);
+	return inode_dirty_locked(inode, wb, key, first, last, lsn, attach);
 }
 
-int pwb__mark_dirty_tail(struct pwb_bdi *bdi, int64_t n)
+int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n)
 {
-	return mark_dirty_tail(bdi, n);
+	return mark_dirty_tail(inode, n);
 }
 
-PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
+/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. */
+static int mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len,
+		      uint64_t lsn)
 {
 	unsigned long gen;
 	struct pwb__wb_ctx *wb;
@@ -282,30 +388,32 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
 					    "wraps past 2^64",
 				(unsigned long long)off,
 				(unsigned long long)len);
-	bdi = inode->bdi;
-	first = off >> bdi->page_shift;
-	last = (off + (len - 1)) >> bdi->page_shift;
-	/* More pages than the device holds cannot all be written; tracking
-	 * them would only exhaust memory (found by the fuzzer). */
-	if (last - first >= bdi->capacity >> bdi->page_shift)
-		return pwb__err(-EFBIG, "pwb_mark_dirty: range of %llu pages "
-					"is larger than the device (%llu pages)",
-				(unsigned long long)(last - first + 1),
-				(unsigned long long)(bdi->capacity >>
-						     bdi->page_shift));
 	/*
 	 * One read-side section over the whole call: it keeps the inode and
 	 * the bdi alive after inode->lock is dropped (a close running now
 	 * frees them after a grace period), and costs nothing more than the
 	 * section the background check below needs anyway.
 	 */
-	rcu_read_lock();
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_mark_dirty");
+	bdi = inode->bdi;
+	first = off >> bdi->page_shift;
+	last = (off + (len - 1)) >> bdi->page_shift;
+	/* More pages than the device holds cannot all be written; tracking
+	 * them would only exhaust memory (found by the fuzzer). */
+	if (last - first >= bdi->capacity >> bdi->page_shift) {
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
+		return pwb__err(-EFBIG, "pwb_mark_dirty: range of %llu pages "
+					"is larger than the device (%llu pages)",
+				(unsigned long long)(last - first + 1),
+				(unsigned long long)(bdi->capacity >>
+						     bdi->page_shift));
+	}
 again:
 	gen = pwb__aread(&bdi->reshard_gen);
 	wb = PWB__RCU_DEREF(inode->wb);
 	if (caa_unlikely(!wb)) {
 		if (pwb__bdi_dead_rcu(bdi)) {
-			pwb__rcu_read_unlock();
+			pwb__inode_exit(inode, PWB__HOLD_RCU);
 			return pwb__bdi_dead_err("pwb_mark_dirty");
 		}
 		/* Under a per-page policy, or ever since: page by page. */
@@ -313,7 +421,8 @@ again:
 		    ((PWB__RCU_DEREF(bdi->policy)->flags &
 		      PWB_POLICY_F_PER_PAGE) &&
 		     !pwb__region_attach(inode)))
-			return pwb__region_mark_dirty(inode, first, last);
+			return pwb__region_mark_dirty(inode, first, last,
+						      lsn);
 		wb = choose_wb(inode, first, &key);
 	}
 
@@ -325,34 +434,48 @@ again:
 		goto again;
 	}
 	if (inode->state & PWB__I_FREEING) {
+		uint64_t ino = inode->ino;	/* freed once we leave */
+
 		pthread_mutex_unlock(&inode->lock);
-		pwb__rcu_read_unlock();
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return pwb__err(-EBADF, "pwb_mark_dirty: inode %llu is "
 					"being closed",
-				(unsigned long long)inode->ino);
+				(unsigned long long)ino);
 	}
 	/* Region state (a per-page policy now or before): page by page.
 	 * Checked under the lock that pwb__region_attach() sets it under,
 	 * so no page is tagged here once routing may have begun. */
 	if (caa_unlikely(PWB__READ(inode->region))) {
 		pthread_mutex_unlock(&inode->lock);
-		return pwb__region_mark_dirty(inode, first, last);
+		return pwb__region_mark_dirty(inode, first, last, lsn);
 	}
-	n = inode_dirty_locked(inode, wb, key, first, last, &attach);
+	n = inode_dirty_locked(inode, wb, key, first, last, lsn, &attach);
 	pthread_mutex_unlock(&inode->lock);
 	if (n <= 0) {
-		pwb__rcu_read_unlock();
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return n ? pwb__err(-ENOMEM, "pwb_mark_dirty: out of memory")
 			 : 0;
 	}
 	if (attach)
 		pwb__inode_attach_dirty(inode);
-	return mark_dirty_tail(bdi, n);
+	return mark_dirty_tail(inode, n);
+}
+
+PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
+{
+	return mark_dirty(inode, off, len, 0);
+}
+
+PWB_API int pwb_mark_dirty_lsn(struct pwb_inode *inode, uint64_t off,
+			       uint64_t len, uint64_t lsn)
+{
+	return mark_dirty(inode, off, len, lsn);
 }
 
 PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 {
 	struct pwb__wb_ctx *wb;
+	uint64_t ino;
 	bool attach = false;
 	uint64_t key = 0;
 
@@ -363,21 +486,23 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: bad flags "
 					 "0x%x",
 				flags);
-	if (!inode->ops.write_inode)
-		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: inode %llu "
-					 "has no write_inode op",
-				(unsigned long long)inode->ino);
-
 	/* Keeps the inode alive after its lock is dropped, as in
 	 * pwb_mark_dirty(). */
-	rcu_read_lock();
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_mark_inode_dirty");
+	ino = inode->ino;	/* for messages after the section */
+	if (!inode->ops.write_inode) {
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
+		return pwb__err(-EINVAL, "pwb_mark_inode_dirty: inode %llu "
+					 "has no write_inode op",
+				(unsigned long long)ino);
+	}
 	pthread_mutex_lock(&inode->lock);
 	if (inode->state & PWB__I_FREEING) {
 		pthread_mutex_unlock(&inode->lock);
-		pwb__rcu_read_unlock();
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return pwb__err(-EBADF, "pwb_mark_inode_dirty: inode %llu is "
 					"being closed",
-				(unsigned long long)inode->ino);
+				(unsigned long long)ino);
 	}
 	while (!inode->wb) {
 		unsigned long gen = pwb__aread(&inode->bdi->reshard_gen);
@@ -404,18 +529,34 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 	pthread_mutex_unlock(&inode->lock);
 	if (attach)
 		pwb__inode_attach_dirty(inode);
-	pwb__rcu_read_unlock();
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
 }
 
 PWB_API void *pwb_inode_priv(const struct pwb_inode *inode)
 {
-	return inode ? inode->priv : NULL;
+	struct pwb_inode *in = (struct pwb_inode *)inode;
+	void *priv;
+
+	if (!in)
+		return NULL;
+	pwb__inode_enter(in, PWB__HOLD_RCU, "pwb_inode_priv");
+	priv = in->priv;
+	pwb__inode_exit(in, PWB__HOLD_RCU);
+	return priv;
 }
 
 PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode)
 {
-	return inode ? inode->ino : 0;
+	struct pwb_inode *in = (struct pwb_inode *)inode;
+	uint64_t ino;
+
+	if (!in)
+		return 0;
+	pwb__inode_enter(in, PWB__HOLD_RCU, "pwb_inode_ino");
+	ino = in->ino;
+	pwb__inode_exit(in, PWB__HOLD_RCU);
+	return ino;
 }
 
 /*
@@ -455,24 +596,27 @@ static struct pwb__wb_ctx *region_first_wb_rcu(struct pwb_inode *inode,
 
 PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 {
+	struct pwb_inode *in = (struct pwb_inode *)inode;
 	struct pwb__wb_ctx *wb;
+	uint64_t ino;
 	int idx;
 
 	pwb__err_clear();
-	if (!inode)
+	if (!in)
 		return pwb__err(-EINVAL, "pwb_inode_wb_ctx: NULL inode");
 	/* A context retired by a re-shard is freed after a grace period. */
-	rcu_read_lock();
-	wb = PWB__RCU_DEREF(inode->wb);
-	if (PWB__RCU_DEREF(inode->region))
-		wb = region_first_wb_rcu((struct pwb_inode *)inode, wb);
+	pwb__inode_enter(in, PWB__HOLD_RCU, "pwb_inode_wb_ctx");
+	wb = PWB__RCU_DEREF(in->wb);
+	if (PWB__RCU_DEREF(in->region))
+		wb = region_first_wb_rcu(in, wb);
 	idx = wb ? (int)wb->idx : -1;
-	pwb__rcu_read_unlock();
+	ino = in->ino;
+	pwb__inode_exit(in, PWB__HOLD_RCU);
 	if (idx < 0)
 		return pwb__err(-ENODATA, "inode %llu was never dirtied: its "
 					  "context is chosen at first "
 					  "dirtying",
-				(unsigned long long)inode->ino);
+				(unsigned long long)ino);
 	return idx;
 }
 
@@ -502,13 +646,13 @@ PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr)
 		return pwb__err(-EINVAL, "pwb_inode_dirty_pages: NULL %s",
 				!inode ? "inode" : "nr");
 	*nr = 0;
-	rcu_read_lock();
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_dirty_pages");
 	for_each_holder(inode, i, h, nh) {
 		pthread_mutex_lock(&h->lock);
 		*nr += h->map.count[PWB__TAG_DIRTY];
 		pthread_mutex_unlock(&h->lock);
 	}
-	pwb__rcu_read_unlock();
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
 }
 
@@ -526,18 +670,38 @@ enum pwb__list pwb__inode_list(struct pwb_inode *inode)
 	return l;
 }
 
-/* True if nothing of @inode is dirty or in flight. Caller holds lock. */
+/* True if nothing of @inode is dirty or in flight, and no end_write of it
+ * is still running (a close must not free it under one). Caller holds
+ * lock. */
 static bool inode_idle_locked(const struct pwb_inode *inode)
 {
 	return !(inode->state & (PWB__I_DIRTY_ANY | PWB__I_SYNC)) &&
-	       !inode->map.count[PWB__TAG_WRITEBACK];
+	       !inode->map.count[PWB__TAG_WRITEBACK] &&
+	       !uatomic_read(&inode->nr_ending);
+}
+
+uint64_t pwb__inode_write_epoch(struct pwb_inode *inode)
+{
+	uint64_t seq = 0;
+
+	/* Page writes of a per-page policy are its slices'; metadata (and
+	 * pages dirtied before the policy) are the inode's own. */
+	rcu_read_lock();
+	{
+		for_each_holder(inode, i, h, nh) {
+			pthread_mutex_lock(&h->lock);
+			seq = PWB__MAX(seq, h->last_write_epoch);
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
+	pwb__rcu_read_unlock();
+	return seq;
 }
 
 /* Write @inode's dirty data and make it durable; return the work's own
  * error (write errors are reported through errseq) and the flush error. */
 static int inode_sync(struct pwb_inode *inode, int *flush_err)
 {
-	uint64_t seq = 0;
 	bool idle = true;
 	int err = 0;
 
@@ -553,16 +717,8 @@ static int inode_sync(struct pwb_inode *inode, int *flush_err)
 	pwb__rcu_read_unlock();
 	if (!idle)
 		err = pwb__sync_and_wait(inode->bdi, inode);
-	rcu_read_lock();
-	{
-		for_each_holder(inode, i, h, nh) {
-			pthread_mutex_lock(&h->lock);
-			seq = PWB__MAX(seq, h->last_write_epoch);
-			pthread_mutex_unlock(&h->lock);
-		}
-	}
-	pwb__rcu_read_unlock();
-	*flush_err = pwb__bdi_flush_device(inode->bdi, seq);
+	*flush_err = pwb__bdi_flush_device(inode->bdi,
+					   pwb__inode_write_epoch(inode));
 	return err;
 }
 
@@ -599,14 +755,10 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_fsync called from an ops "
 					  "callback (a flusher thread)");
+	if (pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_fsync"))
+		return -EBADF;
 	ino = inode->ino;	/* a closing inode is not ours to read after */
 	pthread_mutex_lock(&inode->lock);
-	if (inode->state & PWB__I_FREEING) {
-		pthread_mutex_unlock(&inode->lock);
-		return pwb__err(-EBADF, "pwb_fsync: inode %llu is being closed",
-				(unsigned long long)ino);
-	}
-	inode->users++;
 	/*
 	 * Our own cursor, sampled now: every fsync that starts before an
 	 * error was reported to an fsync gets it, even when another fsync
@@ -626,18 +778,17 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	 * clears it, whatever later writes do. */
 	if (!err)
 		err = inode->failed_err;
-	if (--inode->users == 0)
-		pthread_cond_broadcast(&inode->users_cond);
 	pthread_mutex_unlock(&inode->lock);
 	if (!err)
 		err = slices_failed_err(inode);
+	pwb__inode_exit(inode, PWB__HOLD_REF);
 	if (!err)
 		err = ferr;
 	if (!err && werr == -ENOMEM)
 		err = werr;
 	if (err)
 		pwb__err(err, "pwb_fsync of inode %llu: %s",
-			 (unsigned long long)inode->ino, pwb_strerror(err));
+			 (unsigned long long)ino, pwb_strerror(err));
 	return err;
 }
 
@@ -668,16 +819,13 @@ void pwb__inode_unlink(struct pwb_inode *inode)
 
 int pwb__inode_close(struct pwb_inode *inode)
 {
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
 	struct pwb_bdi *bdi = inode->bdi;
+	unsigned int i, nh;
 	int err, ferr, werr;
 
+	/* Claimed (I_FREEING): later calls get -EBADF; wait for fsyncs. */
 	pthread_mutex_lock(&inode->lock);
-	if (inode->state & PWB__I_FREEING) {
-		pthread_mutex_unlock(&inode->lock);
-		return pwb__err(-EBADF, "inode %llu is already being closed",
-				(unsigned long long)inode->ino);
-	}
-	inode->state |= PWB__I_FREEING;
 	while (inode->users)
 		pthread_cond_wait(&inode->users_cond, &inode->lock);
 	pthread_mutex_unlock(&inode->lock);
@@ -686,14 +834,16 @@ int pwb__inode_close(struct pwb_inode *inode)
 		pwb__region_freeze(inode);
 	werr = inode_sync(inode, &ferr);
 
+	/* Our close keeps the slices (freed with the inode); only their
+	 * contexts need the read-side section, and pwb__inode_unlink()
+	 * may sleep, so it runs outside it. */
 	rcu_read_lock();
-	{
-		for_each_holder(inode, i, h, nh)
-			pwb__inode_unlink(h);
-	}
+	nh = holders_rcu(inode, h);
+	pwb__rcu_read_unlock();
+	for (i = 0; i < nh; i++)
+		pwb__inode_unlink(h[i]);
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
 					    &inode->fsync_cursor);
-	pwb__rcu_read_unlock();
 	if (!err)
 		err = inode->failed_err;	/* never cleared */
 	if (!err)
@@ -728,6 +878,8 @@ PWB_API int pwb_inode_close(struct pwb_inode *inode)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_inode_close called from an ops "
 					  "callback (a flusher thread)");
+	if (pwb__inode_enter(inode, PWB__HOLD_CLOSE, "pwb_inode_close"))
+		return -EBADF;
 	err = pwb__inode_close(inode);
 	if (err && !*pwb_errmsg())
 		pwb__err(err, "closing inode: %s", pwb_strerror(err));
@@ -741,10 +893,14 @@ PWB_API int pwb_inode_error(struct pwb_inode *inode)
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_error: NULL inode");
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_error");
 	pthread_mutex_lock(&inode->lock);
 	err = inode->failed_err;
 	pthread_mutex_unlock(&inode->lock);
-	return err ? err : slices_failed_err(inode);
+	if (!err)
+		err = slices_failed_err(inode);
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
+	return err;
 }
 
 PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)
@@ -755,6 +911,7 @@ PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_clear_error: NULL inode");
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_clear_error");
 	ino = inode->ino;
 	pthread_mutex_lock(&inode->lock);
 	closing = inode->state & PWB__I_FREEING;
@@ -763,14 +920,13 @@ PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)
 	pthread_mutex_unlock(&inode->lock);
 	if (!closing) {
 		/* And every slice's (a per-page policy). */
-		rcu_read_lock();
 		for_each_holder(inode, i, h, nh) {
 			pthread_mutex_lock(&h->lock);
 			pwb__inode_clear_error_locked(h);
 			pthread_mutex_unlock(&h->lock);
 		}
-		pwb__rcu_read_unlock();
 	}
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	if (closing)
 		return pwb__err(-EBADF, "pwb_inode_clear_error: inode %llu is "
 					"being closed",

@@ -232,11 +232,9 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 			fs->rule.dev_end = UINT64_MAX;
 	}
 	/* The read-side section keeps the bdi alive against a close. */
-	rcu_read_lock();
-	if (pwb__bdi_dead_rcu(bdi)) {
-		pwb__rcu_read_unlock();
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_inject_fault")) {
 		free(fs);
-		return pwb__bdi_dead_err("pwb_bdi_inject_fault");
+		return -ESHUTDOWN;
 	}
 	/* The swap orders the new state's initialisation before its
 	 * publication (the exchange is a release). */
@@ -245,7 +243,7 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 		PWB__TSAN_RELEASE(old);
 		pwb__call_rcu(&old->rcu, fault_free_rcu);
 	}
-	pwb__rcu_read_unlock();
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;
 }
 
@@ -255,13 +253,10 @@ PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits)
 	if (!bdi || !hits)
 		return pwb__err(-EINVAL, "pwb_fault_hits: NULL %s",
 				!bdi ? "bdi" : "hits");
-	rcu_read_lock();
-	if (pwb__bdi_dead_rcu(bdi)) {
-		pwb__rcu_read_unlock();
-		return pwb__bdi_dead_err("pwb_fault_hits");
-	}
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_fault_hits"))
+		return -ESHUTDOWN;
 	*hits = pwb__aread(&bdi->fault_hits);
-	pwb__rcu_read_unlock();
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;
 }
 

@@ -318,7 +318,23 @@ const struct pwb__io_backend pwb__io_uring = {
 	.wait = uring_wait,
 };
 
+int pwb__io_uring_probe(unsigned int depth)
+{
+	struct io_uring ring;
+	int ret = io_uring_queue_init(depth, &ring, 0);
+
+	if (!ret)
+		io_uring_queue_exit(&ring);
+	return ret;
+}
+
 #else /* !HAVE_LIBURING */
+
+int pwb__io_uring_probe(unsigned int depth)
+{
+	(void)depth;
+	return -EOPNOTSUPP;
+}
 
 static int uring_ctx_init(struct pwb__wb_ctx *wb, void **state)
 {

@@ -132,13 +132,15 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	struct pwb__wb_ctx *wb = io->wb;
 	struct pwb_bdi *bdi = inode->bdi;
 	uint64_t last = io->index + io->nr - 1;
-	bool attach = false;
+	bool attach = false, counted = true;
+	bool ending = inode->ops.end_write != NULL;
 
 	pthread_mutex_lock(&inode->lock);
 	pwb__map_clear(&inode->map, PWB__TAG_WRITEBACK, io->index, last);
 	if (err) {
-		int64_t redirtied = pwb__map_set(&inode->map, PWB__TAG_DIRTY,
-						 io->index, last);
+		/* Pages a discard running now covers stay clean. */
+		int64_t redirtied = pwb__redirty_failed_locked(
+			inode, io->index, last, &counted);
 
 		/*
 		 * The pages were set DIRTY before (the leaf exists), so this
@@ -155,13 +157,22 @@ void pwb__io_complete(struct pwb__io *io, int err)
 			}
 			inode->state |= PWB__I_DIRTY_PAGES;
 		}
-		pwb__errseq_set(&inode->wb_err, err);
-		pwb__errseq_set(&bdi->wb_err, err);
+		if (counted) {
+			pwb__errseq_set(&inode->wb_err, err);
+			pwb__errseq_set(&bdi->wb_err, err);
+		}
 	} else {
 		pwb__bdi_write_done_locked(bdi, inode);
 	}
-	/* Back-off, the failed mark and the ENOSPC pause (error.c). */
-	pwb__wb_write_result_locked(inode, wb, err);
+	/* Back-off, the failed mark and the ENOSPC pause (error.c); a write
+	 * of discarded pages only is no failure of the inode. */
+	if (counted)
+		pwb__wb_write_result_locked(inode, wb, err);
+	/* Stable-page and discard waiters (discard.c). */
+	if (ending)
+		uatomic_inc(&inode->nr_ending);
+	else
+		pwb__inode_writes_ended(inode, false);
 	pthread_mutex_unlock(&inode->lock);
 
 	uatomic_sub(&wb->stats.writeback_pages, io->nr);
@@ -174,15 +185,16 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	}
 	if (attach)
 		pwb__inode_attach_dirty(inode);
-	if (err && inode->parent) {
-		/* A region slice: pwb_fsync() reads its inode's errors. */
-		pthread_mutex_lock(&inode->parent->lock);
-		pwb__errseq_set(&inode->parent->wb_err, err);
-		pthread_mutex_unlock(&inode->parent->lock);
-	}
-	if (inode->ops.end_write)
+	/* A region slice: pwb_fsync() reads its inode's errors. */
+	if (counted)
+		pwb__region_report(inode, err);
+	if (ending) {
+		/* A region slice's callbacks are its inode's; its waiters
+		 * (discard.c) wait on the slice. */
 		inode->ops.end_write(pwb__inode_app(inode), io->index, io->nr,
 				     err);
+		pwb__inode_writes_ended(inode, true);
+	}
 }
 
 /* Bytes of cached requests a context may keep: at least one request. */

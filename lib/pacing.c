@@ -10,8 +10,10 @@
  * charge may take the bucket below zero, and the flusher then sleeps until
  * it would be back at zero before its next write. Integrity sync (pwb_sync,
  * pwb_fsync, close) is never charged: durability is never paced. A flusher
- * sleeping here wakes early when work is queued on its context, so queued
- * integrity work waits at most one sleep slice for it.
+ * sleeping here wakes early when work is queued on its context or when a
+ * re-shard or policy switch asks the flushers to park, so neither waits
+ * more than one sleep slice for it, whatever the rate (a 16 KiB/s cap in
+ * debt by one 1 MiB request would otherwise hold a re-shard for a minute).
  */
 #include "pwb-internal.h"
 
@@ -23,7 +25,7 @@
 void pwb__rate_init(struct pwb__rate_bucket *b, uint64_t rate,
 		    uint64_t min_burst, uint64_t now)
 {
-	pthread_mutex_init(&b->lock, NULL);
+	pwb__mutex_init(&b->lock, PWB__LOCK_RATE);
 	b->rate = rate;
 	b->burst = (int64_t)PWB__MIN(PWB__MAX(rate / 10, min_burst),
 				     (uint64_t)INT64_MAX / 2);
@@ -103,7 +105,7 @@ bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait)
 			.tv_nsec = (long)(ns % PWB__NSEC_PER_SEC),
 		};
 
-		if (pwb__wb_work_pending(wb))
+		if (pwb__wb_work_pending(wb) || PWB__READ(bdi->park_req))
 			return false;
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;

@@ -40,9 +40,16 @@
  *     the height-0 fast path, a canonical shape is what lets a failed
  *     pwb__map_set() restore the exact previous tree by pruning.
  *
- * Memory: a leaf is 200 bytes for 512 pages and a node 536 bytes for 64
- * children, so a dense range costs about 0.43 bytes a page with malloc's
+ * Memory: a leaf is 208 bytes for 512 pages and a node 536 bytes for 64
+ * children, so a dense range costs about 0.46 bytes a page with malloc's
  * overhead (pwb__map_memory()).
+ *
+ * Log sequence numbers (the write-ahead rule, pwb_mark_dirty_lsn): a leaf
+ * may carry an array of 512 LSNs, allocated the first time a page of the
+ * leaf is dirtied with an LSN and freed with the leaf. Maps that never see
+ * an LSN pay one NULL pointer per leaf; a leaf with an array costs 8 more
+ * bytes a page. The LSN of a page is the highest one it was dirtied with
+ * since writeback last took it (pwb__map_lsn_reset), 0 without one.
  *
  * Not thread-safe: the owner's lock (inode->lock) protects the whole map.
  */
@@ -65,6 +72,7 @@
 struct pwb__map_leaf {
 	uint64_t bits[PWB__NR_TAGS][MAP_LEAF_WORDS];
 	uint16_t count[PWB__NR_TAGS];	/* population of bits[tag], <= 512 */
+	uint64_t *lsn;			/* NULL, or PWB__MAP_LEAF_PAGES LSNs */
 };
 
 struct pwb__map_node {
@@ -200,8 +208,13 @@ static void *map_alloc(struct pwb__map *map, size_t size)
 	return p;
 }
 
-static void map_free(struct pwb__map *map, void *p)
+/* Free @p, a node or (at @height 0) a leaf with its LSN array. */
+static void map_free(struct pwb__map *map, void *p, unsigned int height)
 {
+	if (height == 0 && ((struct pwb__map_leaf *)p)->lsn) {
+		free(((struct pwb__map_leaf *)p)->lsn);
+		map->nr_lsn--;
+	}
 	free(p);
 	map->nr_nodes--;
 }
@@ -349,7 +362,7 @@ static void map_shrink(struct pwb__map *map)
 		if (node_used(node) != 1)
 			break;
 		map->root = node->slot[0];
-		map_free(map, node);
+		map_free(map, node, map->height);
 		map->height--;
 	}
 	if (!map->root)
@@ -410,7 +423,7 @@ static void prune_rec(struct pwb__map *map, void **pp, unsigned int height,
 		}
 	}
 	if (sub_empty(p, height)) {
-		map_free(map, p);
+		map_free(map, p, height);
 		*pp = NULL;
 	}
 }
@@ -426,6 +439,8 @@ static void free_rec(void *p, unsigned int height)
 		for (s = 0; s < PWB__MAP_FANOUT; s++)
 			if (node->slot[s])
 				free_rec(node->slot[s], height - 1);
+	} else {
+		free(((struct pwb__map_leaf *)p)->lsn);
 	}
 	free(p);
 }
@@ -473,7 +488,7 @@ static uint64_t clear_rec(struct pwb__map *map, void *p, unsigned int height,
 			continue;
 		node->mask[tag] &= ~((uint64_t)1 << s);
 		if (sub_empty(child, height - 1)) {
-			map_free(map, child);
+			map_free(map, child, height - 1);
 			node->slot[s] = NULL;
 		}
 	}
@@ -672,7 +687,7 @@ uint64_t pwb__map_clear(struct pwb__map *map, enum pwb__tag tag,
 	map->count[tag] -= walked;
 	n += walked;
 	if (sub_empty(map->root, map->height)) {
-		map_free(map, map->root);
+		map_free(map, map->root, map->height);
 		map->root = NULL;
 		map->height = 0;
 	} else {
@@ -756,6 +771,175 @@ uint64_t pwb__map_run(const struct pwb__map *map, enum pwb__tag tag,
 }
 
 /* ---------------------------------------------------------------------- */
+/* Log sequence numbers                                                   */
+
+/* Give every leaf below @p that intersects @r an LSN array. */
+static int ensure_lsn_rec(struct pwb__map *map, void *p, unsigned int height,
+			  uint64_t base, const struct map_range *r)
+{
+	struct pwb__map_node *node = p;
+	uint64_t m;
+
+	if (height == 0) {
+		struct pwb__map_leaf *leaf = p;
+
+		if (leaf->lsn)
+			return 0;
+		if (__builtin_expect(pwb__map_fail_alloc_after >= 0, 0)) {
+			if (pwb__map_fail_alloc_after == 0)
+				return -ENOMEM;
+			pwb__map_fail_alloc_after--;
+		}
+		leaf->lsn = calloc(PWB__MAP_LEAF_PAGES, sizeof(*leaf->lsn));
+		if (!leaf->lsn)
+			return -ENOMEM;
+		map->nr_lsn++;
+		return 0;
+	}
+	for (m = slot_range(r, base, height); m; m &= m - 1) {
+		unsigned int s = __builtin_ctzll(m);
+
+		if (ensure_lsn_rec(map, node->slot[s], height - 1,
+				   child_base(base, height, s), r))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void leaf_raise_lsn(struct pwb__map_leaf *leaf, unsigned int lo,
+			   unsigned int hi, uint64_t lsn)
+{
+	unsigned int i;
+
+	for (i = lo; i <= hi; i++)
+		if (leaf->lsn[i] < lsn)
+			leaf->lsn[i] = lsn;
+}
+
+/* Raise the LSNs of @r below @p, where ensure_lsn_rec() gave arrays. */
+static void raise_lsn_rec(void *p, unsigned int height, uint64_t base,
+			  const struct map_range *r, uint64_t lsn)
+{
+	struct pwb__map_node *node = p;
+	uint64_t m;
+
+	if (height == 0) {
+		leaf_raise_lsn(p, leaf_lo(r, base), leaf_hi(r, base), lsn);
+		return;
+	}
+	for (m = slot_range(r, base, height); m; m &= m - 1) {
+		unsigned int s = __builtin_ctzll(m);
+
+		raise_lsn_rec(node->slot[s], height - 1,
+			      child_base(base, height, s), r, lsn);
+	}
+}
+
+int64_t pwb__map_set_lsn(struct pwb__map *map, uint64_t first, uint64_t last,
+			 uint64_t lsn)
+{
+	struct map_range r = {
+		.first = first,
+		.last = last,
+		.fkey = MAP_KEY(first),
+		.lkey = MAP_KEY(last),
+	};
+	struct pwb__map_leaf *leaf;
+	uint64_t n;
+
+	if (first > last)
+		return 0;
+	if (!lsn)
+		return pwb__map_set(map, PWB__TAG_DIRTY, first, last);
+	/* The common case, as in pwb__map_set(): one leaf, with its array. */
+	leaf = r.fkey == r.lkey ? leaf_lookup(map, r.fkey) : NULL;
+	if (leaf && leaf->lsn) {
+		int64_t k = pwb__map_set(map, PWB__TAG_DIRTY, first, last);
+
+		leaf_raise_lsn(leaf, MAP_OFF(first), MAP_OFF(last), lsn);
+		return k;
+	}
+	/* Allocate leaves and arrays first: a failure leaves no page dirty
+	 * without its LSN (arrays given to leaves that existed stay). */
+	if (map_grow(map, r.lkey)) {
+		map_shrink(map);
+		return -ENOMEM;
+	}
+	if (ensure_rec(map, &map->root, map->height, 0, &r) ||
+	    ensure_lsn_rec(map, map->root, map->height, 0, &r)) {
+		prune_rec(map, &map->root, map->height, 0, &r);
+		map_shrink(map);
+		return -ENOMEM;
+	}
+	n = set_rec(map->root, map->height, 0, PWB__TAG_DIRTY, &r);
+	map->count[PWB__TAG_DIRTY] += n;
+	raise_lsn_rec(map->root, map->height, 0, &r, lsn);
+	return (int64_t)n;
+}
+
+uint64_t pwb__map_lsn(const struct pwb__map *map, uint64_t index)
+{
+	const struct pwb__map_leaf *leaf;
+
+	if (!map->nr_lsn)
+		return 0;
+	leaf = leaf_lookup(map, MAP_KEY(index));
+	return leaf && leaf->lsn ? leaf->lsn[MAP_OFF(index)] : 0;
+}
+
+uint64_t pwb__map_lsn_max(const struct pwb__map *map, uint64_t first,
+			  uint64_t n, uint64_t above, uint64_t *prefix)
+{
+	uint64_t max = 0, i = 0;
+
+	*prefix = n;
+	if (!map->nr_lsn)
+		return 0;
+	/* Leaf by leaf; a leaf without an array holds LSN 0 throughout. */
+	while (i < n) {
+		uint64_t index = first + i, key = MAP_KEY(index);
+		const struct pwb__map_leaf *leaf = leaf_lookup(map, key);
+		unsigned int off = MAP_OFF(index);
+		uint64_t in_leaf = PWB__MIN(n - i, (uint64_t)
+					    (PWB__MAP_LEAF_PAGES - off));
+		uint64_t j;
+
+		if (leaf && leaf->lsn) {
+			for (j = 0; j < in_leaf; j++) {
+				uint64_t v = leaf->lsn[off + j];
+
+				if (v > above && *prefix == n)
+					*prefix = i + j;
+				if (v > max)
+					max = v;
+			}
+		}
+		i += in_leaf;
+	}
+	return max;
+}
+
+void pwb__map_lsn_reset(struct pwb__map *map, uint64_t first, uint64_t n)
+{
+	uint64_t i = 0;
+
+	if (!map->nr_lsn)
+		return;
+	while (i < n) {
+		uint64_t index = first + i;
+		struct pwb__map_leaf *leaf = leaf_lookup(map, MAP_KEY(index));
+		unsigned int off = MAP_OFF(index);
+		uint64_t in_leaf = PWB__MIN(n - i, (uint64_t)
+					    (PWB__MAP_LEAF_PAGES - off));
+
+		if (leaf && leaf->lsn)
+			memset(&leaf->lsn[off], 0,
+			       in_leaf * sizeof(*leaf->lsn));
+		i += in_leaf;
+	}
+}
+
+/* ---------------------------------------------------------------------- */
 /* Test hooks (see the declarations above)                                */
 
 /* glibc's chunk for a request: an 8-byte header, rounded up to 16. */
@@ -771,7 +955,11 @@ static size_t memory_rec(const void *p, unsigned int height)
 	unsigned int s;
 
 	if (height == 0)
-		return chunk_size(sizeof(struct pwb__map_leaf));
+		return chunk_size(sizeof(struct pwb__map_leaf)) +
+		       (((const struct pwb__map_leaf *)p)->lsn
+				? chunk_size(PWB__MAP_LEAF_PAGES *
+					     sizeof(uint64_t))
+				: 0);
 	bytes = chunk_size(sizeof(*node));
 	for (s = 0; s < PWB__MAP_FANOUT; s++)
 		if (node->slot[s])

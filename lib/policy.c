@@ -18,8 +18,8 @@
  *
  * A select() that fails or answers out of range costs the inode its
  * preferred placement, never its data: the inode goes to the inode-hash
- * context, the instance counts the failure (nr_fallbacks) and says so once
- * on stderr.
+ * context, the instance counts the failure (nr_fallbacks) and the bdi says
+ * so once on stderr, however often its policy is switched.
  */
 #include "pwb-internal.h"
 
@@ -51,6 +51,7 @@ static const struct pwb_policy_ops *const builtin_policies[] = {
 #define DEFAULT_SPEC "inode-hash"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+PWB__MUTEX_RANK_STATIC(registry_lock, PWB__LOCK_REGISTRY);
 static struct policy_entry *registry;	/* registry_lock: newest first */
 static char *plugin_dir;		/* registry_lock: pwb_policy_set_dir */
 
@@ -523,13 +524,18 @@ void pwb__policy_nr_changed(struct pwb__policy *pol, unsigned int nr)
 		pol->ops->nr_wb_ctx_changed(pol->state, nr);
 }
 
-/* Say once per instance that select() misbehaved. */
+/*
+ * Count a misbehaving select() in the instance; say so once per bdi (not
+ * per instance: each pwb_bdi_set_policy() makes a new one, and a policy
+ * that fails once usually fails again after every switch).
+ */
 static void report_fallback(struct pwb__policy *pol, struct pwb_inode *inode,
 			    int idx, unsigned int nr_wb_ctx)
 {
+	int *reported = &inode->bdi->policy_fallback_reported;
+
 	uatomic_inc(&pol->nr_fallbacks);
-	if (pwb__aread(&pol->fallback_reported) ||
-	    uatomic_cmpxchg(&pol->fallback_reported, 0, 1) != 0)
+	if (pwb__aread(reported) || uatomic_cmpxchg(reported, 0, 1) != 0)
 		return;
 	if (idx < 0)
 		fprintf(stderr, "libpwb: shard policy \"%s\" failed to place "
@@ -638,22 +644,26 @@ int pwb__policy_map_page(struct pwb_inode *inode, uint64_t index,
 PWB_API int pwb_policy_map_page(struct pwb_inode *inode, uint64_t index,
 				uint64_t *dev_off)
 {
+	uint64_t ino;
 	int ret;
 
 	pwb__err_clear();
 	if (!inode || !dev_off)
 		return pwb__err(-EINVAL, "pwb_policy_map_page: NULL %s",
 				!inode ? "inode" : "dev_off");
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_policy_map_page");
+	ino = inode->ino;
 	ret = pwb__policy_map_page(inode, index, dev_off);
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	if (ret == -ERANGE)
 		return pwb__err(ret, "map_page of inode %llu page %llu gave "
 				     "an offset outside the device or not "
 				     "block aligned",
-				(unsigned long long)inode->ino,
+				(unsigned long long)ino,
 				(unsigned long long)index);
 	if (ret)
 		return pwb__err(ret, "map_page of inode %llu page %llu: %s",
-				(unsigned long long)inode->ino,
+				(unsigned long long)ino,
 				(unsigned long long)index, pwb_strerror(ret));
 	return 0;
 }
@@ -667,7 +677,7 @@ PWB_API int pwb_bdi_policy(struct pwb_bdi *bdi, char *buf, size_t len)
 		return pwb__err(-EINVAL, "pwb_bdi_policy: %s",
 				!bdi ? "NULL bdi" : !buf ? "NULL buf"
 							 : "len is 0");
-	if (pwb__bdi_get(bdi, "pwb_bdi_policy"))
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_policy"))
 		return -ESHUTDOWN;
 	/* A policy replaced by pwb_bdi_set_policy() is freed after a grace
 	 * period, so no need to wait for a re-shard that may take seconds
@@ -675,7 +685,7 @@ PWB_API int pwb_bdi_policy(struct pwb_bdi *bdi, char *buf, size_t len)
 	rcu_read_lock();
 	n = snprintf(buf, len, "%s", PWB__RCU_DEREF(bdi->policy)->spec);
 	pwb__rcu_read_unlock();
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	if ((size_t)n >= len)
 		return pwb__err(-ERANGE, "pwb_bdi_policy: the spec needs %d "
 					 "bytes, the buffer has %zu",

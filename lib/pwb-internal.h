@@ -4,20 +4,10 @@
  *
  * Not installed. White-box tests include it and link libpwb-internal.la.
  *
- * Locking, outermost first:
- *
- *	bdi->lock			(inode registry changes, close)
- *	region->route_lock		(per-page routing of one inode, region.c;
- *					 before list_lock, never in a flusher)
- *	  wb->list_lock			(the four dirty lists of one context)
- *	    inode->lock			(page map, state, dirtied_when, errors)
- *	  wb->work_lock			(work queue, flusher wakeups; never held
- *					 together with list_lock or inode->lock)
- *	bdi->flush_lock			(device flushes; held across fdatasync,
- *	  inode->lock			 which can take seconds, so no query,
- *					 dirtier or sync start waits for it)
- *	bdi->cursor_lock		(pwb_sync's error cursor; leaf)
- *	completion->lock		(leaf)
+ * Locking: the order is the enum pwb__lock_rank below (one rank per lock,
+ * outermost first), and nowhere else; doc/design.md points here. A thread
+ * may take a lock only if every lock it holds has a lower rank. Built with
+ * --enable-lockdep, lib/lockdep.c checks this on every acquisition.
  *
  * RCU (urcu-bp): bdi->ctxs (the context array) is published with
  * rcu_assign_pointer and read under rcu_read_lock; bdi->inodes is a cds_lfht
@@ -142,6 +132,171 @@ static inline void pwb__rcu_callback_begin(void *obj)
 #define PWB__NSEC_PER_SEC 1000000000ull
 
 /* ---------------------------------------------------------------------- */
+/* Locking: the lock order, and the lock-order checker (lockdep.c)        */
+
+/*
+ * Every mutex of lib/, in the order a thread may take them: a thread
+ * holding a lock of rank r may only take locks of rank > r. Two locks of
+ * one rank nest only where pwb__mutex_lock_nested() says so. What each
+ * lock protects is on the fields it guards ("list_lock:", "lock:", ...).
+ *
+ * The nestings that exist (everything else is taken alone):
+ *
+ *   reshard_lock -> list_lock, inode->lock, work_lock, flusher->lock,
+ *                   park_lock, completion->lock  (a re-shard parks the
+ *                   flushers, moves inodes, retires contexts; the tuner
+ *                   decides under it; a sync's last try runs under it)
+ *   flush_lock   -> inode->lock    (a failed fdatasync marks the inodes
+ *                                   it was to cover)
+ *   list_lock    -> list_lock      (a re-shard moving an inode between
+ *                                   two contexts: lower index first,
+ *                                   the second with _nested)
+ *   list_lock    -> inode->lock    (queueing, claiming, requeueing)
+ *   list_lock    -> work_lock      (a pass under list_lock asks whether
+ *                                   work is queued: none_pass_done,
+ *                                   wb_writeback_shared)
+ *
+ * inode->lock and every rank after it take no other lock today (the
+ * whole suite runs so under lockdep): keep them leaves if you can.
+ * Condition waits release their mutex while they sleep and take it back
+ * as an acquisition of its rank. No lock is held while an ops callback
+ * runs, except: cfg.clock, called under list_lock and inode->lock (it must
+ * not call into libpwb); and the shard policy's callbacks (and the
+ * map_page that select may call) during a re-shard, under reshard_lock.
+ */
+enum pwb__lock_rank {
+	PWB__LOCK_UNRANKED = 0,	/* not given a rank: lockdep refuses it */
+	PWB__LOCK_BDI,		/* bdi->lock: inode registry, users, close */
+	PWB__LOCK_RESHARD,	/* bdi->reshard_lock: re-shards, the tuner,
+				 * close */
+	PWB__LOCK_FLUSH,	/* bdi->flush_lock: device flushes, held
+				 * across fdatasync */
+	PWB__LOCK_ROUTE,	/* region->route_lock: per-page routing of
+				 * one inode (region.c); never in a flusher */
+	PWB__LOCK_LIST,		/* wb->list_lock: one context's lists */
+	PWB__LOCK_INODE,	/* inode->lock: page map, state, errors */
+	PWB__LOCK_WORK,		/* wb->work_lock: one context's work queue */
+	PWB__LOCK_FLUSHER,	/* flusher->lock: kicked, stop */
+	PWB__LOCK_PARK,		/* bdi->park_lock: parking the flushers */
+	PWB__LOCK_INFLIGHT,	/* bdi->inflight_lock: max_inflight */
+	PWB__LOCK_RATE,		/* bdi->rate.lock: the write-rate cap */
+	PWB__LOCK_CURSOR,	/* bdi->cursor_lock: pwb_sync's error cursor */
+	PWB__LOCK_COMPLETION,	/* completion->lock: a waiter's counter */
+	PWB__LOCK_AUTOTUNE,	/* autotune->lock: the tuner's stop flag */
+	PWB__LOCK_REGISTRY,	/* registry_lock (policy.c): policies */
+	PWB__NR_LOCK_RANKS
+};
+
+/*
+ * Using a mutex in lib/:
+ *  - initialise it with pwb__mutex_init(&m, PWB__LOCK_...), a rank of its
+ *    own added above in its place in the order (a static mutex:
+ *    PTHREAD_MUTEX_INITIALIZER plus PWB__MUTEX_RANK_STATIC(m, rank));
+ *  - lock, unlock, wait and destroy with the plain pthread calls: under
+ *    --enable-lockdep lib/'s sources (PWB_LIB_SOURCE) see them as macros
+ *    that check the order (pthread_mutex_init without a rank makes the
+ *    mutex one lockdep refuses to lock);
+ *  - take a second lock of the same rank with pwb__mutex_lock_nested(),
+ *    after saying in a comment what orders the two.
+ * Without --enable-lockdep these are the plain pthread calls.
+ */
+#ifdef PWB_LOCKDEP
+void pwb__lockdep_set_rank(pthread_mutex_t *m, enum pwb__lock_rank rank,
+			   const char *file, int line) PWB__INTERNAL;
+void pwb__lockdep_forget(pthread_mutex_t *m) PWB__INTERNAL;
+void pwb__lockdep_acquire(pthread_mutex_t *m, bool nested, const char *file,
+			  int line) PWB__INTERNAL;
+void pwb__lockdep_release(pthread_mutex_t *m, const char *file,
+			  int line) PWB__INTERNAL;
+
+/* The parenthesised names below are the real pthread functions, whatever
+ * macros lib/'s sources see. */
+static inline int pwb__mutex_init_at(pthread_mutex_t *m,
+				     enum pwb__lock_rank rank,
+				     const char *file, int line)
+{
+	int ret = (pthread_mutex_init)(m, NULL);
+
+	if (!ret)
+		pwb__lockdep_set_rank(m, rank, file, line);
+	return ret;
+}
+
+static inline int pwb__mutex_destroy_at(pthread_mutex_t *m)
+{
+	pwb__lockdep_forget(m);
+	return (pthread_mutex_destroy)(m);
+}
+
+static inline int pwb__mutex_lock_at(pthread_mutex_t *m, bool nested,
+				     const char *file, int line)
+{
+	/* Checked before blocking: an inversion is reported even when this
+	 * run would not have deadlocked. */
+	pwb__lockdep_acquire(m, nested, file, line);
+	return (pthread_mutex_lock)(m);
+}
+
+static inline int pwb__mutex_unlock_at(pthread_mutex_t *m, const char *file,
+				       int line)
+{
+	pwb__lockdep_release(m, file, line);
+	return (pthread_mutex_unlock)(m);
+}
+
+static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
+				    const struct timespec *abstime,
+				    const char *file, int line)
+{
+	int ret;
+
+	pwb__lockdep_release(m, file, line);
+	ret = abstime ? (pthread_cond_timedwait)(c, m, abstime)
+		      : (pthread_cond_wait)(c, m);
+	/* Woken holding @m again: checked against the other locks held,
+	 * which the wait did not release. */
+	pwb__lockdep_acquire(m, false, file, line);
+	return ret;
+}
+
+#define pwb__mutex_init(m, rank) pwb__mutex_init_at(m, rank, __FILE__, __LINE__)
+#define pwb__mutex_lock_nested(m) pwb__mutex_lock_at(m, true, __FILE__, __LINE__)
+#define PWB__MUTEX_RANK_STATIC(m, rank)                                        \
+	__attribute__((constructor)) static void m##_rank(void)                \
+	{                                                                      \
+		pwb__lockdep_set_rank(&(m), rank, __FILE__, __LINE__);         \
+	}                                                                      \
+	_Static_assert(1, "")
+
+#ifdef PWB_LIB_SOURCE
+#define pthread_mutex_init(m, attr)                                            \
+	pwb__mutex_init_at(m, PWB__LOCK_UNRANKED, __FILE__, __LINE__)
+#define pthread_mutex_destroy(m) pwb__mutex_destroy_at(m)
+#define pthread_mutex_lock(m) pwb__mutex_lock_at(m, false, __FILE__, __LINE__)
+#define pthread_mutex_unlock(m) pwb__mutex_unlock_at(m, __FILE__, __LINE__)
+#define pthread_cond_wait(c, m) pwb__cond_wait_at(c, m, NULL, __FILE__, __LINE__)
+#define pthread_cond_timedwait(c, m, t)                                        \
+	pwb__cond_wait_at(c, m, t, __FILE__, __LINE__)
+#endif /* PWB_LIB_SOURCE */
+
+#else /* !PWB_LOCKDEP */
+
+static inline int pwb__mutex_init(pthread_mutex_t *m, enum pwb__lock_rank rank)
+{
+	(void)rank;
+	return pthread_mutex_init(m, NULL);
+}
+
+static inline int pwb__mutex_lock_nested(pthread_mutex_t *m)
+{
+	return pthread_mutex_lock(m);
+}
+
+#define PWB__MUTEX_RANK_STATIC(m, rank) _Static_assert(1, "")
+
+#endif /* PWB_LOCKDEP */
+
+/* ---------------------------------------------------------------------- */
 /* error.c: per-thread messages                                          */
 
 /* Record a message for pwb_errmsg() and return @err (a negative errno). */
@@ -220,6 +375,7 @@ struct pwb__map {
 	unsigned int height;	/* interior levels above the leaves */
 	uint64_t count[PWB__NR_TAGS];	/* pages holding each tag */
 	uint64_t nr_nodes;	/* allocated nodes + leaves (memory figure) */
+	uint64_t nr_lsn;	/* leaves with an LSN array (0: no LSNs) */
 };
 
 void pwb__map_init(struct pwb__map *map) PWB__INTERNAL;
@@ -245,6 +401,22 @@ bool pwb__map_find(const struct pwb__map *map, enum pwb__tag tag,
 /* Length of the run of pages holding @tag from @start on, at most @max. */
 uint64_t pwb__map_run(const struct pwb__map *map, enum pwb__tag tag,
 		      uint64_t start, uint64_t max) PWB__INTERNAL;
+/* Set DIRTY on [first, last] and raise each page's LSN to at least @lsn
+ * (pwb_mark_dirty_lsn; @lsn 0 is pwb__map_set). Return pages newly dirty,
+ * or -ENOMEM with no page newly dirty. */
+int64_t pwb__map_set_lsn(struct pwb__map *map, uint64_t first, uint64_t last,
+			 uint64_t lsn) PWB__INTERNAL;
+/* The LSN of page @index (0: none recorded). */
+uint64_t pwb__map_lsn(const struct pwb__map *map, uint64_t index)
+	PWB__INTERNAL;
+/* The highest LSN of pages [first, first + n); *@prefix gets how many
+ * pages from @first have an LSN at or below @above. */
+uint64_t pwb__map_lsn_max(const struct pwb__map *map, uint64_t first,
+			  uint64_t n, uint64_t above,
+			  uint64_t *prefix) PWB__INTERNAL;
+/* Forget the LSNs of [first, first + n): writeback took those pages. */
+void pwb__map_lsn_reset(struct pwb__map *map, uint64_t first,
+			uint64_t n) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* xarray.c: an ordered index by 64-bit key                               */
@@ -285,9 +457,9 @@ uint64_t pwb__clock_monotonic(void *unused) PWB__INTERNAL;
 
 struct pwb__completion {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned int pending;	/* work items still running */
-	int err;		/* first error a work item reported */
+	pthread_cond_t cond;	/* with lock: pending reached 0 */
+	unsigned int pending;	/* lock: work items still running */
+	int err;		/* lock: first error a work item reported */
 };
 
 void pwb__completion_init(struct pwb__completion *c,
@@ -302,7 +474,9 @@ enum pwb__sync_mode {
 	PWB__SYNC_ALL = 1,	/* integrity: tagged pages, wait (WB_SYNC_ALL) */
 };
 
-/* One request to a flusher, the kernel's wb_writeback_work. */
+/* One request to a flusher, the kernel's wb_writeback_work. Filled in by
+ * the queuer before pwb__wb_queue_work(); from then on the flusher that
+ * takes it off work_list owns it until it completes it. */
 struct pwb__wb_work {
 	struct cds_list_head list;	/* on wb->work_list, under work_lock */
 	enum pwb__sync_mode sync_mode;
@@ -356,6 +530,11 @@ struct pwb__io_backend {
 extern const struct pwb__io_backend pwb__io_psync PWB__INTERNAL;
 extern const struct pwb__io_backend pwb__io_null PWB__INTERNAL;
 extern const struct pwb__io_backend pwb__io_uring PWB__INTERNAL;
+/* 0 if this process may set up an io_uring of @depth entries (the kernel
+ * allows io_uring and libpwb has liburing), else the -errno of
+ * io_uring_queue_init (-EOPNOTSUPP when built without liburing). Sets no
+ * message. */
+int pwb__io_uring_probe(unsigned int depth) PWB__INTERNAL;
 
 /* io-fault.c: the fault-injection layer that every backend consults before
  * a write reaches the device ("wraps the real backend"). */
@@ -440,14 +619,14 @@ int pwb__io_next_write(const struct pwb_bdi *bdi, uint64_t off, uint64_t len,
  * live until the process exits. Each bdi holds one instance.
  */
 struct pwb__policy {
+	/* Set by pwb__policy_create(), then read-only: */
 	const struct pwb_policy_ops *ops;
 	void *state;			/* the instance's, from ops->init */
 	char spec[PWB_POLICY_SPEC_MAX + 1];	/* normalised "name[:args]" */
-	uint64_t nr_fallbacks;		/* uatomic: select() failed or gave an
-					 * index out of range */
-	int fallback_reported;		/* uatomic: stderr message sent */
 	unsigned int flags;		/* PWB_POLICY_F_* (ABI 2 tables) */
 	unsigned int batch;		/* F_SHARED_LIST: inodes per claim */
+	uint64_t nr_fallbacks;		/* uatomic: select() failed or gave an
+					 * index out of range */
 };
 
 #define PWB__POLICY_BATCH_DEFAULT 16u
@@ -513,7 +692,8 @@ unsigned int pwb__policy_select_page(struct pwb__policy *pol,
 /* ---------------------------------------------------------------------- */
 /* wb_ctx.c: writeback contexts                                           */
 
-/* Counters: written with uatomic by the flusher or dirtiers, read by stats. */
+/* Counters, every one atomic: written with uatomic by the flusher or
+ * dirtiers, read lock-free by stats. */
 struct pwb__wb_stats {
 	uint64_t dirty_pages;
 	uint64_t writeback_pages;
@@ -534,6 +714,9 @@ struct pwb__wb_stats {
 	uint64_t flush_ns;
 	uint64_t io_extents;	/* contiguous dirty extents written */
 	uint64_t rate_limited_ns;	/* flusher slept for the rate cap */
+	uint64_t log_forces;	/* log_force calls (write-ahead rule) */
+	uint64_t lsn_held_pages;	/* pages passed over: LSN not durable */
+	uint64_t latched_pages;	/* pages passed over: get_page -EAGAIN */
 };
 /* pwb__wb_counters_add() relies on this. */
 _Static_assert(sizeof(struct pwb__wb_stats) % sizeof(uint64_t) == 0,
@@ -560,8 +743,8 @@ struct pwb__dirty_slot {
  * bdi. Its flusher thread is the only thread that writes its inodes' pages.
  */
 struct pwb__wb_ctx {
-	struct pwb_bdi *bdi;
-	unsigned int idx;
+	struct pwb_bdi *bdi;		/* set at init, read-only */
+	unsigned int idx;		/* set at init, read-only */
 
 	pthread_mutex_t list_lock;
 	struct cds_list_head b_dirty;	 /* list_lock: dirty, oldest first */
@@ -607,8 +790,8 @@ struct pwb__wb_ctx {
 					 * also indexed by io_tree */
 	struct pwb__xa io_tree;		/* list_lock: b_io inodes by key */
 
-	struct pwb__wb_stats stats;
-	struct pwb__dirty_slot dslot[PWB__NR_DIRTY_SLOTS];
+	struct pwb__wb_stats stats;	/* atomic */
+	struct pwb__dirty_slot dslot[PWB__NR_DIRTY_SLOTS]; /* atomic */
 };
 
 /* Count @n pages newly dirtied in @wb by the calling thread (its slot). */
@@ -666,14 +849,18 @@ void pwb__wb_ctx_retire(struct pwb__wb_ctx *wb) PWB__INTERNAL;
  * cond until kicked (work queued, background) or the periodic interval.
  */
 struct pwb__flusher {
-	struct pwb_bdi *bdi;
-	unsigned int idx;
+	struct pwb_bdi *bdi;	/* set at allocation, read-only */
+	unsigned int idx;	/* set at allocation, read-only */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* with lock: kicked or stop */
 	bool kicked;		/* lock */
 	bool stop;		/* lock */
-	bool fresh;		/* started while others were parked: has
-				 * nothing in flight to drain */
+	bool fresh;		/* the flusher thread's own (set under lock
+				 * before it starts): started while others
+				 * were parked, has nothing in flight to
+				 * drain */
+	/* The thread that starts and stops flushers: open, or a holder of
+	 * bdi->reshard_lock (re-shard, close). */
 	pthread_t thread;
 	bool started;
 };
@@ -688,7 +875,8 @@ void pwb__flusher_kick(struct pwb__flusher *fl) PWB__INTERNAL;
 void pwb__flushers_park(struct pwb_bdi *bdi) PWB__INTERNAL;
 void pwb__flushers_resume(struct pwb_bdi *bdi) PWB__INTERNAL;
 
-/* The context array, published with RCU. */
+/* The context array, published with RCU (bdi->ctxs); read-only once
+ * published. */
 struct pwb__wb_ctx_array {
 	unsigned int nr;
 	struct pwb__wb_ctx *ctx[];
@@ -697,8 +885,9 @@ struct pwb__wb_ctx_array {
 /* pacing.c: The write-rate cap (pwb_bdi_config.rate_limit_bytes_per_sec). */
 struct pwb__rate_bucket {
 	pthread_mutex_t lock;
-	uint64_t rate;		/* bytes/s; 0: no cap (lock never taken) */
-	int64_t burst;		/* most tokens kept */
+	uint64_t rate;		/* set at init, read-only: bytes/s; 0: no
+				 * cap (lock never taken) */
+	int64_t burst;		/* set at init, read-only: most tokens kept */
 	int64_t tokens;		/* lock: bytes that may go now; < 0: owed */
 	uint64_t stamp;		/* lock: clock ns of the last refill */
 };
@@ -760,11 +949,11 @@ unsigned int pwb__auto_decide(struct pwb__auto_state *s,
 struct pwb__autotune {
 	struct pwb__auto_params params;	/* set at open, then read-only */
 	uint64_t interval_ns;		/* window length, cfg.clock ns */
-	pthread_t thread;
+	pthread_t thread;		/* open/close only */
 	bool started;			/* open/close only */
 	pthread_mutex_t lock;		/* stop, with cond */
-	pthread_cond_t cond;		/* stop was set */
-	bool stop;
+	pthread_cond_t cond;		/* with lock: stop was set */
+	bool stop;			/* lock */
 	/* bdi->reshard_lock: */
 	struct pwb__auto_state st;
 	bool user;			/* a user count holds: paused */
@@ -803,6 +992,7 @@ int pwb__reshard_locked(struct pwb_bdi *bdi, unsigned int nr) PWB__INTERNAL;
 /* bdi.c                                                                  */
 
 struct pwb_bdi {
+	/* Set by pwb_bdi_open(), then read-only, up to ctxs: */
 	int fd;
 	char *path;
 	uint64_t capacity;
@@ -824,7 +1014,9 @@ struct pwb_bdi {
 
 	struct pwb__wb_ctx_array *ctxs;	/* RCU-published; replaced only
 					 * with the flushers parked */
-	/* Flushers. Slots are allocated once and live until close. */
+	/* Flushers. Slots are allocated once and live until close:
+	 * RCU-published (PWB__RCU_ASSIGN by open or a re-shard, which hold
+	 * reshard_lock or run alone), read without a lock by kickers. */
 	struct pwb__flusher *flushers[PWB_MAX_WB_CTX];
 	unsigned int nr_flushers;	/* uatomic: running, serving by idx */
 	pthread_mutex_t park_lock;
@@ -839,23 +1031,28 @@ struct pwb_bdi {
 					     * counters (their "now" ones
 					     * are 0: inodes moved away) */
 	pthread_mutex_t inflight_lock;	/* max_inflight accounting */
-	pthread_cond_t inflight_cond;
+	pthread_cond_t inflight_cond;	/* with inflight_lock: inflight fell */
 	unsigned int inflight;		/* inflight_lock */
 	struct pwb__policy *policy;	/* RCU-published: select() runs
 					 * under rcu_read_lock; replaced by
 					 * pwb_bdi_set_policy with the
 					 * flushers parked */
-	const struct pwb__io_backend *io;
+	int policy_fallback_reported;	/* uatomic: the shard-policy
+					 * fallback message was printed (once
+					 * per bdi, whatever the policy) */
+	const struct pwb__io_backend *io;	/* set at open, read-only */
 
-	struct cds_lfht *inodes;	/* ino -> inode, RCU */
+	struct cds_lfht *inodes;	/* ino -> inode: RCU (cds_lfht);
+					 * added under lock, removed
+					 * lock-free by the inode's close */
 	pthread_mutex_t lock;		/* registry changes, closing */
 	bool closing;			/* lock (PWB__READ outside): close
 					 * began; no new waiting call */
 	bool dead;			/* PWB__WRITE by close, read under
 					 * rcu_read_lock: tearing down */
 	uint64_t nr_open_inodes;	/* lock */
-	unsigned int users;		/* lock: calls between pwb__bdi_get
-					 * and pwb__bdi_put */
+	unsigned int users;		/* lock: calls between pwb__bdi_enter
+					 * and pwb__bdi_exit (HOLD_REF) */
 	pthread_cond_t idle_cond;	/* with lock: users or nr_open_inodes
 					 * fell while closing */
 
@@ -876,11 +1073,13 @@ struct pwb_bdi {
 	uint64_t written_epoch;		/* uatomic: newest epoch written in */
 	uint64_t flushed_epoch;		/* flush_lock: epochs <= covered */
 
-	uint64_t dirty_limit_pages;	/* 0: no hard limit (throttle.c) */
+	uint64_t dirty_limit_pages;	/* set at open, read-only: 0: no
+					 * hard limit (throttle.c) */
 	unsigned long bg_active;	/* uatomic: background kick sent */
 	uint64_t throttle_ns;		/* uatomic: time dirtiers slept */
 	uint64_t throttle_events;	/* uatomic: sleeps */
-	struct pwb__rate_bucket rate;	/* the write-rate cap, pacing.c */
+	struct pwb__rate_bucket rate;	/* the write-rate cap, pacing.c;
+					 * its own lock */
 	uint64_t thr_window;		/* uatomic: current dirtier window */
 	uint64_t thr_cur;		/* uatomic: dirtiers in it */
 	uint64_t thr_prev;		/* uatomic: dirtiers in the one before */
@@ -888,6 +1087,9 @@ struct pwb_bdi {
 	uint64_t fault_hits;		/* uatomic: writes hit, every rule */
 
 	uint64_t nr_device_flushes;	/* uatomic, bumped under flush_lock */
+	uint64_t log_durable;		/* uatomic: highest LSN the log is
+					 * durable up to (monotonic max,
+					 * pwb_bdi_log_durable, log_force) */
 
 	pwb__errseq_t wb_err;		/* uatomic: errors on any inode */
 	pthread_mutex_t cursor_lock;
@@ -895,6 +1097,11 @@ struct pwb_bdi {
 
 	struct pwb__autotune *autotune;	/* NULL without the flag; set at
 					 * open, freed at close */
+
+	/* Set at open, then read-only: why the backend and the context
+	 * count are what they are (pwb_bdi_info). */
+	char backend_reason[PWB_REASON_MAX];
+	char nr_wb_ctx_reason[PWB_REASON_MAX];
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)
@@ -908,24 +1115,73 @@ static inline unsigned int pwb__page_size(const struct pwb_bdi *bdi)
 }
 
 /*
- * Lifetime of a bdi against calls that overlap pwb_bdi_close() (see
- * doc/design.md, "Closing while calls run"):
+ * Lifetime of a bdi or an inode against calls that overlap its close (see
+ * doc/design.md, "Closing while calls run"). Every public bdi function
+ * begins with pwb__bdi_enter() and every public inode function with
+ * pwb__inode_enter(), before its first read of the object, and ends with
+ * the matching *_exit(). Both helpers open an RCU read-side section before
+ * they touch the object; a close marks the object (closing, dead,
+ * I_FREEING) and frees it only after a grace period (synchronize_rcu for
+ * a bdi, call_rcu for an inode), so a call that has entered is never left
+ * holding freed memory, however long it is preempted before its first
+ * lock: it gets its result, or -ESHUTDOWN / -EBADF.
  *
- *  - Calls that may sleep (sync, writeback, re-shard, balance) bracket
- *    themselves with pwb__bdi_get()/pwb__bdi_put(). Close sets closing
- *    under bdi->lock, then waits until users is 0: calls already in finish,
- *    later ones get -ESHUTDOWN.
- *  - Lock-free calls (stats, info, fault injection, first dirtyings) run
- *    under rcu_read_lock and check pwb__bdi_dead_rcu(). Close sets dead,
- *    then waits for a grace period before it frees anything they read.
- *  - Inode calls are covered by their inode: close closes every inode
- *    (waiting for inode->users) and then waits for nr_open_inodes to
- *    reach 0, so an application's pwb_inode_close() running meanwhile
- *    finishes before the bdi is freed.
+ * How the call holds the object until *_exit():
  */
-/* 0, or -ESHUTDOWN with a message naming @who once close has begun. */
-int pwb__bdi_get(struct pwb_bdi *bdi, const char *who) PWB__INTERNAL;
-void pwb__bdi_put(struct pwb_bdi *bdi) PWB__INTERNAL;
+enum pwb__hold {
+	/* Inside the RCU read-side section that enter opened: the call must
+	 * not wait for anything that waits for a grace period (flushers, a
+	 * re-shard, a close); a short wait for a lock is fine.
+	 * bdi: -ESHUTDOWN once close tears it down (dead). inode: no state
+	 * check (the call checks I_FREEING under inode->lock where it
+	 * matters), never fails for a non-NULL inode. */
+	PWB__HOLD_RCU,
+	/* By reference (bdi->users, inode->users), which a close waits for;
+	 * the section is over when enter returns: the call may sleep.
+	 * -ESHUTDOWN once a bdi close began (closing), -EBADF once an inode
+	 * close began (I_FREEING). */
+	PWB__HOLD_REF,
+	/* For the close itself: marks the object (bdi->closing, I_FREEING)
+	 * and returns outside any section; the caller then owns the object
+	 * and frees it. -EBADF if a close of it already began. No exit. */
+	PWB__HOLD_CLOSE,
+};
+
+/*
+ * pwb__bdi_enter() - begin a public call on @bdi
+ * @bdi: the caller's handle (non-NULL: callers check their arguments
+ *       first, without reading the bdi)
+ * @hold: how the call holds @bdi, above
+ * @who: the public function's name, for the error message
+ *
+ * Context: any thread; takes bdi->lock for HOLD_REF and HOLD_CLOSE.
+ * Return: 0 (then call pwb__bdi_exit(@bdi, @hold) unless HOLD_CLOSE);
+ *         -ESHUTDOWN or -EBADF (as above) with a message, holding nothing.
+ */
+int pwb__bdi_enter(struct pwb_bdi *bdi, enum pwb__hold hold,
+		   const char *who) PWB__INTERNAL;
+/* End what pwb__bdi_enter(@bdi, @hold) began. */
+void pwb__bdi_exit(struct pwb_bdi *bdi, enum pwb__hold hold) PWB__INTERNAL;
+
+/*
+ * pwb__inode_enter() - begin a public call on @inode
+ * @inode: the caller's handle, non-NULL
+ * @hold: how the call holds @inode, above
+ * @who: the public function's name, for the error message
+ *
+ * The inode pins its bdi: a bdi close closes every inode first, and waits
+ * for a grace period before it frees the bdi.
+ *
+ * Context: any thread; takes inode->lock for HOLD_REF and HOLD_CLOSE.
+ * Return: 0 (then call pwb__inode_exit(@inode, @hold) unless HOLD_CLOSE);
+ *         -EBADF (HOLD_REF, HOLD_CLOSE) with a message, holding nothing.
+ */
+int pwb__inode_enter(struct pwb_inode *inode, enum pwb__hold hold,
+		     const char *who) PWB__INTERNAL;
+/* End what pwb__inode_enter(@inode, @hold) began. */
+void pwb__inode_exit(struct pwb_inode *inode,
+		     enum pwb__hold hold) PWB__INTERNAL;
+
 /* Caller holds rcu_read_lock: true once close is tearing @bdi down. */
 static inline bool pwb__bdi_dead_rcu(const struct pwb_bdi *bdi)
 {
@@ -946,6 +1202,9 @@ static inline uint64_t pwb__bdi_written_epoch(struct pwb_bdi *bdi)
 {
 	return uatomic_read(&bdi->written_epoch);
 }
+/* Raise bdi->log_durable to @lsn if it is below (lock-free). */
+void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi,
+				uint64_t lsn) PWB__INTERNAL;
 /* Total dirty pages over all contexts (approximate, lock-free). */
 uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* True while the flusher of the calling thread is running. */
@@ -964,7 +1223,8 @@ struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
 					       struct pwb__wb_ctx_array *old,
 					       unsigned int nr,
 					       int *err) PWB__INTERNAL;
-/* Number of contexts nr_wb_ctx = 0 asks for on this device. */
+/* The count the automatic tuner starts from when nr_wb_ctx is 0, and the
+ * count pwb_bdi_set_nr_wb_ctx(0) picks on a bdi without the tuner. */
 unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Every open inode (a snapshot, for walks that sleep); free() the array. */
 struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi,
@@ -985,7 +1245,7 @@ void pwb__kick_background(struct pwb_bdi *bdi) PWB__INTERNAL;
  * dirtiers are paused; false without a dirty_bytes limit. */
 bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* pwb_balance_dirty() without argument checks; the caller holds a
- * pwb__bdi_get() reference. -ESHUTDOWN if close began meanwhile. */
+ * pwb__bdi_enter() reference. -ESHUTDOWN if close began meanwhile. */
 int pwb__balance_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* The same for pwb_mark_dirty(), whose caller holds rcu_read_lock (which
  * keeps @bdi alive): the common "no pause" answer needs no reference; a
@@ -1035,7 +1295,8 @@ uint64_t pwb__rate_charge(struct pwb__rate_bucket *b, uint64_t bytes,
 uint64_t pwb__rate_wait_ns(struct pwb__rate_bucket *b,
 			   uint64_t now) PWB__INTERNAL;
 /* Sleep up to @wait ns on @wb's flusher, in slices; return false early
- * (the debt stays owed) as soon as work is queued on @wb. */
+ * (the debt stays owed) as soon as work is queued on @wb or a re-shard
+ * asks the flushers to park (bdi->park_req). */
 bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
@@ -1062,6 +1323,7 @@ enum pwb__list {
 	(PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META | PWB__I_DIRTY_TIME)
 
 struct pwb_inode {
+	/* Set by pwb_inode_open(), then read-only: */
 	uint64_t ino;
 	struct pwb_bdi *bdi;
 	struct pwb_inode_ops ops;
@@ -1085,8 +1347,19 @@ struct pwb_inode {
 					 * finished write (0: none) */
 	pwb__errseq_t wb_err;		/* write errors of this inode */
 	pwb__errseq_t fsync_cursor;	/* pwb_fsync's cursor */
-	unsigned int users;		/* fsyncs in progress */
-	pthread_cond_t users_cond;	/* users dropped to 0 */
+	unsigned int users;		/* lock: calls holding it by reference
+					 * (pwb__inode_enter HOLD_REF): fsyncs,
+					 * discards, writeback waits */
+	pthread_cond_t users_cond;	/* with lock: users dropped to 0 */
+	/* Stable pages and discard (discard.c). */
+	pthread_cond_t wb_cond;		/* WRITEBACK tags cleared, an
+					 * end_write returned, a discard
+					 * ended */
+	unsigned int wb_waiters;	/* lock (PWB__READ by completions):
+					 * threads sleeping on wb_cond */
+	bool discarding;		/* a pwb_inode_discard() runs over */
+	uint64_t discard_first;		/* pages [discard_first, */
+	uint64_t discard_last;		/*        discard_last] */
 	/* Write failures (error.c): back-off and the failed mark. */
 	unsigned int wb_visit;		/* bumped by each writeback visit */
 	unsigned int fail_visit;	/* wb_visit of the last counted failure */
@@ -1099,6 +1372,10 @@ struct pwb_inode {
 					 * fsync returns it until cleared */
 	/* ---- end of inode->lock ---- */
 
+	unsigned long nr_ending;	/* uatomic: finished writes whose
+					 * end_write has not returned yet
+					 * (raised under inode->lock) */
+
 	struct cds_list_head io_list;	/* wb->list_lock: on a b_* list */
 	enum pwb__list on_list;		/* wb->list_lock: which one */
 	/* F_ORDERED policies: the key (set at placement under inode->lock
@@ -1106,8 +1383,8 @@ struct pwb_inode {
 	 * whether the inode is in wb->io_tree (list_lock). */
 	struct pwb__xa_item xa;
 	bool in_tree;
-	struct cds_lfht_node hnode;	/* bdi->inodes */
-	struct rcu_head rcu;
+	struct cds_lfht_node hnode;	/* bdi->inodes: RCU (cds_lfht) */
+	struct rcu_head rcu;		/* call_rcu, once, by close */
 
 	/* Per-page policies (PWB_POLICY_F_PER_PAGE, region.c). An inode
 	 * the application opened may own slices: one hidden pwb_inode per
@@ -1115,9 +1392,10 @@ struct pwb_inode {
 	 * that context's lists in the inode's place. */
 	struct pwb__region *region;	/* RCU-published once, freed with the
 					 * inode; NULL for a whole inode */
-	struct pwb_inode *parent;	/* a slice: its inode (else NULL) */
-	unsigned int slot;		/* a slice: its slot (context index
-					 * when it was made) */
+	struct pwb_inode *parent;	/* read-only: a slice's inode (else
+					 * NULL) */
+	unsigned int slot;		/* read-only: a slice's slot (context
+					 * index when it was made) */
 };
 
 /* The inode the application knows: @inode itself, or a slice's parent.
@@ -1140,20 +1418,37 @@ enum pwb__list pwb__inode_list(struct pwb_inode *inode) PWB__INTERNAL;
  * the list counters right. Caller holds wb->list_lock. */
 void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			    enum pwb__list to) PWB__INTERNAL;
-/* Write back, unregister and free; pwb_inode_close and pwb_bdi_close. */
+/* pwb_bdi_close: claim the close of @inode (set I_FREEING) unless another
+ * close did; caller is in the read-side section that found @inode. */
+bool pwb__inode_claim_close_rcu(struct pwb_inode *inode) PWB__INTERNAL;
+/* Take @inode off its context's dirty lists if it has neither dirty pages
+ * nor dirty metadata (to b_dirty_time if only its timestamps are dirty),
+ * unless a flusher has it (I_SYNC): that flusher requeues it. Takes
+ * list_lock and inode->lock. */
+void pwb__inode_requeue_clean(struct pwb_inode *inode) PWB__INTERNAL;
+/* Write back, unregister and free an inode whose close the caller claimed
+ * (pwb__inode_enter(HOLD_CLOSE)); pwb_inode_close and pwb_bdi_close. */
 int pwb__inode_close(struct pwb_inode *inode) PWB__INTERNAL;
-/* Tag pages [first, last] of @inode DIRTY, affine it to @wb if it has no
- * context yet (ordering key @key) and count the pages on its context.
- * Caller holds inode->lock and checked I_FREEING. Return the pages newly
- * dirtied (0: none) or -ENOMEM; *@attach says to call
- * pwb__inode_attach_dirty() once the lock is dropped. */
+/* Tag pages [first, last] of @inode DIRTY with LSN @lsn (0: none; see
+ * pwb__map_set_lsn), affine it to @wb if it has no context yet (ordering
+ * key @key) and count the pages on its context. Caller holds inode->lock
+ * and checked I_FREEING. Return the pages newly dirtied (0: none) or
+ * -ENOMEM; *@attach says to call pwb__inode_attach_dirty() once the lock
+ * is dropped. */
 int64_t pwb__inode_dirty_locked(struct pwb_inode *inode,
 				struct pwb__wb_ctx *wb, uint64_t key,
-				uint64_t first, uint64_t last,
+				uint64_t first, uint64_t last, uint64_t lsn,
 				bool *attach) PWB__INTERNAL;
 /* pwb_mark_dirty()'s end: background kick and throttling for @n new
- * dirty pages. Caller holds rcu_read_lock, which this drops. */
-int pwb__mark_dirty_tail(struct pwb_bdi *bdi, int64_t n) PWB__INTERNAL;
+ * dirty pages of @inode (the application's). Caller is inside
+ * pwb__inode_enter(@inode, PWB__HOLD_RCU), which this ends. */
+int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n) PWB__INTERNAL;
+/* The flush epoch of @inode's last write (bdi.c): the highest over its
+ * holders, the inode itself (metadata through write_inode, pages dirtied
+ * before a per-page policy) and its region slices. Takes each holder's
+ * lock in turn: caller holds no inode->lock, and @inode cannot be freed
+ * under it (a reference, a close, or a read-side section). */
+uint64_t pwb__inode_write_epoch(struct pwb_inode *inode) PWB__INTERNAL;
 /* Take @inode off its context's lists and counters for good (close):
  * waits for a flusher holding it. A no-op if it was never affined. */
 void pwb__inode_unlink(struct pwb_inode *inode) PWB__INTERNAL;
@@ -1183,16 +1478,40 @@ struct pwb__region {
 int pwb__region_attach(struct pwb_inode *inode) PWB__INTERNAL;
 /* Free the region state and slices (RCU callback of the inode). */
 void pwb__region_free(struct pwb_inode *inode) PWB__INTERNAL;
-/* pwb_mark_dirty() of pages [first, last] of an inode with region state.
- * Caller holds rcu_read_lock, which this drops. */
+/* pwb_mark_dirty() (pwb_mark_dirty_lsn() with @lsn non-zero) of pages
+ * [first, last] of an inode with region state: each page and its LSN go
+ * to the page map of the holder that gets the page. Caller is inside
+ * pwb__inode_enter(@inode, PWB__HOLD_RCU), which this ends. */
 int pwb__region_mark_dirty(struct pwb_inode *inode, uint64_t first,
-			   uint64_t last) PWB__INTERNAL;
+			   uint64_t last, uint64_t lsn) PWB__INTERNAL;
+/* A region slice's write error (or -EBUSY / log_force error of an
+ * integrity pass) is its inode's too: recorded on the inode's errseq,
+ * where pwb_fsync() and close read it. A no-op for a whole inode or @err
+ * 0. Caller holds no inode->lock. */
+void pwb__region_report(struct pwb_inode *inode, int err) PWB__INTERNAL;
 /* The holders of @inode that have a context (itself first, then its
  * slices), at most 1 + PWB_MAX_WB_CTX. Caller holds rcu_read_lock. */
 unsigned int pwb__region_holders_rcu(struct pwb_inode *inode,
 				     struct pwb_inode **out) PWB__INTERNAL;
 /* Close: no page is routed to @inode's slices from now on. */
 void pwb__region_freeze(struct pwb_inode *inode) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* discard.c                                                              */
+
+/* A write of pages [first, last] of @inode failed: make them dirty again,
+ * except those a running pwb_inode_discard() covers. Return how many pages
+ * newly became dirty, or -ENOMEM; *@counted says whether any page lies
+ * outside the discard (only then is the error recorded and counted).
+ * Caller holds inode->lock. */
+int64_t pwb__redirty_failed_locked(struct pwb_inode *inode, uint64_t first,
+				   uint64_t last, bool *counted) PWB__INTERNAL;
+/* Wake threads waiting for @inode's writes (pwb__io_complete): with
+ * @ending false the caller holds inode->lock and just cleared WRITEBACK
+ * tags; with @ending true an end_write counted in nr_ending returned and
+ * the caller holds no lock. */
+void pwb__inode_writes_ended(struct pwb_inode *inode,
+			     bool ending) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* writeback.c                                                            */

@@ -46,7 +46,7 @@ int pwb__region_attach(struct pwb_inode *inode)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	pthread_mutex_init(&r->route_lock, NULL);
+	pwb__mutex_init(&r->route_lock, PWB__LOCK_ROUTE);
 	r->first_slot = -1;
 	/* Under inode->lock: pwb_mark_dirty()'s whole-inode path checks
 	 * for it there before it tags pages on the inode itself. */
@@ -67,6 +67,7 @@ static void slice_free(struct pwb_inode *s)
 {
 	pwb__map_destroy(&s->map);
 	pthread_cond_destroy(&s->users_cond);
+	pthread_cond_destroy(&s->wb_cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -104,8 +105,9 @@ static struct pwb_inode *slice_get_locked(struct pwb_inode *inode,
 	s->wb_hint = -1;
 	s->parent = inode;
 	s->slot = slot;
-	pthread_mutex_init(&s->lock, NULL);
+	pwb__mutex_init(&s->lock, PWB__LOCK_INODE);
 	pthread_cond_init(&s->users_cond, NULL);
+	pthread_cond_init(&s->wb_cond, NULL);
 	pwb__map_init(&s->map);
 	CDS_INIT_LIST_HEAD(&s->io_list);
 	PWB__RCU_ASSIGN(r->slice[slot], s);
@@ -171,11 +173,13 @@ struct route {
 	struct pwb_inode *h;		/* holder: the inode or a slice */
 	struct pwb__wb_ctx *wb;		/* its context if it has none yet */
 	uint64_t key;			/* its ordering key then */
+	uint64_t lsn;			/* pwb_mark_dirty_lsn's (0: none) */
 };
 
 /*
- * Tag [first, last] DIRTY in holder @h. -EAGAIN if @h has no context yet
- * and a re-shard ran since the decision (decide again). Caller holds
+ * Tag [first, last] DIRTY in holder @h, with the LSN of @rt in @h's own
+ * page map (writeback of @h holds them back). -EAGAIN if @h has no context
+ * yet and a re-shard ran since the decision (decide again). Caller holds
  * route_lock.
  */
 static int64_t dirty_in(struct pwb_inode *h, const struct route *rt,
@@ -191,7 +195,8 @@ static int64_t dirty_in(struct pwb_inode *h, const struct route *rt,
 		return -EAGAIN;
 	}
 	/* A holder that has pages has a context; only rt->h may not. */
-	n = pwb__inode_dirty_locked(h, rt->wb, rt->key, first, last, &attach);
+	n = pwb__inode_dirty_locked(h, rt->wb, rt->key, first, last, rt->lsn,
+				    &attach);
 	pthread_mutex_unlock(&h->lock);
 	if (n < 0)
 		return pwb__err(-ENOMEM, "pwb_mark_dirty: out of memory");
@@ -283,9 +288,9 @@ static int decide(struct pwb_inode *inode, uint64_t first, uint64_t last,
 	return (int)c;
 }
 
-/* Route and dirty [first, *@end]; pages dirtied or -errno. */
+/* Route and dirty [first, *@end] with @lsn; pages dirtied or -errno. */
 static int64_t route_run(struct pwb_inode *inode, uint64_t first,
-			 uint64_t last, uint64_t *end)
+			 uint64_t last, uint64_t lsn, uint64_t *end)
 {
 	struct pwb__region *r = inode->region;
 	struct route rt;
@@ -295,6 +300,7 @@ static int64_t route_run(struct pwb_inode *inode, uint64_t first,
 
 	for (;;) {
 		slot = decide(inode, first, last, end, &rt);
+		rt.lsn = lsn;
 		pthread_mutex_lock(&r->route_lock);
 		pthread_mutex_lock(&inode->lock);
 		freeing = inode->state & PWB__I_FREEING;
@@ -324,15 +330,15 @@ static int64_t route_run(struct pwb_inode *inode, uint64_t first,
 }
 
 int pwb__region_mark_dirty(struct pwb_inode *inode, uint64_t first,
-			   uint64_t last)
+			   uint64_t last, uint64_t lsn)
 {
 	int64_t n, total = 0;
 	uint64_t end;
 
 	for (;;) {
-		n = route_run(inode, first, last, &end);
+		n = route_run(inode, first, last, lsn, &end);
 		if (n < 0) {
-			pwb__rcu_read_unlock();
+			pwb__inode_exit(inode, PWB__HOLD_RCU);
 			return (int)n;
 		}
 		total += n;
@@ -340,5 +346,18 @@ int pwb__region_mark_dirty(struct pwb_inode *inode, uint64_t first,
 			break;
 		first = end + 1;
 	}
-	return pwb__mark_dirty_tail(inode->bdi, total);
+	return pwb__mark_dirty_tail(inode, total);
+}
+
+void pwb__region_report(struct pwb_inode *inode, int err)
+{
+	struct pwb_inode *app = inode->parent;
+
+	if (!err || !app)
+		return;
+	/* The slice lives as long as its inode: @app is not freed before
+	 * the flusher or completion calling us is done with the slice. */
+	pthread_mutex_lock(&app->lock);
+	pwb__errseq_set(&app->wb_err, err);
+	pthread_mutex_unlock(&app->lock);
 }

@@ -51,9 +51,10 @@ static void switch_inode(struct pwb_inode *inode, struct pwb__wb_ctx *from,
 	enum pwb__list l;
 	uint64_t dirty;
 
+	/* Lower index first: nothing else takes two list locks. */
 	pthread_mutex_lock(&first->list_lock);
 	if (second != first)
-		pthread_mutex_lock(&second->list_lock);
+		pwb__mutex_lock_nested(&second->list_lock);
 	pthread_mutex_lock(&inode->lock);
 	if (inode->wb == from && !(inode->state & PWB__I_GONE)) {
 		l = inode->on_list;
@@ -265,11 +266,11 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_set_nr_wb_ctx called from an "
 					  "ops callback (a flusher thread)");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_set_nr_wb_ctx"))
+		return -ESHUTDOWN;
 	if (!nr)
 		nr = bdi->autotune ? pwb__autotune_start_nr(bdi)
 				   : pwb__auto_nr_wb_ctx(bdi);
-	if (pwb__bdi_get(bdi, "pwb_bdi_set_nr_wb_ctx"))
-		return -ESHUTDOWN;
 
 	pthread_mutex_lock(&bdi->reshard_lock);
 	/* Under the lock the tuner decides under: the caller's count wins
@@ -277,7 +278,7 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 	pwb__autotune_user_locked(bdi, want);
 	ret = pwb__reshard_locked(bdi, nr);
 	pthread_mutex_unlock(&bdi->reshard_lock);
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return ret;
 }
 
@@ -292,18 +293,18 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_bdi_set_policy called from an "
 					  "ops callback (a flusher thread)");
-	if (pwb__bdi_get(bdi, "pwb_bdi_set_policy"))
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_set_policy"))
 		return -ESHUTDOWN;
 	pol = calloc(1, sizeof(*pol));
 	if (!pol) {
-		pwb__bdi_put(bdi);
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return pwb__err(-ENOMEM, "out of memory");
 	}
 	/* Built apart from the live one: a bad spec changes nothing. */
 	ret = pwb__policy_create(bdi, spec, pol);
 	if (ret) {
 		free(pol);
-		pwb__bdi_put(bdi);
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return ret;
 	}
 	pthread_mutex_lock(&bdi->reshard_lock);
@@ -313,6 +314,6 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 		pwb__policy_destroy(pol);
 		free(pol);
 	}
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return ret;
 }

@@ -19,11 +19,8 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 		return pwb__err(-EINVAL, "pwb_bdi_stats: NULL %s",
 				!bdi ? "bdi" : "st");
 	memset(st, 0, sizeof(*st));
-	rcu_read_lock();
-	if (pwb__bdi_dead_rcu(bdi)) {
-		pwb__rcu_read_unlock();
-		return pwb__bdi_dead_err("pwb_bdi_stats");
-	}
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_stats"))
+		return -ESHUTDOWN;
 	arr = PWB__RCU_DEREF(bdi->ctxs);
 	for (i = 0; i < arr->nr; i++) {
 		uint64_t before = st->dirty_pages;
@@ -44,7 +41,7 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	st->throttle_events = pwb__aread(&bdi->throttle_events);
 	pwb__autotune_stats(bdi, st);
 	/* The section keeps the bdi alive against a pwb_bdi_close(). */
-	pwb__rcu_read_unlock();
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;
 }
 
@@ -59,11 +56,8 @@ PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
 		return pwb__err(-EINVAL, "pwb_wb_ctx_stats: NULL %s",
 				!bdi ? "bdi" : "st");
 	memset(st, 0, sizeof(*st));
-	rcu_read_lock();
-	if (pwb__bdi_dead_rcu(bdi)) {
-		pwb__rcu_read_unlock();
-		return pwb__bdi_dead_err("pwb_wb_ctx_stats");
-	}
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_wb_ctx_stats"))
+		return -ESHUTDOWN;
 	arr = PWB__RCU_DEREF(bdi->ctxs);
 	if (idx >= arr->nr)
 		ret = pwb__err(-ERANGE, "context %u does not exist (the bdi "
@@ -71,6 +65,6 @@ PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
 			       idx, arr->nr);
 	else
 		pwb__wb_stats_read(arr->ctx[idx], st);
-	pwb__rcu_read_unlock();
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return ret;
 }

@@ -200,13 +200,10 @@ PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
 	pwb__err_clear();
 	if (!bdi)
 		return pwb__err(-EINVAL, "pwb_balance_dirty_nowait: NULL bdi");
-	rcu_read_lock();
-	if (pwb__bdi_dead_rcu(bdi)) {
-		pwb__rcu_read_unlock();
-		return pwb__bdi_dead_err("pwb_balance_dirty_nowait");
-	}
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_balance_dirty_nowait"))
+		return -ESHUTDOWN;
 	pause = next_pause(bdi, dirtied_since_balance, &hard);
-	pwb__rcu_read_unlock();
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	if (!pause) {
 		dirtied_since_balance = 0;
 		return 0;
@@ -281,14 +278,14 @@ int pwb__balance_dirty_rcu(struct pwb_bdi *bdi)
 		return 0;
 	}
 	/* About to sleep: hold the bdi by reference instead of RCU. */
-	ret = pwb__bdi_get(bdi, "pwb_mark_dirty");
+	ret = pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_mark_dirty");
 	pwb__rcu_read_unlock();
 	if (ret) {
 		dirtied_since_balance = 0;
 		return ret;
 	}
 	ret = pwb__balance_dirty(bdi);
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return ret;
 }
 
@@ -302,10 +299,10 @@ PWB_API int pwb_balance_dirty(struct pwb_bdi *bdi)
 	if (pwb__in_flusher())
 		return pwb__err(-EDEADLK, "pwb_balance_dirty called from an "
 					  "ops callback (a flusher thread)");
-	ret = pwb__bdi_get(bdi, "pwb_balance_dirty");
+	ret = pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_balance_dirty");
 	if (ret)
 		return ret;
 	ret = pwb__balance_dirty(bdi);
-	pwb__bdi_put(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return ret;
 }

@@ -86,8 +86,8 @@ int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 	memset(wb, 0, sizeof(*wb));
 	wb->bdi = bdi;
 	wb->idx = idx;
-	pthread_mutex_init(&wb->list_lock, NULL);
-	pthread_mutex_init(&wb->work_lock, NULL);
+	pwb__mutex_init(&wb->list_lock, PWB__LOCK_LIST);
+	pwb__mutex_init(&wb->work_lock, PWB__LOCK_WORK);
 	pthread_cond_init(&wb->sync_cond, NULL);
 	CDS_INIT_LIST_HEAD(&wb->b_dirty);
 	CDS_INIT_LIST_HEAD(&wb->b_io);
@@ -374,7 +374,7 @@ int pwb__flusher_start(struct pwb_bdi *bdi, unsigned int idx)
 			return pwb__err(-ENOMEM, "out of memory");
 		fl->bdi = bdi;
 		fl->idx = idx;
-		pthread_mutex_init(&fl->lock, NULL);
+		pwb__mutex_init(&fl->lock, PWB__LOCK_FLUSHER);
 		/* Timed waits measure the real periodic interval. */
 		pthread_condattr_init(&attr);
 		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -503,6 +503,9 @@ void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
 	st->flush_ns += pwb__aread(&s->flush_ns);
 	st->io_extents += pwb__aread(&s->io_extents);
 	st->rate_limited_ns += pwb__aread(&s->rate_limited_ns);
+	st->log_forces += pwb__aread(&s->log_forces);
+	st->lsn_held_pages += pwb__aread(&s->lsn_held_pages);
+	st->latched_pages += pwb__aread(&s->latched_pages);
 }
 
 void pwb__wb_counters_add(struct pwb__wb_stats *dst,

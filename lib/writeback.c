@@ -43,6 +43,10 @@ struct wb_control {
 	uint64_t written;	/* pages handed to the backend */
 	int err;		/* first error of the visit */
 	bool yielded;		/* stopped for queued work (rate cap) */
+	uint64_t deferred;	/* pages passed over in this scan: LSN not
+				 * durable, or get_page said -EAGAIN */
+	uint64_t latched;	/* of which get_page said -EAGAIN */
+	int log_err;		/* log_force failed in this visit */
 };
 
 /*
@@ -324,6 +328,47 @@ static int submit_io(struct pwb__wb_ctx *wb, struct pwb__io *io)
 }
 
 /*
+ * get_page() said -EAGAIN ("not now": latched or pinned) for page @index,
+ * which writepages() had moved from DIRTY to WRITEBACK: put it back dirty
+ * (and TOWRITE, so that an integrity sync retries it), with no error and
+ * no end_write. Its LSN was reset when it was taken, which is safe: it was
+ * at or below the durable LSN then, and a later change brings its own.
+ */
+static void page_not_now(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+			 uint64_t index, struct wb_control *wbc)
+{
+	int64_t redirtied;
+
+	pthread_mutex_lock(&inode->lock);
+	if (inode->discarding && index >= inode->discard_first &&
+	    index <= inode->discard_last) {
+		/* A pwb_inode_discard() waits for this page: it is gone, not
+		 * postponed (it must not come back dirty). */
+		pwb__map_clear(&inode->map, PWB__TAG_WRITEBACK, index, index);
+		pwb__inode_writes_ended(inode, false);
+		pthread_mutex_unlock(&inode->lock);
+		uatomic_sub(&wb->stats.writeback_pages, 1);
+		return;
+	}
+	/* Set before the clear: the leaf (holding WRITEBACK) exists, so
+	 * neither set allocates or fails. */
+	redirtied = pwb__map_set(&inode->map, PWB__TAG_DIRTY, index, index);
+	if (wbc->sync_mode == PWB__SYNC_ALL)
+		pwb__map_set(&inode->map, PWB__TAG_TOWRITE, index, index);
+	pwb__map_clear(&inode->map, PWB__TAG_WRITEBACK, index, index);
+	inode->state |= PWB__I_DIRTY_PAGES;
+	if (redirtied > 0)	/* not dirtied again meanwhile */
+		uatomic_add(&inode->wb->stats.dirty_pages, redirtied);
+	/* A pwb_wait_writeback() of this page may be waiting. */
+	pwb__inode_writes_ended(inode, false);
+	pthread_mutex_unlock(&inode->lock);
+	uatomic_sub(&wb->stats.writeback_pages, 1);
+	uatomic_inc(&wb->stats.latched_pages);
+	wbc->deferred++;
+	wbc->latched++;
+}
+
+/*
  * Where the contiguous dirty extent being written would go on: the next
  * page index and its device offset. Kept across the write_run() calls of
  * one writepages(), so that the io_extents statistic counts an extent once
@@ -342,7 +387,8 @@ struct extent_cursor {
  * max_io_pages, and submit. Returns the first error.
  */
 static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
-		     uint64_t first, uint64_t n, struct extent_cursor *ext)
+		     uint64_t first, uint64_t n, struct extent_cursor *ext,
+		     struct wb_control *wbc)
 {
 	struct pwb_bdi *bdi = wb->bdi;
 	struct pwb_inode *app = pwb__inode_app(inode);
@@ -361,8 +407,19 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 
 		/* A region slice's callbacks are its inode's. */
 		ret = inode->ops.map_page(app, index, &off);
-		if (!ret)
+		if (!ret) {
 			ret = inode->ops.get_page(app, index, &data);
+			if (ret == -EAGAIN) {
+				/* "Not now": the page is latched. */
+				if (io) {
+					submit_io(wb, io);
+					io = NULL;
+				}
+				ext->valid = false;
+				page_not_now(wb, inode, index, wbc);
+				continue;
+			}
+		}
 		if (!ret && (off & lbs_mask))
 			ret = -EINVAL;
 		if (!ret && (off > bdi->capacity || bdi->capacity - off < ps))
@@ -416,6 +473,147 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	return err;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The write-ahead rule and "not now" pages                               */
+
+/*
+ * Integrity sync does not give up on a page passed over (LSN not yet
+ * durable without log_force, or get_page -EAGAIN) at once: it scans its
+ * TOWRITE pages again after 1 ms, 2 ms, ... up to 64 ms, for about a
+ * second in all, then fails with -EBUSY and leaves them dirty. A count of
+ * real sleeps, not cfg.clock: a fake clock that stands still must not turn
+ * the bound into a livelock.
+ */
+#define DEFER_BACKOFF_MIN_NS (1 * PWB__NSEC_PER_MSEC)
+#define DEFER_BACKOFF_MAX_NS (64 * PWB__NSEC_PER_MSEC)
+#define DEFER_BUDGET_NS (1 * PWB__NSEC_PER_SEC)
+
+/*
+ * Call log_force(@lsn) with inode->lock dropped (the caller holds it and
+ * gets it back): the application may sleep there for its log. On success
+ * the durable LSN covers @lsn; an error is kept in wbc->log_err, and the
+ * visit forces no more.
+ */
+static void force_log_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+			     struct wb_control *wbc, uint64_t lsn)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	int ret;
+
+	pthread_mutex_unlock(&inode->lock);
+	ret = bdi->cfg.log_force(lsn, bdi->cfg.log_force_arg);
+	uatomic_inc(&wb->stats.log_forces);
+	if (!ret) {
+		pwb__bdi_log_durable_raise(bdi, lsn);
+	} else {
+		/* -EAGAIN means "try again" to pwb__sync_and_wait(). */
+		if (ret > 0 || ret < -4095)
+			ret = -EIO;
+		else if (ret == -EAGAIN)
+			ret = -EBUSY;
+		wbc->log_err = ret;
+	}
+	pthread_mutex_lock(&inode->lock);
+}
+
+/* The highest LSN among @inode's TOWRITE pages. Caller holds inode->lock. */
+static uint64_t towrite_lsn_max_locked(struct pwb_inode *inode)
+{
+	uint64_t idx = 0, first, max = 0, ok;
+
+	while (pwb__map_find(&inode->map, PWB__TAG_TOWRITE, idx, &first)) {
+		uint64_t n = pwb__map_run(&inode->map, PWB__TAG_TOWRITE, first,
+					  UINT64_MAX - first);
+
+		max = PWB__MAX(max, pwb__map_lsn_max(&inode->map, first, n,
+						     UINT64_MAX, &ok));
+		idx = first + n;
+		if (idx <= first)	/* ran to the last index */
+			break;
+	}
+	return max;
+}
+
+/* Value of lsn_allowed_locked(): inode->lock was dropped, look again. */
+#define LSN_RELOCKED UINT64_MAX
+
+/*
+ * How many of the @n dirty pages from @first may be submitted now: all
+ * when their LSNs are durable; after a log_force of their highest LSN
+ * (LSN_RELOCKED: the caller looks again, the map may have changed); else
+ * the leading pages whose LSN is durable (0: @first is held back). Caller
+ * holds inode->lock and knows the map holds LSNs.
+ */
+static uint64_t lsn_allowed_locked(struct pwb__wb_ctx *wb,
+				   struct pwb_inode *inode,
+				   struct wb_control *wbc, uint64_t first,
+				   uint64_t n)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	uint64_t durable = pwb__aread(&bdi->log_durable), ok, max;
+
+	max = pwb__map_lsn_max(&inode->map, first, n, durable, &ok);
+	if (max <= durable)
+		return n;
+	if (bdi->cfg.log_force && !wbc->log_err) {
+		force_log_locked(wb, inode, wbc, max);
+		return LSN_RELOCKED;
+	}
+	return ok;
+}
+
+/*
+ * After a scan of an integrity sync that passed pages over: wait a little
+ * and return true to scan again, or give up (false). Caller holds
+ * inode->lock, dropped while sleeping.
+ */
+static bool sync_retry_locked(struct pwb_inode *inode, struct wb_control *wbc,
+			      uint64_t *slept)
+{
+	uint64_t ns;
+	struct timespec ts;
+
+	if (!wbc->deferred || wbc->log_err || *slept >= DEFER_BUDGET_NS)
+		return false;
+	ns = DEFER_BACKOFF_MIN_NS;
+	while (ns < *slept && ns < DEFER_BACKOFF_MAX_NS)
+		ns *= 2;
+	ns = PWB__MIN(ns, DEFER_BACKOFF_MAX_NS);
+	*slept += ns;
+	wbc->deferred = 0;
+	wbc->latched = 0;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)ns;
+	pthread_mutex_unlock(&inode->lock);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	pthread_mutex_lock(&inode->lock);
+	return true;
+}
+
+/*
+ * End of an integrity scan that left pages unwritten on purpose: a
+ * log_force error, or pages still held or latched after the back-off
+ * (-EBUSY). Reported like a write error (errseq of the inode and the bdi:
+ * pwb_fsync, pwb_sync and close return it once each); the pages stay
+ * dirty. Not a write failure: no back-off, no failed mark. A SYNC_NONE
+ * pass records nothing: its pages simply wait for a later pass. Caller
+ * holds inode->lock. Return the error recorded, 0 if none.
+ */
+static int sync_deferred_error_locked(struct pwb_inode *inode,
+				      struct wb_control *wbc)
+{
+	int err = wbc->log_err ? wbc->log_err : wbc->deferred ? -EBUSY : 0;
+
+	if (!err)
+		return 0;
+	pwb__errseq_set(&inode->wb_err, err);
+	pwb__errseq_set(&inode->bdi->wb_err, err);
+	if (!wbc->err)
+		wbc->err = err;
+	return err;
+}
+
 /*
  * Write the pages of @inode selected by @wbc: for integrity sync all pages
  * tagged TOWRITE (set here from DIRTY), otherwise DIRTY pages starting
@@ -428,8 +626,9 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	bool sync = wbc->sync_mode == PWB__SYNC_ALL;
 	enum pwb__tag tag = sync ? PWB__TAG_TOWRITE : PWB__TAG_DIRTY;
 	struct extent_cursor ext = { .valid = false };
-	uint64_t start, idx;
+	uint64_t start, idx, slept = 0;
 	bool wrapped = false;
+	int deferred = 0;
 
 	pthread_mutex_lock(&inode->lock);
 	if (sync) {
@@ -441,14 +640,22 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			wbc->err = (int)r;
 			return;
 		}
+		/* Force the log once, first, for everything we will write. */
+		if (inode->map.nr_lsn && bdi->cfg.log_force) {
+			uint64_t max = towrite_lsn_max_locked(inode);
+
+			if (max > pwb__aread(&bdi->log_durable))
+				force_log_locked(wb, inode, wbc, max);
+		}
 		start = 0;
 	} else {
 		start = inode->writeback_index;
 	}
+again:
 	idx = start;
 
 	while (wbc->nr_to_write > 0) {
-		uint64_t first, n, wb_first, max;
+		uint64_t first, n, wb_first, max, latched;
 		int ret;
 
 		if (!pwb__map_find(&inode->map, tag, idx, &first) ||
@@ -462,6 +669,23 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 		}
 		max = PWB__MIN((uint64_t)wbc->nr_to_write, bdi->max_io_pages);
 		n = pwb__map_run(&inode->map, tag, first, max);
+		if (inode->map.nr_lsn) {
+			uint64_t ok = lsn_allowed_locked(wb, inode, wbc,
+							 first, n);
+
+			if (ok == LSN_RELOCKED)
+				continue;
+			if (!ok) {
+				/* Held back: dirty for a later pass. */
+				uatomic_inc(&wb->stats.lsn_held_pages);
+				wbc->deferred++;
+				idx = first + 1;
+				if (!idx)
+					break;
+				continue;
+			}
+			n = ok;
+		}
 		/*
 		 * A page still being written from an earlier pass must not be
 		 * in flight twice: let the backend finish what it has.
@@ -474,14 +698,18 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			pthread_mutex_lock(&inode->lock);
 			continue;
 		}
+		/* The leaf exists (the pages are DIRTY): cannot fail. Set
+		 * before the clears, which would otherwise free a leaf that
+		 * held only these pages (and its LSNs) to allocate it anew. */
+		pwb__map_set(&inode->map, PWB__TAG_WRITEBACK, first,
+			     first + n - 1);
 		/* Clear before the data is read: see the top of the file. */
 		pwb__map_clear(&inode->map, PWB__TAG_DIRTY, first,
 			       first + n - 1);
 		pwb__map_clear(&inode->map, PWB__TAG_TOWRITE, first,
 			       first + n - 1);
-		/* The leaf exists (the pages were DIRTY): cannot fail. */
-		pwb__map_set(&inode->map, PWB__TAG_WRITEBACK, first,
-			     first + n - 1);
+		/* Their LSNs are durable; a new change brings its own. */
+		pwb__map_lsn_reset(&inode->map, first, n);
 		if (!inode->map.count[PWB__TAG_DIRTY])
 			inode->state &= ~PWB__I_DIRTY_PAGES;
 		idx = first + n;
@@ -493,11 +721,14 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 		 * F_SHARED_LIST); I_SYNC keeps inode->wb from changing. */
 		uatomic_sub(&PWB__READ(inode->wb)->stats.dirty_pages, n);
 		uatomic_add(&wb->stats.writeback_pages, n);
-		ret = write_run(wb, inode, first, n, &ext);
+		latched = wbc->latched;
+		ret = write_run(wb, inode, first, n, &ext, wbc);
 		if (ret && !wbc->err)
 			wbc->err = ret;
 		wbc->nr_to_write -= (int64_t)n;
-		wbc->written += n;
+		/* Latched pages are no progress: a pass that counted them
+		 * would go round again at once. */
+		wbc->written += n - (wbc->latched - latched);
 		/* The rate cap paces SYNC_NONE passes only (pacing.c). */
 		if (!sync && bdi->rate.rate &&
 		    !pwb__rate_sleep(wb, pwb__rate_charge(
@@ -511,7 +742,14 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 		if (idx == 0)	/* wrapped past UINT64_MAX */
 			break;
 	}
+	if (sync) {
+		if (sync_retry_locked(inode, wbc, &slept))
+			goto again;
+		deferred = sync_deferred_error_locked(inode, wbc);
+	}
 	pthread_mutex_unlock(&inode->lock);
+	/* A region slice's is its inode's, where pwb_fsync() looks. */
+	pwb__region_report(inode, deferred);
 }
 
 /*
@@ -563,17 +801,22 @@ static void writeback_single_inode(struct pwb__wb_ctx *wb,
 	if (meta && inode->ops.write_inode) {
 		int ret = inode->ops.write_inode(inode, sync);
 
+		pthread_mutex_lock(&inode->lock);
 		if (ret) {
 			if (ret > 0 || ret < -4095)
 				ret = -EIO;
-			pthread_mutex_lock(&inode->lock);
 			inode->state |= meta;
 			pwb__errseq_set(&inode->wb_err, ret);
 			pwb__errseq_set(&bdi->wb_err, ret);
-			pthread_mutex_unlock(&inode->lock);
 			if (!wbc->err)
 				wbc->err = ret;
+		} else {
+			/* The metadata is a write like the pages: the next
+			 * pwb_fsync or pwb_sync owes a device flush for it,
+			 * even when no page was written. */
+			pwb__bdi_write_done_locked(bdi, inode);
 		}
+		pthread_mutex_unlock(&inode->lock);
 	}
 	if (wbc->written)
 		uatomic_inc(&wb->stats.inodes_written);
@@ -1219,12 +1462,30 @@ static int sync_all_once(struct pwb_bdi *bdi)
 	return err;
 }
 
+/*
+ * Tries pwb__sync_and_wait() makes while re-shards run freely. A re-shard
+ * that ran during a try may have moved an inode from a context the try had
+ * not reached to one it had already done, so the try does not count; the
+ * automatic tuner re-shards every few windows, so "re-shards are rare" is
+ * no argument that the loop ends. The try after these holds reshard_lock:
+ * no re-shard can spoil it, and it is the last.
+ */
+#define SYNC_FREE_TRIES 2
+
 int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 {
-	for (;;) {
-		unsigned long gen = pwb__aread(&bdi->reshard_gen);
+	unsigned int tries;
+
+	for (tries = 1;; tries++) {
+		bool last = tries > SYNC_FREE_TRIES;
+		unsigned long gen;
 		int err;
 
+		/* Callers hold no lock (pwb_sync, pwb_fsync, closes): the
+		 * lock order puts reshard_lock above what a try takes. */
+		if (last)
+			pthread_mutex_lock(&bdi->reshard_lock);
+		gen = pwb__aread(&bdi->reshard_gen);
 		if (inode) {
 			err = sync_inode_once(inode);
 		} else {
@@ -1233,12 +1494,12 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 			err = sync_all_once(bdi);
 			uatomic_dec(&bdi->nr_syncs);
 		}
-
-		/*
-		 * A re-shard that ran meanwhile may have moved an inode from a
-		 * context we had not reached yet to one we had already done:
-		 * go again (re-shards are rare; this terminates).
-		 */
+		if (last) {
+			pthread_mutex_unlock(&bdi->reshard_lock);
+			/* No re-shard ran: nothing retired a context or
+			 * moved the inode (-EAGAIN). */
+			return err;
+		}
 		if (err != -EAGAIN && pwb__aread(&bdi->reshard_gen) == gen)
 			return err;
 	}

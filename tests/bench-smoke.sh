@@ -97,6 +97,13 @@ if run throttle --workload throttle --backend "$backend" --size 16M \
 	expect throttle "w/d [0-9.]+ \(>=0.9\)"
 fi
 
+# The write-ahead rule's cost: transactions with and without it.
+if run wal --workload wal --backend "$backend" --size 8M --threads 2 \
+	--duration 1 --runs 1; then
+	expect wal "^wal +$backend +2 "
+	expect wal "enforced/plain [0-9.]+ \(>=0.8"
+fi
+
 [ $fails -eq 0 ] || exit 1
 echo "pwb-bench ran every workload"
 exit 0

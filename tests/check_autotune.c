@@ -360,7 +360,8 @@ static int try_open(unsigned int nr, unsigned int flags, unsigned int lo,
 		struct pwb_stats st;
 
 		ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
-		if (flags & PWB_BDI_AUTO_WB_CTX) {
+		/* nr_wb_ctx = 0 turns the tuner on without the flag. */
+		if ((flags & PWB_BDI_AUTO_WB_CTX) || !nr) {
 			ck_assert_uint_eq(st.auto_nr_wb_ctx,
 					  pwb_bdi_nr_wb_ctx(bdi));
 			ck_assert_uint_ne(st.auto_reason, PWB_AUTO_OFF);
@@ -450,6 +451,8 @@ static void rig_open(struct rig *r)
 	pwb_bdi_config_init(&cfg);
 	cfg.flags = PWB_BDI_AUTO_WB_CTX;
 	cfg.nr_wb_ctx = 1;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.auto_min_wb_ctx = 1;
 	cfg.auto_max_wb_ctx = 4;
 	cfg.auto_interval_ms = 100;

@@ -80,6 +80,17 @@ static struct pwb_bdi *open_bdi(char **img, struct tu_clock *clk,
 	return bdi;
 }
 
+/* Open inode 1 with @pages pages at device offset 0 and dirty them all. */
+static void open_dirty_store(struct tu_store *s, struct pwb_bdi *bdi,
+			     uint64_t pages)
+{
+	tu_store_init(s, 1, PS, pages, 0);
+	ck_assert_int_eq(tu_store_open(s, bdi), 0);
+	for (uint64_t i = 0; i < pages; i++)
+		tu_fill_page(s, i, 1);
+	ck_assert_int_eq(pwb_mark_dirty(s->inode, 0, pages * PS), 0);
+}
+
 START_TEST(queued_work_is_served_by_class)
 {
 	struct tu_clock clk = { .now = 10 * SEC };
@@ -94,6 +105,8 @@ START_TEST(queued_work_is_served_by_class)
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = 1;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.dirty_writeback_ms = 0;
 	bdi = open_bdi(&img, &clk, &cfg);
 	wb = bdi->ctxs->ctx[0];
@@ -152,16 +165,14 @@ START_TEST(sync_ignores_the_cap)
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = 1;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.dirty_writeback_ms = 0;
 	cfg.dirty_background_bytes = MIB;
 	cfg.dirty_bytes = 0;
 	cfg.rate_limit_bytes_per_sec = 4096;
 	bdi = open_bdi(&img, &clk, &cfg);
-	tu_store_init(&s, 1, PS, pages, 0);
-	ck_assert_int_eq(tu_store_open(&s, bdi), 0);
-	for (uint64_t i = 0; i < pages; i++)
-		tu_fill_page(&s, i, 1);
-	ck_assert_int_eq(pwb_mark_dirty(s.inode, 0, pages * PS), 0);
+	open_dirty_store(&s, bdi, pages);
 	/* Background writeback starts and meets the cap. */
 	do {
 		ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
@@ -172,6 +183,96 @@ START_TEST(sync_ignores_the_cap)
 	ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
 	ck_assert_uint_eq(st.dirty_pages, 0);
 	ck_assert_uint_eq(st.written_pages, pages);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	ck_assert_int_eq(tu_verify_device(img, &s, 1), 0);
+	tu_store_destroy(&s);
+	tu_image_remove(img);
+}
+END_TEST
+
+/* Kick a capped pass of kind @kind (0 background, 1 periodic, 2
+ * pwb_bdi_writeback) and wait until it sleeps for the bucket. */
+static void start_capped_pass(struct pwb_bdi *bdi, struct tu_clock *clk,
+			      int kind)
+{
+	struct pwb_stats st;
+	uint64_t slept;
+
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
+	slept = st.rate_limited_ns;
+	if (kind == 1) {
+		/* Past dirty_expire_ms: everything dirty has expired. */
+		tu_clock_advance_ms(clk, 2000);
+		ck_assert_int_eq(pwb_bdi_writeback(bdi, PWB_WB_PERIODIC, 0),
+				 0);
+	} else {
+		/* Over the threshold background passes start by themselves,
+		 * but after a re-shard only at the next dirtier's kick. */
+		ck_assert_int_eq(pwb_bdi_writeback(bdi, kind ? PWB_WB_ALL
+							     : PWB_WB_BACKGROUND,
+						   0),
+				 0);
+	}
+	do {
+		ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
+	} while (st.rate_limited_ns == slept);
+}
+
+/* Milliseconds of real time since @t0 (pwb__clock_monotonic). */
+static uint64_t real_ms_since(uint64_t t0)
+{
+	return (pwb__clock_monotonic(NULL) - t0) / MS;
+}
+
+/*
+ * A pass capped at 16 KiB/s with megabytes left sleeps for the bucket (the
+ * injected clock stands still, so its debt never shrinks): a re-shard and
+ * a policy switch must still get the flushers parked within a slice, not
+ * after the pass. Real time bounds the calls (1 s); before the fix they
+ * did not return at all.
+ */
+START_TEST(reshard_interrupts_a_capped_pass)
+{
+	const uint64_t pages = 2048;	/* 8 MiB */
+	static const char *const kind_name[] = {
+		"background", "periodic", "pwb_bdi_writeback",
+	};
+	struct tu_clock clk = { .now = 10 * SEC };
+	struct pwb_bdi_config cfg;
+	struct pwb_stats st;
+	struct tu_store s;
+	struct pwb_bdi *bdi;
+	uint64_t t0, ms;
+	char *img;
+
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = 1;
+	cfg.dirty_writeback_ms = 0;	/* passes only when the test asks */
+	cfg.dirty_expire_ms = 1000;
+	cfg.dirty_background_bytes = _i == 0 ? MIB : 32 * MIB;
+	cfg.dirty_bytes = 0;
+	cfg.rate_limit_bytes_per_sec = 16 * 1024;
+	bdi = open_bdi(&img, &clk, &cfg);
+	open_dirty_store(&s, bdi, pages);
+
+	start_capped_pass(bdi, &clk, _i);
+	t0 = pwb__clock_monotonic(NULL);
+	ck_assert_int_eq(pwb_bdi_set_nr_wb_ctx(bdi, 2), 0);
+	ms = real_ms_since(t0);
+	ck_assert_msg(ms < 1000, "%s pass: re-shard took %llu ms",
+		      kind_name[_i], (unsigned long long)ms);
+
+	start_capped_pass(bdi, &clk, _i);
+	t0 = pwb__clock_monotonic(NULL);
+	ck_assert_int_eq(pwb_bdi_set_policy(bdi, "xarray"), 0);
+	ms = real_ms_since(t0);
+	ck_assert_msg(ms < 1000, "%s pass: policy switch took %llu ms",
+		      kind_name[_i], (unsigned long long)ms);
+
+	/* The cap held: megabytes are still dirty. */
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
+	ck_assert_uint_ge(st.dirty_pages, 2 * MIB / PS);
+	ck_assert_int_eq(pwb_sync(bdi), 0);
 	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
 	ck_assert_int_eq(tu_verify_device(img, &s, 1), 0);
 	tu_store_destroy(&s);
@@ -225,6 +326,8 @@ START_TEST(events_arrive_and_pair_up)
 	pthread_mutex_init(&log.lock, NULL);
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = 2;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.dirty_writeback_ms = 0;
 	cfg.dirty_background_bytes = 128 * 1024;
 	cfg.dirty_bytes = 256 * 1024;
@@ -305,6 +408,7 @@ static Suite *pacing_suite(void)
 	tcase_set_timeout(tq, 30);
 	tcase_add_test(tq, queued_work_is_served_by_class);
 	tcase_add_test(tq, sync_ignores_the_cap);
+	tcase_add_loop_test(tq, reshard_interrupts_a_capped_pass, 0, 3);
 	tcase_add_test(tq, events_arrive_and_pair_up);
 	suite_add_tcase(s, tq);
 	return s;

@@ -44,6 +44,8 @@ static int open_quiet(const char *img, unsigned int nr, const char *spec,
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = nr;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.policy = spec;
 	cfg.dirty_writeback_ms = 0;
 	cfg.dirty_background_bytes = 0;
@@ -726,7 +728,14 @@ static void bad_select_run(void *arg)
 			r->placed_wrong++;
 	}
 	r->fallbacks = uatomic_read(&bdi->policy->nr_fallbacks);
-	ck_assert_int_eq(uatomic_read(&bdi->policy->fallback_reported), 1);
+	ck_assert_int_eq(uatomic_read(&bdi->policy_fallback_reported), 1);
+	/* Each switch asks a new instance to place every inode again: it
+	 * falls back again, but the bdi has said so already. */
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(pwb_bdi_set_policy(bdi, r->spec), 0);
+		ck_assert_uint_eq(uatomic_read(&bdi->policy->nr_fallbacks),
+				  BS_INODES);
+	}
 	sync_and_verify(bdi, img, st, BS_INODES);
 	close_stores(st, BS_INODES);
 	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
@@ -748,7 +757,8 @@ START_TEST(test_plugin_bad_select)
 
 		ck_assert_int_eq(r.placed_wrong, 0);
 		ck_assert_uint_eq(r.fallbacks, BS_INODES);
-		ck_assert_msg(lines == 1, "%s: %d stderr lines, wanted one",
+		ck_assert_msg(lines == 1, "%s: %d stderr lines, wanted one "
+				      "(once per bdi, across 3 switches)",
 			      specs[i], lines);
 	}
 	/* Bad arguments fail init; the bdi is not opened. */
@@ -1045,6 +1055,165 @@ START_TEST(test_integrity)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* On which threads map_page runs                                         */
+
+/*
+ * The application's lock around its own dirtying: an error-checking
+ * mutex, so that map_page taking it on a thread that already holds it
+ * returns EDEADLK (counted) where a plain mutex would hang for ever.
+ */
+static struct {
+	pthread_mutex_t lock;
+	uint64_t self_deadlocks;	/* atomic: map_page under our lock */
+	uint64_t calls;			/* atomic */
+} app;
+
+static int locking_map_page(struct pwb_inode *inode, uint64_t index,
+			    uint64_t *dev_off)
+{
+	int ret = pthread_mutex_lock(&app.lock);
+
+	uatomic_inc(&app.calls);
+	if (ret == EDEADLK) {
+		uatomic_inc(&app.self_deadlocks);
+		return tu_ops.map_page(inode, index, dev_off);
+	}
+	ck_assert_int_eq(ret, 0);
+	ret = tu_ops.map_page(inode, index, dev_off);
+	pthread_mutex_unlock(&app.lock);
+	return ret;
+}
+
+struct caller_lock_case {
+	const char *spec;
+	bool on_caller;	/* select()/key() call map_page on the caller */
+	bool every_mark; /* select_page() does, at every dirtying; the pages
+			  * live in slices, which re-shards place without
+			  * asking (region) */
+};
+
+static const struct caller_lock_case caller_lock_cases[] = {
+	{ "inode-hash", false, false },	  { "least-loaded", false, false },
+	{ "hint", false, false },	  { "shared-list", false, false },
+	{ "xarray:key=ino", false, false }, { "alloc-group", true, false },
+	{ "xarray", true, false },	  { "region", true, true },
+};
+
+#define CL_INODES 4
+#define CL_PAGES 8
+
+/* Run @fn(@bdi, @arg) holding the application's lock; return how often
+ * map_page ran on this thread meanwhile. */
+static uint64_t under_app_lock(int (*fn)(struct pwb_bdi *, void *),
+			       struct pwb_bdi *bdi, void *arg)
+{
+	uint64_t before;
+
+	ck_assert_int_eq(pthread_mutex_lock(&app.lock), 0);
+	before = uatomic_read(&app.self_deadlocks);
+	ck_assert_int_eq(fn(bdi, arg), 0);
+	pthread_mutex_unlock(&app.lock);
+	return uatomic_read(&app.self_deadlocks) - before;
+}
+
+static int cl_mark_dirty(struct pwb_bdi *bdi, void *arg)
+{
+	struct tu_store *st = arg;
+
+	(void)bdi;
+	return pwb_mark_dirty(st->inode, 0, CL_PAGES * PS);
+}
+
+static int cl_set_nr(struct pwb_bdi *bdi, void *arg)
+{
+	return pwb_bdi_set_nr_wb_ctx(bdi, *(unsigned int *)arg);
+}
+
+static int cl_set_policy(struct pwb_bdi *bdi, void *arg)
+{
+	return pwb_bdi_set_policy(bdi, arg);
+}
+
+/*
+ * An application that holds its own lock around pwb_mark_dirty() (first
+ * dirtying), pwb_bdi_set_nr_wb_ctx() and pwb_bdi_set_policy() while its
+ * map_page takes the same lock deadlocks itself exactly under the
+ * policies whose select() or key() consult map_page: alloc-group, xarray
+ * (key=offset) and region (whose select_page() does so at every
+ * pwb_mark_dirty(), not only the first). pwb.h, the README and
+ * doc/design.md forbid it;
+ * this shows where it happens and that no other built-in policy does it.
+ * On flusher threads map_page never meets the caller's lock.
+ */
+START_TEST(test_map_page_on_the_callers_thread)
+{
+	const struct caller_lock_case *c = &caller_lock_cases[_i];
+	struct pwb_inode_ops ops = tu_ops;
+	struct tu_store st[CL_INODES];
+	pthread_mutexattr_t attr;
+	struct pwb_bdi *bdi;
+	char *img = tu_image_create(CL_INODES * CL_PAGES * PS);
+	unsigned int i, three = 3;
+	uint64_t marks = 0, n;
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&app.lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	app.self_deadlocks = 0;
+	app.calls = 0;
+	ops.map_page = locking_map_page;
+
+	ck_assert_int_eq(open_quiet(img, 2, c->spec, &bdi), 0);
+	for (i = 0; i < CL_INODES; i++) {
+		tu_store_init(&st[i], 40 + i, PS, CL_PAGES,
+			      (uint64_t)i * CL_PAGES * PS);
+		ck_assert_int_eq(pwb_inode_open(bdi, st[i].ino, &ops, &st[i],
+						&st[i].inode),
+				 0);
+		for (n = 0; n < CL_PAGES; n++)
+			tu_fill_page(&st[i], n, 1);
+		marks += under_app_lock(cl_mark_dirty, bdi, &st[i]);
+	}
+	/* A mark of an inode already placed asks nothing, except under a
+	 * per-page policy: each page is placed when it becomes dirty. */
+	n = under_app_lock(cl_mark_dirty, bdi, &st[0]);
+	if (c->every_mark)
+		ck_assert_uint_ge(n, 1);
+	else
+		ck_assert_uint_eq(n, 0);
+	if (c->on_caller)
+		ck_assert_uint_ge(marks, CL_INODES);
+	else
+		ck_assert_uint_eq(marks, 0);
+
+	/* A re-shard and a policy switch place every inode again; under a
+	 * per-page policy these inodes hold no page themselves, and their
+	 * slices stay with the contexts their pages were routed to. */
+	n = under_app_lock(cl_set_nr, bdi, &three);
+	if (c->on_caller && !c->every_mark)
+		ck_assert_uint_ge(n, CL_INODES);
+	else
+		ck_assert_uint_eq(n, 0);
+	n = under_app_lock(cl_set_policy, bdi, (void *)c->spec);
+	if (c->on_caller && !c->every_mark)
+		ck_assert_uint_ge(n, CL_INODES);
+	else
+		ck_assert_uint_eq(n, 0);
+
+	/* The flushers' calls: never under the caller's lock. */
+	n = uatomic_read(&app.self_deadlocks);
+	sync_and_verify(bdi, img, st, CL_INODES);
+	ck_assert_uint_eq(uatomic_read(&app.self_deadlocks), n);
+	ck_assert_uint_ge(uatomic_read(&app.calls), CL_INODES);
+	close_stores(st, CL_INODES);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	pthread_mutex_destroy(&app.lock);
+	tu_image_remove(img);
+}
+END_TEST
+
 static Suite *policy_suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -1064,6 +1233,9 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, test_hint);
 	tcase_add_test(tc, test_xarray_contexts_own_contiguous_ranges);
 	tcase_add_test(tc, test_xarray_and_shared_list_bad_args);
+	tcase_add_loop_test(tc, test_map_page_on_the_callers_thread, 0,
+			    (int)(sizeof(caller_lock_cases) /
+				  sizeof(caller_lock_cases[0])));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("register");

@@ -41,6 +41,8 @@ static struct pwb_bdi *open_bdi(unsigned int nr_wb_ctx,
 
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = nr_wb_ctx;
+	/* One write in flight, as these tests were written for. */
+	cfg.backend = "psync";
 	cfg.nr_flushers = nr_flushers;
 	cfg.dirty_writeback_ms = busy ? 10 : 0;
 	cfg.dirty_expire_ms = 0;
@@ -401,6 +403,68 @@ START_TEST(test_queries_answer_while_a_reshard_runs)
 }
 END_TEST
 
+/*
+ * pwb_sync and pwb_fsync go round again when a re-shard ran during a try,
+ * and the automatic tuner re-shards every few windows: the loop must end
+ * however often that happens. The event callback stands in for a re-shard
+ * during every try (it bumps reshard_gen as each integrity pass starts);
+ * the third try holds reshard_lock and is the last, so each call makes
+ * exactly three tries. Without that bound these calls never return and
+ * the tcase times out.
+ */
+struct spoiler {
+	struct pwb_bdi *bdi;	/* set before the first sync */
+	unsigned long sync_passes;	/* uatomic */
+};
+
+static void spoil_every_try(const struct pwb_event *ev, void *arg)
+{
+	struct spoiler *sp = arg;
+
+	if (ev->type != PWB_EV_WB_START || ev->reason != PWB_WB_SYNC)
+		return;
+	uatomic_inc(&sp->sync_passes);
+	uatomic_inc(&sp->bdi->reshard_gen);
+}
+
+START_TEST(test_sync_ends_however_often_reshards_interfere)
+{
+	enum { NR_CTX = 2, TRIES = 3 };
+	struct spoiler sp = { 0 };
+	struct pwb_bdi_config cfg;
+	struct tu_store st;
+	struct pwb_bdi *bdi;
+
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = NR_CTX;
+	cfg.dirty_writeback_ms = 0;	/* only explicit work writes */
+	cfg.dirty_background_bytes = 0;
+	cfg.event = spoil_every_try;
+	cfg.event_arg = &sp;
+	ck_assert_int_eq(pwb_bdi_open(image, &cfg, &bdi), 0);
+	sp.bdi = bdi;
+	tu_store_init(&st, 1, PS, 4, 0);
+	ck_assert_int_eq(tu_store_open(&st, bdi), 0);
+	tu_fill_page(&st, 0, 1);
+	ck_assert_int_eq(pwb_mark_dirty(st.inode, 0, PS), 0);
+
+	ck_assert_int_eq(pwb_sync(bdi), 0);
+	ck_assert_uint_eq(uatomic_read(&sp.sync_passes), TRIES * NR_CTX);
+	ck_assert_int_eq(tu_verify_device(image, &st, 1), 0);
+
+	uatomic_set(&sp.sync_passes, 0);
+	tu_fill_page(&st, 1, 1);
+	ck_assert_int_eq(pwb_mark_dirty(st.inode, PS, PS), 0);
+	ck_assert_int_eq(pwb_fsync(st.inode), 0);
+	ck_assert_uint_eq(uatomic_read(&sp.sync_passes), TRIES);
+	ck_assert_int_eq(tu_verify_device(image, &st, 1), 0);
+
+	ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+	ck_assert_int_eq(pwb_bdi_close(bdi), 0);
+	tu_store_destroy(&st);
+}
+END_TEST
+
 static Suite *reshard_suite(void)
 {
 	Suite *s = suite_create("reshard");
@@ -421,6 +485,12 @@ static Suite *reshard_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_queries_answer_while_a_reshard_runs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sync");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_sync_ends_however_often_reshards_interfere);
 	suite_add_tcase(s, tc);
 	return s;
 }

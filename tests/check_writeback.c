@@ -61,6 +61,8 @@ static void env_config(struct env *e, unsigned int nr)
 	tu_clock_set(&e->clock, T0);
 	pwb_bdi_config_init(&e->cfg);
 	e->cfg.nr_wb_ctx = nr;
+	/* One write in flight, as these tests were written for. */
+	e->cfg.backend = "psync";
 	e->cfg.page_size = PS;
 	e->cfg.dirty_expire_ms = EXPIRE_MS;
 	e->cfg.dirty_writeback_ms = 0;

@@ -785,7 +785,8 @@ int main(int argc, char **argv)
 	}
 	fd = open(img, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (fd < 0 && errno == EINVAL) {
-		printf("SKIP: %s refuses O_DIRECT (tmpfs?); set PWB_TEST_DIR "
+		printf("SKIP: %s refuses O_DIRECT (tmpfs before Linux 6.6?); "
+		       "set PWB_TEST_DIR "
 		       "to a directory on a real file system\n", dir);
 		unlink(img);
 		return 77;

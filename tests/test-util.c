@@ -38,7 +38,8 @@ int tu_odirect_unsupported(void)
 	}
 	if (errno != EINVAL)
 		return 0;
-	fprintf(stderr, "SKIP: %s refuses O_DIRECT (tmpfs?); set PWB_TEST_DIR "
+	fprintf(stderr, "SKIP: %s refuses O_DIRECT (tmpfs before Linux 6.6?); "
+		"set PWB_TEST_DIR "
 		"to a directory on a real file system\n", tu_test_dir());
 	return 1;
 }

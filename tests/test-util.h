@@ -4,7 +4,7 @@
  *
  * A test device is a regular file in $PWB_TEST_DIR (the build tree's tests/
  * directory under make check; /var/tmp otherwise), because O_DIRECT needs a
- * real file system (tmpfs refuses it).
+ * file system that takes it (tmpfs refuses it before Linux 6.6).
  *
  * A tu_store plays the application: it owns page memory for one inode,
  * placed at a fixed device region, and records which threads wrote it.
