@@ -336,6 +336,184 @@ START_TEST(test_failed_slice_marks_the_inode)
 }
 END_TEST
 
+/* The version page @index of @f's store has on the device (0: never
+ * written). */
+static uint32_t device_version(struct fx *f, uint64_t index)
+{
+	static uint64_t buf[PS / 8] __attribute__((aligned(4096)));
+
+	ck_assert_int_eq(tu_read_device(f->img, index * PS, buf, PS), 0);
+	return (uint32_t)buf[0];
+}
+
+/*
+ * The write-ahead rule per slice: with bytes=64K on 2 contexts, page 16
+ * (region 1, context 1) dirtied with LSN 10 is held back by its slice's
+ * writeback until the log is durable up to 10, while page 0 (context 0,
+ * plain) and page 17 (LSN 5, durable) are written; the held page counts
+ * on context 1 only, and an fsync that cannot write it says -EBUSY (the
+ * slice's integrity error is the inode's). Once the log catches up, the
+ * next fsync writes it, from context 1.
+ */
+START_TEST(test_lsn_held_page_on_its_slice)
+{
+	struct fx f;
+	uint64_t nr;
+
+	fx_open(&f, 2, "region:bytes=64K", 6, 32);
+	tu_fill_page(&f.st, 16, 1);
+	ck_assert_int_eq(pwb_mark_dirty_lsn(f.st.inode, 16 * PS, PS, 10), 0);
+	tu_fill_page(&f.st, 17, 1);
+	ck_assert_int_eq(pwb_mark_dirty_lsn(f.st.inode, 17 * PS, PS, 5), 0);
+	dirty(&f.st, 0, 1);
+	ck_assert_int_eq(pwb_bdi_log_durable(f.bdi, 5), 0);
+	ck_assert_int_eq(pwb_bdi_writeback(f.bdi, PWB_WB_ALL, PWB_WB_WAIT), 0);
+	ck_assert_uint_eq(device_version(&f, 0), 1);
+	ck_assert_uint_eq(device_version(&f, 17), 1);
+	ck_assert_uint_eq(device_version(&f, 16), 0);
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 16), PWB_PAGE_DIRTY);
+	ck_assert_int_eq(pwb_inode_dirty_pages(f.st.inode, &nr), 0);
+	ck_assert_uint_eq(nr, 1);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 1).dirty_pages, 1);
+	ck_assert_uint_ge(ctx_stats(f.bdi, 1).lsn_held_pages, 1);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 0).lsn_held_pages, 0);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 1).written_pages, 1);
+
+	ck_assert_int_eq(pwb_fsync(f.st.inode), -EBUSY);
+	ck_assert_uint_eq(device_version(&f, 16), 0);
+	ck_assert_int_eq(pwb_bdi_log_durable(f.bdi, 10), 0);
+	ck_assert_int_eq(pwb_fsync(f.st.inode), 0);
+	ck_assert_uint_eq(device_version(&f, 16), 1);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 1).written_pages, 2);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 0).written_pages, 1);
+	ck_assert_int_eq(pwb_sync(f.bdi), -EBUSY);	/* once, bdi-wide */
+	fx_close(&f);
+}
+END_TEST
+
+/* A get_page that stops a flusher at one page until the test opens the
+ * gate, then fails that page with gate_err. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t index;
+	bool open, entered;	/* lock */
+	int err;
+} gate = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+	.index = UINT64_MAX,
+};
+
+static int gated_get_page(struct pwb_inode *inode, uint64_t index,
+			  const void **data)
+{
+	int err = 0;
+
+	if (index == gate.index) {
+		pthread_mutex_lock(&gate.lock);
+		gate.entered = true;
+		pthread_cond_broadcast(&gate.cond);
+		while (!gate.open)
+			pthread_cond_wait(&gate.cond, &gate.lock);
+		err = gate.err;
+		pthread_mutex_unlock(&gate.lock);
+	}
+	return err ? err : tu_ops.get_page(inode, index, data);
+}
+
+struct discarder {
+	struct pwb_inode *inode;
+	uint64_t off, len;
+	int ret;
+};
+
+static void *discard_main(void *arg)
+{
+	struct discarder *d = arg;
+
+	d->ret = pwb_inode_discard(d->inode, d->off, d->len);
+	return NULL;
+}
+
+/*
+ * A discard over pages two slices hold (bytes=64K, 2 contexts): pages
+ * 16-23 are in flight on context 1, its flusher stopped at page 20, whose
+ * write then fails; pages 8-15 are dirty on context 0. pwb_page_state
+ * sees each page in its slice. The discard of 8-23 drops the dirty pages
+ * of both slices before it waits, waits for context 1's writes, and
+ * leaves nothing: no dirty page or count on either context, no page 8-15
+ * ever written, and page 20's failure is nobody's (a discarded page).
+ * The pages can be dirtied again and are written as usual.
+ */
+START_TEST(test_discard_and_page_state_across_slices)
+{
+	struct pwb_inode_ops ops = tu_ops;
+	struct discarder d = { 0 };
+	pthread_t t;
+	struct fx f;
+	uint64_t nr;
+
+	f.img = tu_image_create(4 * MIB);
+	ck_assert_int_eq(open_quiet(f.img, 2, "region:bytes=64K", &f.bdi), 0);
+	tu_store_init(&f.st, 8, PS, 32, 0);
+	ops.get_page = gated_get_page;
+	ck_assert_int_eq(pwb_inode_open(f.bdi, 8, &ops, &f.st, &f.st.inode),
+			 0);
+
+	dirty(&f.st, 16, 8);
+	gate.index = 20;
+	gate.err = -EIO;
+	ck_assert_int_eq(pwb_bdi_writeback(f.bdi, PWB_WB_ALL, 0), 0);
+	pthread_mutex_lock(&gate.lock);
+	while (!gate.entered)
+		pthread_cond_wait(&gate.cond, &gate.lock);
+	pthread_mutex_unlock(&gate.lock);
+	dirty(&f.st, 8, 8);
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 8), PWB_PAGE_DIRTY);
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 15), PWB_PAGE_DIRTY);
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 20), PWB_PAGE_WRITEBACK);
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 23), PWB_PAGE_WRITEBACK);
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 24), 0);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 0).dirty_pages, 8);
+
+	d.inode = f.st.inode;
+	d.off = 8 * PS;
+	d.len = 16 * PS;
+	ck_assert_int_eq(pthread_create(&t, NULL, discard_main, &d), 0);
+	/* Both slices' dirty pages go before it waits for context 1. */
+	do {
+		ck_assert_int_eq(pwb_inode_dirty_pages(f.st.inode, &nr), 0);
+	} while (nr);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 0).dirty_pages, 0);
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 8), 0);
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 20), PWB_PAGE_WRITEBACK);
+	pthread_mutex_lock(&gate.lock);
+	gate.open = true;
+	pthread_cond_broadcast(&gate.cond);
+	pthread_mutex_unlock(&gate.lock);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(d.ret, 0);
+
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 15), 0);
+	ck_assert_int_eq(pwb_page_state(f.st.inode, 20), 0);
+	ck_assert_int_eq(pwb_inode_dirty_pages(f.st.inode, &nr), 0);
+	ck_assert_uint_eq(nr, 0);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 0).dirty_pages, 0);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 1).dirty_pages, 0);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 0).written_pages, 0);
+	ck_assert_int_eq(pwb_fsync(f.st.inode), 0);
+	ck_assert_int_eq(pwb_inode_error(f.st.inode), 0);
+	ck_assert_uint_eq(device_version(&f, 8), 0);
+
+	gate.index = UINT64_MAX;
+	dirty(&f.st, 8, 16);
+	ck_assert_int_eq(pwb_fsync(f.st.inode), 0);
+	ck_assert_uint_eq(ctx_stats(f.bdi, 0).written_pages, 8);
+	fx_close(&f);
+}
+END_TEST
+
 /* A plugin-style per-page policy: page index modulo the contexts. */
 static int parity_select(void *state, const struct pwb_policy_inode *info,
 			 unsigned int nr)
@@ -400,6 +578,8 @@ static Suite *region_suite(void)
 	tcase_add_test(tc, test_error_of_one_context_reaches_fsync);
 	tcase_add_test(tc, test_failed_slice_marks_the_inode);
 	tcase_add_test(tc, test_registered_per_page_policy);
+	tcase_add_test(tc, test_lsn_held_page_on_its_slice);
+	tcase_add_test(tc, test_discard_and_page_state_across_slices);
 	suite_add_tcase(s, tc);
 	return s;
 }
