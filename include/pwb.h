@@ -607,10 +607,15 @@ PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn);
  *    pwb_mark_inode_dirty() at an inode's first dirtying, inside
  *    pwb_bdi_set_nr_wb_ctx() and pwb_bdi_set_policy() for every dirtied
  *    inode (twice per inode under xarray), and on the automatic tuner's
- *    thread (PWB_BDI_AUTO_WB_CTX) when it re-shards. A plugin policy that
- *    calls pwb_policy_map_page() does the same; a policy may call it at
- *    every dirtying. "inode-hash", "least-loaded", "hint", "shared-list"
- *    and "xarray:key=ino" never call map_page outside the flushers.
+ *    thread (PWB_BDI_AUTO_WB_CTX) when it re-shards. "region" places each
+ *    page, so it calls map_page inside every pwb_mark_dirty() and
+ *    pwb_mark_dirty_lsn() (once per page, before any libpwb lock), at
+ *    pwb_mark_inode_dirty()'s first dirtying, and in re-shards for inodes
+ *    that hold pages or metadata themselves (dirtied before the switch to
+ *    "region"). A plugin policy that calls pwb_policy_map_page() does the
+ *    same; a policy may call it at every dirtying. "inode-hash",
+ *    "least-loaded", "hint", "shared-list" and "xarray:key=ino" never call
+ *    map_page outside the flushers.
  *  - The event callback (pwb_bdi_config.event): flusher threads for
  *    PWB_EV_WB_START/END; the dirtier's own thread, inside pwb_mark_dirty()
  *    (PWB_BDI_THROTTLE) or pwb_balance_dirty(), for PWB_EV_THROTTLE.

@@ -148,6 +148,10 @@ static inline void pwb__rcu_callback_begin(void *obj)
  *                   decides under it; a sync's last try runs under it)
  *   flush_lock   -> inode->lock    (a failed fdatasync marks the inodes
  *                                   it was to cover)
+ *   route_lock   -> list_lock, inode->lock  (routing a page of a region
+ *                                   inode: the holders' maps one at a
+ *                                   time, then queueing a slice; close
+ *                                   freezing the slices; region.c)
  *   list_lock    -> list_lock      (a re-shard moving an inode between
  *                                   two contexts: lower index first,
  *                                   the second with _nested)
