@@ -254,7 +254,8 @@ const struct pwb_policy_ops *pwb_policy_entry(unsigned int abi_version);
  * @ops: the ops table; kept, not copied (see struct pwb_policy_ops)
  *
  * Registration is process-wide and permanent: there is no unregistration
- * in ABI 1, so a policy in use can never disappear under a bdi.
+ * in any policy ABI version so far, so a policy in use can never disappear
+ * under a bdi.
  *
  * Context: any thread; not from inside a policy's own callbacks.
  * Return: 0;

@@ -60,8 +60,45 @@
  *    call fail: the waits inside are not interruptible and a device flush
  *    interrupted with EINTR is repeated.
  *
- * More: README.md, doc/design.md (the algorithm, lists, locking, RCU use),
- * doc/api.md (every function, with examples), doc/faults.md (write errors).
+ * Structs that cross the ABI, and how they grow. struct pwb_bdi_config,
+ * struct pwb_inode_ops, struct pwb_stats, struct pwb_bdi_info and struct
+ * pwb_fault grow only at the end:
+ *  - To add a field, append it after the last one. That is the whole rule:
+ *    never insert, reorder, resize or remove a field, and never give one of
+ *    these structs a new meaning for an existing field.
+ *  - Every function that takes one of them also takes its size, and pwb.h
+ *    passes that size for you: the function's name is also a macro that
+ *    adds sizeof(struct ...) as your program was compiled, so calls read as
+ *    if there were no size argument (pwb_bdi_stats(bdi, &st)). The library
+ *    reads or writes only that many bytes. Fields a program's header does
+ *    not know take their defaults (pwb_bdi_config_init()'s for the config,
+ *    0 = "absent" for the others); a struct from a newer header than the
+ *    library's must leave the fields this library does not know zero
+ *    (-E2BIG otherwise), and output structs get them zeroed. (To call the
+ *    function itself, or take its address, write (pwb_bdi_stats) and pass
+ *    the size yourself.) A new function taking such a struct, or a new
+ *    struct that may grow, follows the same pattern (lib/abi.c).
+ *  - struct pwb_event (given to the event callback) and the policy
+ *    structs of pwb-policy.h grow at the end too; a callback reads only
+ *    the fields its header knows, and struct pwb_policy_ops carries
+ *    abi_version.
+ *  - lib/libpwb.sym has one version node per release that adds or changes
+ *    functions: PWB_0.1 holds the symbols of the pre-release development
+ *    snapshots (including, under the same names, the size-less variants of
+ *    the functions above, for programs built against those headers), and
+ *    PWB_0.1.0 the functions the first release added or changed (a
+ *    function added before 0.1.0 ships goes there).
+ *
+ * Handles: a function takes a const handle when it reads the object
+ * without a lock or reference of its own (fields fixed at open, counters,
+ * RCU-published state): pwb_bdi_nr_wb_ctx(), pwb_bdi_info(), the stats and
+ * fault-hit counters, pwb_inode_priv(), pwb_inode_ino(), pwb_inode_wb_ctx().
+ * Every other function takes a plain pointer, even a query that locks the
+ * object (pwb_inode_error()) or pins it (pwb_bdi_policy()).
+ *
+ * More: the man pages (libpwb(7), one page per function in section 3),
+ * README.md, doc/api.md (a guide to the calls), doc/design.md (the
+ * algorithm, lists, locking, RCU use), doc/faults.md (write errors).
  */
 #ifndef PWB_H
 #define PWB_H
@@ -141,10 +178,10 @@ struct pwb_event;
 /**
  * struct pwb_bdi_config - how a bdi behaves
  *
- * Fill it with pwb_bdi_config_init(), then change what you need. Fields may
- * be appended in later releases (never reordered or removed); a program
- * built against an older pwb.h keeps working because symbol versioning gives
- * it the functions that know its struct size.
+ * Fill it with pwb_bdi_config_init(), then change what you need. Grows
+ * only at the end (see "Structs that cross the ABI" at the top): a program
+ * built against an older pwb.h passes its smaller size and gets defaults
+ * for the fields it does not know.
  */
 struct pwb_bdi_config {
 	/** Writeback contexts (lists + flusher thread each). 1 is the legacy
@@ -179,8 +216,6 @@ struct pwb_bdi_config {
 	unsigned int dirty_expire_ms;
 	/** Interval of periodic writeback; 0 disables it. Default 5000. */
 	unsigned int dirty_writeback_ms;
-
-	/* ---- fields beyond the core contract ---- */
 
 	/** Largest single write in bytes; contiguous dirty pages with
 	 *  contiguous device offsets are merged up to this. A multiple of
@@ -323,10 +358,17 @@ struct pwb_bdi_config {
 /**
  * pwb_bdi_config_init() - set every field of @cfg to its default
  * @cfg: the struct to fill; NULL is ignored
+ * @cfg_sz: sizeof(struct pwb_bdi_config) as the caller was compiled; the
+ *          macro of the same name passes it
+ *
+ * Fills the first @cfg_sz bytes of @cfg: the defaults of the fields this
+ * library knows, zero beyond them.
  *
  * Context: any thread.
  */
-PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
+PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg, size_t cfg_sz);
+#define pwb_bdi_config_init(cfg)                                               \
+	pwb_bdi_config_init((cfg), sizeof(struct pwb_bdi_config))
 
 /* ---------------------------------------------------------------------- */
 /* Backing device                                                         */
@@ -335,6 +377,8 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
  * pwb_bdi_open() - open a backing device and start its flusher threads
  * @path: a block device or a regular file; opened O_RDWR | O_DIRECT
  * @cfg: configuration, copied; NULL means all defaults
+ * @cfg_sz: sizeof(struct pwb_bdi_config) as the caller was compiled; the
+ *          macro of the same name passes it
  * @bdip: on success, the new bdi
  *
  * The logical block size comes from BLKSSZGET (block device) or statx's
@@ -355,6 +399,9 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
  *           auto_interval_ms outside 10..600000, or, with
  *           PWB_BDI_AUTO_WB_CTX, a nr_wb_ctx outside those bounds; a file
  *           system that refuses O_DIRECT; a device smaller than one page;
+ *           @cfg_sz smaller than the first layout of the struct;
+ *  -E2BIG: @cfg is larger than this library's struct and sets a field
+ *           this library does not know;
  *  -ENOENT: unknown policy or backend name, or @path does not exist;
  *  -ENOTBLK: @path is neither a block device nor a regular file;
  *  -EOPNOTSUPP: backend "io_uring" but libpwb was built without liburing;
@@ -365,7 +412,9 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
  *  -ENOMEM; or the errno of open(), a device ioctl or pthread_create().
  */
 PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
-			 struct pwb_bdi **bdip);
+			 size_t cfg_sz, struct pwb_bdi **bdip);
+#define pwb_bdi_open(path, cfg, bdip)                                          \
+	pwb_bdi_open((path), (cfg), sizeof(struct pwb_bdi_config), (bdip))
 
 /**
  * pwb_bdi_close() - write everything back, stop the flushers, free the bdi
@@ -401,6 +450,10 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi);
 
 /**
  * pwb_bdi_nr_wb_ctx() - number of writeback contexts of @bdi
+ *
+ * Unlike most functions here it returns a count, not 0 or -errno: a bdi
+ * always has at least one context, so 0 means failure, and pwb_errmsg()
+ * then says why. (pwb_bdi_info() gives the count with an error code.)
  *
  * Context: any thread; lock-free (RCU).
  * Return: the count (at least 1), or 0 if @bdi is NULL or being torn down
@@ -465,6 +518,8 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec);
 
 /**
  * struct pwb_bdi_info - facts a bdi found about its device
+ *
+ * Grows only at the end (see "Structs that cross the ABI" at the top).
  */
 struct pwb_bdi_info {
 	uint64_t capacity;		/* bytes usable (page multiple) */
@@ -476,7 +531,6 @@ struct pwb_bdi_info {
 	int is_blockdev;
 	char policy[64];		/* policy name in use */
 	char backend[16];		/* I/O backend in use */
-	/* ---- beyond the core contract ---- */
 	/** What statx(STATX_WRITE_ATOMIC) reports: the smallest and largest
 	 *  write the device performs untorn, in bytes, and how many iovec
 	 *  segments one such write may have; all 0 where it reports none. */
@@ -502,12 +556,18 @@ struct pwb_bdi_info {
  * pwb_bdi_info() - report device geometry and settings
  * @bdi: the bdi
  * @info: filled on success
+ * @info_sz: sizeof(struct pwb_bdi_info) as the caller was compiled; the
+ *           macro of the same name passes it
  *
  * Context: any thread; lock-free (RCU).
- * Return: 0; -EINVAL if an argument is NULL; -ESHUTDOWN once
- *         pwb_bdi_close() tears the bdi down.
+ * Return: 0; -EINVAL if an argument is NULL or @info_sz is smaller than
+ *         the first layout of the struct; -ESHUTDOWN once pwb_bdi_close()
+ *         tears the bdi down.
  */
-PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info);
+PWB_API int pwb_bdi_info(const struct pwb_bdi *bdi, struct pwb_bdi_info *info,
+			 size_t info_sz);
+#define pwb_bdi_info(bdi, info)                                                \
+	pwb_bdi_info((bdi), (info), sizeof(struct pwb_bdi_info))
 
 /** Reasons for pwb_bdi_writeback(), named after the kernel's. */
 enum pwb_wb_reason {
@@ -562,7 +622,8 @@ struct pwb_event {
  * Context: any thread; with PWB_WB_WAIT not from an ops callback; sleeps.
  * Return: 0; -EINVAL for a NULL @bdi, unknown @reason or flags; -EDEADLK
  *         when waiting from an ops callback; -ESHUTDOWN if pwb_bdi_close()
- *         has begun; -ENOMEM.
+ *         has begun; -ENOMEM (no context was asked: a pass starts on
+ *         every context or on none).
  */
 PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 			      unsigned int flags);
@@ -626,10 +687,9 @@ PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn);
  * pwb_mark_dirty(), pwb_mark_inode_dirty() and the query functions
  * (pwb_page_state() included), never pwb_fsync(), pwb_sync(),
  * pwb_inode_discard(), pwb_wait_writeback(), pwb_bdi_writeback() with
- * PWB_WB_WAIT,
- * pwb_balance_dirty(), a re-shard or a close function (they fail with
- * -EDEADLK there), and must not wait for a thread that is itself waiting in
- * one of those. Where map_page (or an event or a policy) runs on the
+ * PWB_WB_WAIT, pwb_balance_dirty(), a re-shard or a close function (they
+ * fail with -EDEADLK there), and must not wait for a thread that is itself
+ * waiting in one of those. Where map_page (or an event or a policy) runs on the
  * caller's thread, it must not take a lock that the caller holds around
  * the call it runs inside (a non-recursive mutex would deadlock the
  * thread; tests/check_policy.c shows where this happens), and must not
@@ -638,8 +698,8 @@ PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn);
  * inside an RCU read-side section that such calls wait out. Callbacks
  * should return quickly: a pass, a re-shard or a dirtier waits for them.
  *
- * Append-only: later releases add fields at the end, and a zeroed field is
- * always "absent".
+ * Grows only at the end (see "Structs that cross the ABI" at the top): a
+ * field the caller's header does not know is "absent", as a NULL one is.
  */
 struct pwb_inode_ops {
 	/** Required. Store in *data the address of page @index: page_size
@@ -675,6 +735,8 @@ struct pwb_inode_ops {
  * @bdi: the bdi
  * @ino: the application's number for it, unique on @bdi
  * @ops: callbacks; the struct is copied
+ * @ops_sz: sizeof(struct pwb_inode_ops) as the caller was compiled; the
+ *          macro of the same name passes it
  * @priv: the application's pointer, returned by pwb_inode_priv()
  * @inodep: on success, the new inode
  *
@@ -682,13 +744,18 @@ struct pwb_inode_ops {
  *
  * Context: any thread. The caller owns the inode and closes it with
  * pwb_inode_close() (or pwb_bdi_close()).
- * Return: 0; -EINVAL for a NULL argument or an ops table without get_page or
- *         map_page; -EEXIST if @ino is already open on @bdi; -ESHUTDOWN if
+ * Return: 0; -EINVAL for a NULL argument, an ops table without get_page or
+ *         map_page, or @ops_sz smaller than the first layout of the struct;
+ *         -E2BIG if @ops is larger than this library's struct and sets an
+ *         op this library does not know; -EEXIST if @ino is already open on @bdi; -ESHUTDOWN if
  *         @bdi is closing; -ENOMEM.
  */
 PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
-			   const struct pwb_inode_ops *ops, void *priv,
-			   struct pwb_inode **inodep);
+			   const struct pwb_inode_ops *ops, size_t ops_sz,
+			   void *priv, struct pwb_inode **inodep);
+#define pwb_inode_open(bdi, ino, ops, priv, inodep)                            \
+	pwb_inode_open((bdi), (ino), (ops), sizeof(struct pwb_inode_ops),      \
+		       (priv), (inodep))
 
 /**
  * pwb_inode_close() - write an inode back, wait, and free it
@@ -816,9 +883,14 @@ PWB_API int pwb_mark_dirty_lsn(struct pwb_inode *inode, uint64_t off,
 /**
  * pwb_inode_error() - the inode's failed mark, without consuming it
  *
+ * A NULL @inode gives -EBADF (not a valid handle), never -EINVAL: the
+ * mark itself is the error of a write or an ops callback (-EIO, -ENOSPC,
+ * -EINVAL for a misaligned page, ...), so pwb_errmsg() tells the two apart
+ * when a callback returned -EBADF itself.
+ *
  * Context: any thread.
  * Return: 0 if the inode is not marked failed, else the -errno it was
- *         marked with (see max_write_failures); -EINVAL for a NULL @inode.
+ *         marked with (see max_write_failures); -EBADF for a NULL @inode.
  */
 PWB_API int pwb_inode_error(struct pwb_inode *inode);
 
@@ -1074,6 +1146,7 @@ enum pwb_fault_kind {
  * (0 = unused), or a pseudo-random draw (seeded by @seed) falls below
  * @ppm parts per million. At most @max_hits writes are hit (0 = no cap).
  * Faults wrap the real backend: unhit writes go to the device unchanged.
+ * Grows only at the end (see "Structs that cross the ABI" at the top).
  */
 struct pwb_fault {
 	enum pwb_fault_kind kind;
@@ -1091,37 +1164,67 @@ struct pwb_fault {
  * pwb_bdi_inject_fault() - start, change or stop fault injection
  * @bdi: the bdi
  * @fault: the rule, copied; NULL or kind PWB_FAULT_NONE stops injection
+ * @fault_sz: sizeof(struct pwb_fault) as the caller was compiled; the
+ *            macro of the same name passes it
  *
  * Takes effect for writes submitted after the call. The examples also read
  * the environment variable PWB_FAULT ("eio:every=10", see doc/faults.md).
  *
  * Context: any thread.
- * Return: 0; -EINVAL for a NULL @bdi, an unknown kind, or a rule that can
- *         never hit (no nth, every or ppm); -ENOMEM; -ESHUTDOWN once
- *         pwb_bdi_close() tears the bdi down.
+ * Return: 0; -EINVAL for a NULL @bdi, an unknown kind, a rule that can
+ *         never hit (no nth, every or ppm), or @fault_sz smaller than the
+ *         first layout of the struct; -E2BIG if @fault is larger than this
+ *         library's struct and sets a field this library does not know;
+ *         -ENOMEM; -ESHUTDOWN once pwb_bdi_close() tears the bdi down.
  */
 PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
-				 const struct pwb_fault *fault);
+				 const struct pwb_fault *fault,
+				 size_t fault_sz);
+#define pwb_bdi_inject_fault(bdi, fault)                                       \
+	pwb_bdi_inject_fault((bdi), (fault), sizeof(struct pwb_fault))
 
 /**
  * pwb_fault_parse() - turn a PWB_FAULT-style string into a rule
  * @spec: "kind[:key=value,...]", kind one of eio, enospc, short, delay,
  *        none; keys nth, every, ppm, seed, start, end, delay_ms, max_hits
  * @fault: filled on success
+ * @fault_sz: sizeof(struct pwb_fault) as the caller was compiled; the
+ *            macro of the same name passes it
  *
  * Context: any thread.
- * Return: 0; -EINVAL for NULL arguments or a malformed spec.
+ * Return: 0; -EINVAL for NULL arguments, a malformed spec, or @fault_sz
+ *         smaller than the first layout of the struct.
  */
-PWB_API int pwb_fault_parse(const char *spec, struct pwb_fault *fault);
+PWB_API int pwb_fault_parse(const char *spec, struct pwb_fault *fault,
+			    size_t fault_sz);
+#define pwb_fault_parse(spec, fault)                                           \
+	pwb_fault_parse((spec), (fault), sizeof(struct pwb_fault))
 
 /**
- * pwb_fault_hits() - number of writes hit by injection since the bdi opened
+ * pwb_bdi_fault_hits() - number of writes hit by injection since the bdi opened
+ * @bdi: the bdi
+ * @hits: filled with the count on success
  *
- * Context: any thread.
+ * The name that matches pwb_bdi_inject_fault(); pwb_fault_hits() is the
+ * same function under its older name.
+ *
+ * Context: any thread; lock-free.
  * Return: 0; -EINVAL for a NULL argument; -ESHUTDOWN once pwb_bdi_close()
  *         tears the bdi down.
  */
-PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits);
+PWB_API int pwb_bdi_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits);
+
+/**
+ * pwb_fault_hits() - the older name of pwb_bdi_fault_hits()
+ * @bdi: the bdi
+ * @hits: filled with the count on success
+ *
+ * Kept for existing programs; new code calls pwb_bdi_fault_hits().
+ *
+ * Context: any thread; lock-free.
+ * Return: as pwb_bdi_fault_hits().
+ */
+PWB_API int pwb_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits);
 
 /* ---------------------------------------------------------------------- */
 /* Statistics                                                             */
@@ -1130,7 +1233,7 @@ PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits);
  * struct pwb_stats - counters, of one context or summed over a bdi
  *
  * "now" fields are instantaneous; the others count since the bdi opened.
- * Fields may be appended in later releases.
+ * Grows only at the end (see "Structs that cross the ABI" at the top).
  */
 struct pwb_stats {
 	uint64_t nr_dirty_inodes;	/* now: inodes on b_dirty/b_io/b_more_io */
@@ -1141,7 +1244,6 @@ struct pwb_stats {
 	uint64_t io_submitted;		/* write requests issued */
 	uint64_t io_errors;		/* write requests that failed */
 	uint64_t bytes_written;		/* bytes written successfully */
-	/* ---- beyond the core contract ---- */
 	uint64_t nr_inodes;		/* now: inodes affined to the context */
 	uint64_t nr_dirty_time_inodes;	/* now: on b_dirty_time */
 	uint64_t wb_passes;		/* work items run by the flusher */
@@ -1228,24 +1330,40 @@ PWB_API const char *pwb_auto_reason_str(unsigned int reason);
 
 /**
  * pwb_bdi_stats() - counters summed over every context of @bdi
+ * @bdi: the bdi
+ * @st: filled on success
+ * @st_sz: sizeof(struct pwb_stats) as the caller was compiled; the macro
+ *         of the same name passes it
  *
  * Context: any thread; lock-free (the counters of different contexts are
  * read one after another, so the sum is not an atomic snapshot).
- * Return: 0; -EINVAL for a NULL argument; -ESHUTDOWN once pwb_bdi_close()
- *         tears the bdi down.
+ * Return: 0; -EINVAL for a NULL argument or @st_sz smaller than the first
+ *         layout of the struct; -ESHUTDOWN once pwb_bdi_close() tears the
+ *         bdi down.
  */
-PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st);
+PWB_API int pwb_bdi_stats(const struct pwb_bdi *bdi, struct pwb_stats *st,
+			  size_t st_sz);
+#define pwb_bdi_stats(bdi, st)                                                 \
+	pwb_bdi_stats((bdi), (st), sizeof(struct pwb_stats))
 
 /**
  * pwb_wb_ctx_stats() - counters of context @idx
+ * @bdi: the bdi
+ * @idx: the context, 0 .. pwb_bdi_nr_wb_ctx() - 1
+ * @st: filled on success
+ * @st_sz: sizeof(struct pwb_stats) as the caller was compiled; the macro
+ *         of the same name passes it
  *
  * Context: any thread; lock-free.
- * Return: 0; -EINVAL for a NULL argument; -ERANGE if @idx is not below
+ * Return: 0; -EINVAL for a NULL argument or @st_sz smaller than the first
+ *         layout of the struct; -ERANGE if @idx is not below
  *         pwb_bdi_nr_wb_ctx(); -ESHUTDOWN once pwb_bdi_close() tears the
  *         bdi down.
  */
-PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
-			     struct pwb_stats *st);
+PWB_API int pwb_wb_ctx_stats(const struct pwb_bdi *bdi, unsigned int idx,
+			     struct pwb_stats *st, size_t st_sz);
+#define pwb_wb_ctx_stats(bdi, idx, st)                                         \
+	pwb_wb_ctx_stats((bdi), (idx), (st), sizeof(struct pwb_stats))
 
 #ifdef __cplusplus
 }

@@ -45,7 +45,7 @@ PWB_API unsigned int pwb_version(void)
 	return PWB_VERSION_NUMBER;
 }
 
-PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg)
+void pwb__bdi_config_defaults(struct pwb_bdi_config *cfg)
 {
 	if (!cfg)
 		return;
@@ -446,8 +446,8 @@ static void destroy_locks(struct pwb_bdi *bdi)
 	pwb__rate_destroy(&bdi->rate);
 }
 
-PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
-			 struct pwb_bdi **bdip)
+int pwb__bdi_open(const char *path, const struct pwb_bdi_config *cfg,
+		  struct pwb_bdi **bdip)
 {
 	struct pwb_bdi_config defaults;
 	struct pwb_bdi *bdi;
@@ -459,7 +459,7 @@ PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		return pwb__err(-EINVAL, "pwb_bdi_open: NULL %s",
 				!path ? "path" : "bdip");
 	if (!cfg) {
-		pwb_bdi_config_init(&defaults);
+		pwb__bdi_config_defaults(&defaults);
 		cfg = &defaults;
 	}
 	ret = check_config(cfg);
@@ -687,15 +687,20 @@ PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
 	unsigned int nr = 0;
 
-	if (!bdi || pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
-				   "pwb_bdi_nr_wb_ctx"))
+	pwb__err_clear();
+	if (!bdi) {
+		pwb__err(-EINVAL, "pwb_bdi_nr_wb_ctx: NULL bdi");
+		return 0;
+	}
+	if (pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
+			   "pwb_bdi_nr_wb_ctx"))
 		return 0;
 	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
 	pwb__bdi_exit((struct pwb_bdi *)bdi, PWB__HOLD_RCU);
 	return nr;
 }
 
-PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
+int pwb__bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 {
 	pwb__err_clear();
 	if (!bdi || !info)
@@ -854,7 +859,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 {
 	struct pwb__wb_ctx_array *arr;
 	struct pwb__completion done;
-	struct pwb__wb_work *works;
+	struct pwb__wb_work *works = NULL, **items;
 	bool wait = flags & PWB_WB_WAIT;
 	unsigned int i, nr;
 
@@ -879,25 +884,38 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	rcu_read_lock();
 	arr = PWB__RCU_DEREF(bdi->ctxs);
 	nr = arr->nr;
-	works = calloc(nr, sizeof(*works));
-	if (!works) {
+	/*
+	 * Every item exists before the first is queued, so the call starts
+	 * a pass on every context or on none. Waiting, the items live on
+	 * this stack frame's array; not waiting, each is the flusher's, freed
+	 * when it finishes.
+	 */
+	items = calloc(nr, sizeof(*items));
+	if (wait && items)
+		works = calloc(nr, sizeof(*works));
+	for (i = 0; items && i < nr; i++) {
+		items[i] = wait ? (works ? &works[i] : NULL)
+				: calloc(1, sizeof(**items));
+		if (!items[i])
+			break;
+	}
+	if (!items || i < nr) {
+		while (!wait && items && i--)
+			free(items[i]);
+		free(items);
+		free(works);
 		pwb__rcu_read_unlock();
 		pwb__bdi_exit(bdi, PWB__HOLD_REF);
-		return pwb__err(-ENOMEM, "out of memory");
+		return pwb__err(-ENOMEM, "pwb_bdi_writeback: out of memory "
+					 "for %u work items",
+				nr);
 	}
 	if (wait)
 		pwb__completion_init(&done, nr);
 	for (i = 0; i < nr; i++) {
-		struct pwb__wb_work *w = &works[i];
+		struct pwb__wb_work *w = items[i];
 
-		if (!wait) {
-			/* Owned by the flusher, freed when it finishes. */
-			w = malloc(sizeof(*w));
-			if (!w)
-				continue;
-			memset(w, 0, sizeof(*w));
-			w->auto_free = true;
-		}
+		w->auto_free = !wait;
 		w->sync_mode = PWB__SYNC_NONE;
 		w->reason = reason;
 		w->done = wait ? &done : NULL;
@@ -910,6 +928,7 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 		pwb__wb_queue_work(arr->ctx[i], w);
 	}
 	pwb__rcu_read_unlock();
+	free(items);
 	if (wait) {
 		pwb__completion_wait(&done);
 		pwb__completion_destroy(&done);

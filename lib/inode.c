@@ -114,9 +114,9 @@ bool pwb__inode_claim_close_rcu(struct pwb_inode *inode)
 	return claim_close_rcu(inode);
 }
 
-PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
-			   const struct pwb_inode_ops *ops, void *priv,
-			   struct pwb_inode **inodep)
+int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
+		    const struct pwb_inode_ops *ops, void *priv,
+		    struct pwb_inode **inodep)
 {
 	struct cds_lfht_node *node;
 	struct pwb_inode *inode;
@@ -891,8 +891,8 @@ PWB_API int pwb_inode_error(struct pwb_inode *inode)
 	int err;
 
 	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_inode_error: NULL inode");
+	if (!inode)	/* -EINVAL could be a mark: see pwb.h */
+		return pwb__err(-EBADF, "pwb_inode_error: NULL inode");
 	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_error");
 	pthread_mutex_lock(&inode->lock);
 	err = inode->failed_err;

@@ -208,8 +208,7 @@ static int fault_validate(const struct pwb_fault *f, const char *who)
 	return 0;
 }
 
-PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
-				 const struct pwb_fault *fault)
+int pwb__bdi_inject_fault(struct pwb_bdi *bdi, const struct pwb_fault *fault)
 {
 	struct pwb__fault_state *fs = NULL, *old;
 	int ret;
@@ -247,17 +246,23 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 	return 0;
 }
 
-PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits)
+PWB_API int pwb_bdi_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
 {
 	pwb__err_clear();
 	if (!bdi || !hits)
-		return pwb__err(-EINVAL, "pwb_fault_hits: NULL %s",
+		return pwb__err(-EINVAL, "pwb_bdi_fault_hits: NULL %s",
 				!bdi ? "bdi" : "hits");
-	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_fault_hits"))
+	if (pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
+			   "pwb_bdi_fault_hits"))
 		return -ESHUTDOWN;
 	*hits = pwb__aread(&bdi->fault_hits);
-	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+	pwb__bdi_exit((struct pwb_bdi *)bdi, PWB__HOLD_RCU);
 	return 0;
+}
+
+PWB_API int pwb_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
+{
+	return pwb_bdi_fault_hits(bdi, hits);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -368,7 +373,7 @@ static void set_key(struct pwb_fault *f, enum fault_key k, uint64_t v)
 	}
 }
 
-PWB_API int pwb_fault_parse(const char *spec, struct pwb_fault *fault)
+int pwb__fault_parse(const char *spec, struct pwb_fault *fault)
 {
 	static const char who[] = "pwb_fault_parse";
 	unsigned int seen = 0;

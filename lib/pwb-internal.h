@@ -1534,4 +1534,23 @@ void pwb__wb_check_background_flush(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 int pwb__sync_and_wait(struct pwb_bdi *bdi,
 		       struct pwb_inode *inode) PWB__INTERNAL;
 
+/* ---------------------------------------------------------------------- */
+/* The functions behind the sized entry points of abi.c: each takes the   */
+/* library's own, full-size struct.                                       */
+
+void pwb__bdi_config_defaults(struct pwb_bdi_config *cfg) PWB__INTERNAL;
+int pwb__bdi_open(const char *path, const struct pwb_bdi_config *cfg,
+		  struct pwb_bdi **bdip) PWB__INTERNAL;
+int pwb__bdi_info(struct pwb_bdi *bdi,
+		  struct pwb_bdi_info *info) PWB__INTERNAL;
+int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
+		    const struct pwb_inode_ops *ops, void *priv,
+		    struct pwb_inode **inodep) PWB__INTERNAL;
+int pwb__bdi_inject_fault(struct pwb_bdi *bdi,
+			  const struct pwb_fault *fault) PWB__INTERNAL;
+int pwb__fault_parse(const char *spec, struct pwb_fault *fault) PWB__INTERNAL;
+int pwb__bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st) PWB__INTERNAL;
+int pwb__wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
+		      struct pwb_stats *st) PWB__INTERNAL;
+
 #endif /* PWB_INTERNAL_H */

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
+int pwb__bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 {
 	struct pwb__wb_ctx_array *arr;
 	uint64_t max_dirty = 0;
@@ -45,8 +45,8 @@ PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	return 0;
 }
 
-PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
-			     struct pwb_stats *st)
+int pwb__wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
+		      struct pwb_stats *st)
 {
 	struct pwb__wb_ctx_array *arr;
 	int ret = 0;

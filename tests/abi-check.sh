@@ -155,16 +155,23 @@ elif [ "$hdr_version" != "$pkg_version" ]; then
 	fail=1
 fi
 
-# No version node may be newer than the release (PWB_<major>.<minor>).
+# No version node may be newer than the release (PWB_<major>.<minor> or
+# PWB_<major>.<minor>.<patch>).
 major=$(hver MAJOR)
 minor=$(hver MINOR)
+patch=$(hver PATCH)
 # shellcheck disable=SC2013 # node names are single words
-for node in $(sed -n 's/^[[:space:]]*\(PWB_[0-9][0-9]*\.[0-9][0-9]*\)[[:space:]]*{.*/\1/p' "$sym"); do
+for node in $(sed -n 's/^[[:space:]]*\(PWB_[0-9][0-9.]*\)[[:space:]]*{.*/\1/p' "$sym"); do
 	v=${node#PWB_}
 	nmaj=${v%%.*}
-	nmin=${v#*.}
+	rest=${v#*.}
+	nmin=${rest%%.*}
+	npat=0
+	[ "$rest" != "$nmin" ] && npat=${rest#*.}
 	if [ "$nmaj" -gt "$major" ] ||
-		{ [ "$nmaj" -eq "$major" ] && [ "$nmin" -gt "$minor" ]; }; then
+		{ [ "$nmaj" -eq "$major" ] && [ "$nmin" -gt "$minor" ]; } ||
+		{ [ "$nmaj" -eq "$major" ] && [ "$nmin" -eq "$minor" ] &&
+			[ "$npat" -gt "$patch" ]; }; then
 		echo "FAIL: libpwb.sym node $node is newer than version $hdr_version"
 		fail=1
 	fi

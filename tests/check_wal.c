@@ -130,6 +130,11 @@ struct env {
 	atomic_int report_durable;	/* get_page of another page reports */
 	uint64_t durable_to_report;
 	atomic_uint end_writes_latched;	/* end_write named latch_index */
+	atomic_uint get_pages_latched;	/* get_page calls for latch_index */
+	/* A discard of latch_index started from inside its get_page. */
+	atomic_int discard_at_latch;	/* arm: the next latched get_page */
+	pthread_t discarder;
+	atomic_int discard_rc;
 };
 
 static struct env *g_env;
@@ -156,13 +161,39 @@ static int rec_log_force(uint64_t lsn, void *arg)
 	return e->force_err;
 }
 
+static void *discard_main(void *arg)
+{
+	struct env *e = arg;
+
+	atomic_store(&e->discard_rc,
+		     pwb_inode_discard(e->st.inode, e->latch_index * PS, PS));
+	return NULL;
+}
+
+/* On the flusher, inside get_page of the latched page: start a discard of
+ * that page on another thread and return once it waits for this write
+ * (up to 5 s), so the page is latched while the discard runs. */
+static void latch_under_discard(struct env *e)
+{
+	unsigned int i;
+
+	if (pthread_create(&e->discarder, NULL, discard_main, e))
+		abort();
+	for (i = 0; i < 5000 && !PWB__READ(e->st.inode->discarding); i++)
+		usleep(1000);
+}
+
 static int rec_get_page(struct pwb_inode *inode, uint64_t index,
 			const void **data)
 {
 	struct env *e = g_env;
 
+	if (index == e->latch_index)
+		atomic_fetch_add(&e->get_pages_latched, 1);
 	if (index == e->latch_index && atomic_load(&e->latch_left) > 0) {
 		atomic_fetch_sub(&e->latch_left, 1);
+		if (atomic_exchange(&e->discard_at_latch, 0))
+			latch_under_discard(e);
 		return -EAGAIN;
 	}
 	if (index != e->latch_index && atomic_exchange(&e->report_durable, 0))
@@ -483,6 +514,54 @@ START_TEST(test_fsync_of_page_latched_for_good_fails_busy)
 }
 END_TEST
 
+START_TEST(test_page_latched_while_discarded_stays_discarded)
+{
+	struct env e;
+
+	env_open(&e, false);
+	e.latch_index = 1;
+	atomic_store(&e.latch_left, 1);
+	atomic_store(&e.discard_at_latch, 1);
+	ck_assert_int_eq(pwb_mark_dirty(e.st.inode, 0, 3 * PS), 0);
+	write_all(&e);
+	pthread_join(e.discarder, NULL);
+	ck_assert_int_eq(atomic_load(&e.discard_rc), 0);
+	/* The latched page is gone, not postponed: not dirty, never
+	 * asked for again. */
+	ck_assert_int_eq(pwb_page_state(e.st.inode, 1), 0);
+	ck_assert_uint_eq(dirty_pages(&e), 0);
+	write_all(&e);
+	ck_assert_int_eq(pwb_fsync(e.st.inode), 0);
+	ck_assert_uint_eq(atomic_load(&e.get_pages_latched), 1);
+	ck_assert_uint_eq(device_version(&e, 0), 1);
+	ck_assert_uint_eq(device_version(&e, 1), 0);
+	ck_assert_uint_eq(device_version(&e, 2), 1);
+	env_close(&e);
+}
+END_TEST
+
+START_TEST(test_discard_forgets_lsn_of_dropped_pages)
+{
+	struct env e;
+
+	env_open(&e, false);
+	dirty_lsn(&e, 0, 2, 10);	/* held: the log is durable to 0 */
+	write_all(&e);
+	ck_assert_uint_eq(dirty_pages(&e), 2);
+	ck_assert_int_eq(pwb_inode_discard(e.st.inode, 0, PS), 0);
+	/* Dirtied again plainly: LSN 0, written at once, while page 1
+	 * keeps its LSN and stays held. */
+	ck_assert_int_eq(pwb_mark_dirty(e.st.inode, 0, PS), 0);
+	write_all(&e);
+	ck_assert_uint_eq(device_version(&e, 0), 1);
+	ck_assert_uint_eq(device_version(&e, 1), 0);
+	ck_assert_int_eq(pwb_bdi_log_durable(e.bdi, 10), 0);
+	ck_assert_int_eq(pwb_fsync(e.st.inode), 0);
+	ck_assert_uint_eq(device_version(&e, 1), 1);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *wal_suite(void)
 {
 	Suite *s = suite_create("wal");
@@ -512,6 +591,8 @@ static Suite *wal_suite(void)
 	tcase_add_test(tc, test_latched_page_stays_dirty_without_error);
 	tcase_add_test(tc, test_fsync_retries_latched_page_until_written);
 	tcase_add_test(tc, test_fsync_of_page_latched_for_good_fails_busy);
+	tcase_add_test(tc, test_page_latched_while_discarded_stays_discarded);
+	tcase_add_test(tc, test_discard_forgets_lsn_of_dropped_pages);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,7 +4,7 @@
  *
  * tests/outside-program.sh builds it with nothing but
  * `pkg-config --cflags --libs pwb` against a staged install. It uses only
- * the core contract of pwb.h: a bdi with 4 writeback contexts, 64 inodes
+ * the basic calls of pwb.h: a bdi with 4 writeback contexts, 64 inodes
  * whose pages are all dirtied, pwb_sync(), then it reads the device back
  * with O_DIRECT and compares every byte, and checks that every context
  * wrote pages. Exit 0 only if all of that holds.

@@ -1,0 +1,973 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pwb.h - libpwb, parallel writeback for user-space storage software
+ *
+ * libpwb gives a program that writes its own data with O_DIRECT (a database,
+ * an object store, a storage daemon) the Linux kernel's writeback machinery:
+ * dirty-page tracking, periodic ("kupdate") flushing of expired data,
+ * background flushing above a threshold, and livelock-free integrity sync.
+ * Like the 2025 "parallelizing filesystem writeback" kernel series, each
+ * backing device has several writeback contexts, each with its own dirty
+ * lists and flusher thread, and every inode is affined to one context.
+ *
+ * The object model:
+ *
+ *	struct pwb_bdi			one backing device (block device or file),
+ *	  |				opened with O_DIRECT
+ *	  +-- writeback context 0	b_dirty, b_io, b_more_io, b_dirty_time,
+ *	  +-- writeback context 1	a flusher thread, a work queue, statistics
+ *	  +-- ...
+ *	struct pwb_inode		an application object (64-bit number) whose
+ *					pages the application owns and libpwb writes
+ *
+ * The application owns the page data: it hands libpwb two callbacks, one
+ * that returns a page's memory and one that maps a page to a device offset.
+ * libpwb owns the dirty state and decides when and by whom pages are written.
+ *
+ * Conventions, for every function below unless its comment says otherwise:
+ *  - It returns 0 on success or a negative errno value; pwb_strerror() turns
+ *    one into text and pwb_errmsg() gives the calling thread's detailed
+ *    message for the last failure of a libpwb call.
+ *  - It is thread-safe: any thread may call it at any time, on any object,
+ *    concurrently with other calls, including a close of that object: a
+ *    close waits for the calls on its object that are already running
+ *    (see pwb_bdi_close() and pwb_inode_close()). A call that *begins*
+ *    after the close began is an application bug, as with free(); while
+ *    the object still exists libpwb detects it and fails the call with
+ *    -ESHUTDOWN (bdi functions) or -EBADF (inode functions), but it cannot
+ *    detect calls that begin once the memory is gone.
+ *  - A function that waits for writeback (pwb_fsync, pwb_sync, the close
+ *    functions) must not be called from an inode ops callback, which runs on
+ *    a flusher thread; it fails with -EDEADLK there instead of hanging.
+ *  - Threads need no registration with liburcu: libpwb uses the "bulletproof"
+ *    flavour (urcu-bp), meant for libraries that do not control their
+ *    callers' threads.
+ *
+ * Caveats:
+ *  - fork(): the flusher threads (and liburcu's helper thread) are not
+ *    copied into a child, and locks they held at the fork stay held there.
+ *    A child must not use, or close, a bdi or inode inherited from its
+ *    parent, and must not call libpwb functions other than pwb_version()
+ *    and pwb_strerror(), which take no lock; it should exec() or _exit().
+ *    The parent is unaffected and its data stays intact. The device is
+ *    opened O_CLOEXEC, so an exec()ed program does not inherit it.
+ *  - Signals: flusher threads block every asynchronous signal, so the
+ *    application's handlers run on its own threads only. A signal that
+ *    interrupts an application thread inside pwb_sync(), pwb_fsync() or a
+ *    close (even a handler installed without SA_RESTART) does not make the
+ *    call fail: the waits inside are not interruptible and a device flush
+ *    interrupted with EINTR is repeated.
+ *
+ * More: README.md, doc/design.md (the algorithm, lists, locking, RCU use),
+ * doc/api.md (every function, with examples), doc/faults.md (write errors).
+ */
+#ifndef PWB_H
+#define PWB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(PWB_BUILDING_LIB) && defined(__GNUC__)
+#define PWB_API __attribute__((visibility("default")))
+#else
+#define PWB_API
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Version                                                                */
+
+#define PWB_VERSION_MAJOR 0
+#define PWB_VERSION_MINOR 1
+#define PWB_VERSION_PATCH 0
+#define PWB_VERSION_NUMBER                                                     \
+	((PWB_VERSION_MAJOR << 16) | (PWB_VERSION_MINOR << 8) |                \
+	 PWB_VERSION_PATCH)
+
+/**
+ * pwb_version() - the version of the library the program runs against
+ *
+ * Context: any thread.
+ * Return: PWB_VERSION_NUMBER of the library that was loaded, which may
+ *         differ from the one the program was compiled with.
+ */
+PWB_API unsigned int pwb_version(void);
+
+/* ---------------------------------------------------------------------- */
+/* Errors                                                                 */
+
+/**
+ * pwb_strerror() - describe an error code
+ * @err: a value returned by a libpwb function (negative errno), or 0
+ *
+ * Context: any thread.
+ * Return: a static string, never NULL. Unknown values give a generic text.
+ */
+PWB_API const char *pwb_strerror(int err);
+
+/**
+ * pwb_errmsg() - the calling thread's message for its last libpwb failure
+ *
+ * Every function that fails with a negative errno also records one line
+ * saying what exactly was wrong ("page_size 3000 is not a power of two").
+ * The text belongs to the calling thread and stays valid until its next
+ * libpwb call.
+ *
+ * Context: any thread.
+ * Return: the message, or "" if the thread's last call did not fail.
+ */
+PWB_API const char *pwb_errmsg(void);
+
+/* ---------------------------------------------------------------------- */
+/* Handles                                                                */
+
+struct pwb_bdi;
+struct pwb_inode;
+struct pwb_event;
+
+/* ---------------------------------------------------------------------- */
+/* Configuration                                                          */
+
+/** Largest number of writeback contexts one bdi accepts. */
+#define PWB_MAX_WB_CTX 64
+/** Contexts chosen by nr_wb_ctx = 0 on a non-rotational device, at most. */
+#define PWB_AUTO_MAX_WB_CTX 8
+
+/**
+ * struct pwb_bdi_config - how a bdi behaves
+ *
+ * Fill it with pwb_bdi_config_init(), then change what you need. Fields may
+ * be appended in later releases (never reordered or removed); a program
+ * built against an older pwb.h keeps working because symbol versioning gives
+ * it the functions that know its struct size.
+ */
+struct pwb_bdi_config {
+	/** Writeback contexts (lists + flusher thread each). 1 is the legacy
+	 *  single-threaded behaviour; 0 picks automatically: 1 on a rotational
+	 *  device, else the online CPUs capped at PWB_AUTO_MAX_WB_CTX. That
+	 *  pick is made once, at open; flag PWB_BDI_AUTO_WB_CTX tunes the
+	 *  count while the bdi works. At most PWB_MAX_WB_CTX. Default 0. */
+	unsigned int nr_wb_ctx;
+	/** Shard policy spec, "name[:key=value,...]"; NULL means the default
+	 *  "inode-hash" (inode number modulo contexts). The string is copied. */
+	const char *policy;
+	/** Page size in bytes: a power of two, at least the device's logical
+	 *  block size, at most 1 MiB and at most max_io_bytes. Default 4096. */
+	unsigned int page_size;
+	/** Background writeback starts when the bdi's dirty bytes exceed this;
+	 *  0 disables background writeback, except while dirty + writeback
+	 *  bytes are above the throttle's set point (half way to
+	 *  dirty_bytes), where it runs whatever this is. Default 64 MiB. */
+	uint64_t dirty_background_bytes;
+	/** Hard limit on dirty bytes, used by dirty throttling; 0 means no
+	 *  limit. Must be 0 or >= dirty_background_bytes. Default 256 MiB. */
+	uint64_t dirty_bytes;
+	/** Dirty data older than this is written by periodic writeback.
+	 *  Default 30000 (30 s). */
+	unsigned int dirty_expire_ms;
+	/** Interval of periodic writeback; 0 disables it. Default 5000. */
+	unsigned int dirty_writeback_ms;
+
+	/* ---- fields beyond the core contract ---- */
+
+	/** Largest single write in bytes; contiguous dirty pages with
+	 *  contiguous device offsets are merged up to this. A multiple of
+	 *  page_size, at most 64 MiB. Default 1 MiB. */
+	unsigned int max_io_bytes;
+	/** An inode whose only dirty state is its timestamps is written after
+	 *  this long (or by sync). Default 43200000 (12 h, the kernel's). */
+	unsigned int dirtytime_expire_ms;
+	/** I/O backend: NULL or "psync" (default: pwritev, one write in
+	 *  flight per context); "io_uring" (io_depth writes in flight per
+	 *  context; needs liburing at build time and a kernel that allows
+	 *  io_uring); "null" (completes writes without doing them: measures
+	 *  the engine's own cost, nothing is durable). */
+	const char *backend;
+	/** Clock used for every time decision (expiry, periodic interval,
+	 *  bandwidth), in nanoseconds, monotonic. NULL means CLOCK_MONOTONIC.
+	 *  Tests inject a fake clock here; it is called from any thread. */
+	uint64_t (*clock)(void *clock_arg);
+	void *clock_arg;
+	/** Open flags, PWB_BDI_* below. Default 0. */
+	unsigned int flags;
+	/** Writes each context keeps in flight with an asynchronous backend
+	 *  (io_uring); 1 to 4096. The psync backend has one. Default 32. */
+	unsigned int io_depth;
+	/** Longest a throttled dirtier waits for the device before
+	 *  pwb_balance_dirty() gives -ETIMEDOUT; 0 waits forever.
+	 *  Default 30000. */
+	unsigned int throttle_timeout_ms;
+	/** Flusher threads, apart from the contexts (lists): flusher f
+	 *  serves the contexts whose index modulo nr_flushers is f. 0 means
+	 *  one thread per context. nr_wb_ctx = 1 with nr_flushers = 1 is the
+	 *  kernel's legacy single-threaded writeback. At most
+	 *  PWB_MAX_WB_CTX. Default 0. */
+	unsigned int nr_flushers;
+	/** Cap on writes in flight for the whole bdi, over all contexts (for
+	 *  network storage that cannot take more); 0 means no cap.
+	 *  Default 0. */
+	unsigned int max_inflight;
+	/** Consecutive failed writeback visits of an inode after which it is
+	 *  marked failed: pwb_fsync() and pwb_inode_close() then return the
+	 *  error, even after later writes succeed, until
+	 *  pwb_inode_clear_error(). 0 never marks an inode. Default 8. */
+	unsigned int max_write_failures;
+	/** With PWB_BDI_AUTO_WB_CTX: the fewest contexts the tuner may
+	 *  choose; 0 means 1. At most PWB_MAX_WB_CTX (checked even without
+	 *  the flag). Default 0. */
+	unsigned int auto_min_wb_ctx;
+	/** With PWB_BDI_AUTO_WB_CTX: the most contexts the tuner may choose;
+	 *  0 means PWB_AUTO_MAX_WB_CTX, or auto_min_wb_ctx if that is more.
+	 *  At most PWB_MAX_WB_CTX and not below auto_min_wb_ctx (checked
+	 *  even without the flag). Default 0. */
+	unsigned int auto_max_wb_ctx;
+	/** With PWB_BDI_AUTO_WB_CTX: length of one measurement window in
+	 *  milliseconds of cfg.clock; 0 means 200. Otherwise 10 .. 600000
+	 *  (checked even without the flag). Default 0. */
+	unsigned int auto_interval_ms;
+	/** Cap on the write rate of background, periodic and
+	 *  pwb_bdi_writeback() passes together, in bytes/s (a token bucket
+	 *  holding a tenth of a second of the rate, at least max_io_bytes);
+	 *  integrity sync (pwb_sync, pwb_fsync, close) is never capped. 0
+	 *  means no cap. Default 0. */
+	uint64_t rate_limit_bytes_per_sec;
+	/** Optional. Called at the start and end of every writeback pass
+	 *  (on the context's flusher thread) and after every sleep of a
+	 *  throttled dirtier (on that thread), with @event_arg. It runs with
+	 *  no libpwb lock held, under the rules of the inode ops callbacks
+	 *  (no pwb_fsync, pwb_sync or close), and should return quickly:
+	 *  the pass or the dirtier waits for it. NULL: no events. */
+	void (*event)(const struct pwb_event *ev, void *event_arg);
+	void *event_arg;
+};
+
+/** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
+#define PWB_BDI_THROTTLE 0x1u
+/**
+ * Automatic parallelism: a tuner thread measures the bdi's write bandwidth
+ * in windows of auto_interval_ms and moves the number of contexts within
+ * [auto_min_wb_ctx, auto_max_wb_ctx] by hill climbing, re-sharding live as
+ * pwb_bdi_set_nr_wb_ctx() does. It starts from nr_wb_ctx if that is not 0
+ * (it must then lie within the bounds), else from the pick nr_wb_ctx = 0
+ * makes, moved into the bounds. Only windows in which writeback had work
+ * all along (dirty or in-flight pages at both ends, at least 64 pages
+ * written) count: an idle bdi is never tuned. A count must be more than
+ * 5% faster than the fastest fewer-context count to be preferred, so noise
+ * and flat curves settle on the smaller count; a settled bdi re-checks a
+ * neighbouring count every 30 measured windows. pwb_bdi_set_nr_wb_ctx()
+ * with a count pauses tuning (the caller's count wins); with 0 it resumes.
+ * What the tuner chose and why is in pwb_bdi_stats() (auto_* fields, see
+ * enum pwb_auto_reason). doc/design.md, "Automatic parallelism", has the
+ * algorithm.
+ */
+#define PWB_BDI_AUTO_WB_CTX 0x2u
+/**
+ * PWB_BDI_ATOMIC_WRITES - require untorn pages
+ *
+ * Where the device or file reports atomic writes (statx with
+ * STATX_WRITE_ATOMIC, Linux 6.11 and later) in a range that holds
+ * page_size, every page goes out with RWF_ATOMIC, alone or in a larger
+ * naturally aligned power-of-two piece the device accepts whole, so a
+ * crash leaves each page old or new, never torn. libpwb does that
+ * whenever the device offers it; this flag makes it a requirement:
+ * pwb_bdi_open() fails with -EOPNOTSUPP where the device cannot, and a
+ * page whose device offset is not aligned to page_size fails its write
+ * with -EINVAL instead of going out without RWF_ATOMIC. A database learns
+ * here whether it still needs its doublewrite buffer or full-page images.
+ * pwb_bdi_info() reports what the device offers.
+ */
+#define PWB_BDI_ATOMIC_WRITES 0x4u
+/** Every flag this release knows; other bits give -EINVAL. */
+#define PWB_BDI_FLAGS_ALL                                                      \
+	(PWB_BDI_THROTTLE | PWB_BDI_AUTO_WB_CTX | PWB_BDI_ATOMIC_WRITES)
+
+/**
+ * pwb_bdi_config_init() - set every field of @cfg to its default
+ * @cfg: the struct to fill; NULL is ignored
+ *
+ * Context: any thread.
+ */
+PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg);
+
+/* ---------------------------------------------------------------------- */
+/* Backing device                                                         */
+
+/**
+ * pwb_bdi_open() - open a backing device and start its flusher threads
+ * @path: a block device or a regular file; opened O_RDWR | O_DIRECT
+ * @cfg: configuration, copied; NULL means all defaults
+ * @bdip: on success, the new bdi
+ *
+ * The logical block size comes from BLKSSZGET (block device) or statx's
+ * direct-I/O alignment (file), the capacity from BLKGETSIZE64 or the file
+ * size. One block is read with O_DIRECT to prove the filesystem supports it:
+ * libpwb never falls back to buffered I/O.
+ *
+ * Context: any thread; sleeps. The caller owns the bdi and must close it
+ * with pwb_bdi_close().
+ * Return: 0;
+ *  -EINVAL: NULL @path or @bdip; page_size zero, not a power of two, below
+ *           the logical block size or above 1 MiB or max_io_bytes;
+ *           max_io_bytes not a page multiple or above 64 MiB; nr_wb_ctx
+ *           or nr_flushers above PWB_MAX_WB_CTX; io_depth outside
+ *           1..4096; dirty_bytes below dirty_background_bytes;
+ *           unknown flags; auto_min_wb_ctx or auto_max_wb_ctx above
+ *           PWB_MAX_WB_CTX, auto_max_wb_ctx below auto_min_wb_ctx,
+ *           auto_interval_ms outside 10..600000, or, with
+ *           PWB_BDI_AUTO_WB_CTX, a nr_wb_ctx outside those bounds; a file
+ *           system that refuses O_DIRECT; a device smaller than one page;
+ *  -ENOENT: unknown policy or backend name, or @path does not exist;
+ *  -ENOTBLK: @path is neither a block device nor a regular file;
+ *  -EOPNOTSUPP: backend "io_uring" but libpwb was built without liburing;
+ *           or io_uring_queue_init()'s error (-ENOSYS, -EPERM, -ENOMEM)
+ *           when the kernel refuses io_uring (use "psync"); or
+ *           PWB_BDI_ATOMIC_WRITES on a device that reports no atomic
+ *           write range holding page_size;
+ *  -ENOMEM; or the errno of open(), a device ioctl or pthread_create().
+ */
+PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
+			 struct pwb_bdi **bdip);
+
+/**
+ * pwb_bdi_close() - write everything back, stop the flushers, free the bdi
+ * @bdi: the bdi; NULL is a no-op returning 0
+ *
+ * Runs an integrity sync of every inode, flushes the device cache, stops the
+ * flusher threads and frees the bdi. Inodes still open are written and freed
+ * too: their handles become invalid. Nothing is left allocated even when a
+ * write fails; the pages that could not be written are then dropped and the
+ * error returned.
+ *
+ * Calls running when the close begins finish first, with their own result:
+ * a pwb_sync(), pwb_bdi_writeback(), re-shard or pwb_fsync() in progress
+ * completes (a pwb_balance_dirty() or throttled pwb_mark_dirty() stops
+ * waiting and returns -ESHUTDOWN, its range dirty and written by the
+ * close), and a pwb_inode_close() running on another thread completes
+ * before the bdi is freed. Of the calls that begin after the close began
+ * (see the conventions above), pwb_sync(), pwb_bdi_writeback(),
+ * pwb_bdi_set_nr_wb_ctx(), pwb_bdi_set_policy(), pwb_bdi_policy(),
+ * pwb_balance_dirty() and pwb_inode_open() fail with -ESHUTDOWN at once;
+ * the queries (pwb_bdi_stats(), pwb_wb_ctx_stats(), pwb_bdi_info(),
+ * pwb_balance_dirty_nowait(), the fault functions) keep answering while
+ * the close writes back and fail with -ESHUTDOWN (pwb_bdi_nr_wb_ctx(): 0)
+ * once it tears down; inode functions fail with -EBADF once the close
+ * reached their inode.
+ *
+ * Context: any thread but a flusher (ops callback); sleeps.
+ * Return: 0; -EDEADLK from an ops callback; -EBADF if a close of @bdi is
+ *         already running; otherwise the first write or flush error not yet
+ *         reported by pwb_sync() (-EIO, -ENOSPC, ...).
+ */
+PWB_API int pwb_bdi_close(struct pwb_bdi *bdi);
+
+/**
+ * pwb_bdi_nr_wb_ctx() - number of writeback contexts of @bdi
+ *
+ * Context: any thread; lock-free (RCU).
+ * Return: the count (at least 1), or 0 if @bdi is NULL or being torn down
+ *         by pwb_bdi_close().
+ */
+PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi);
+
+/**
+ * pwb_bdi_set_nr_wb_ctx() - change the number of writeback contexts live
+ * @bdi: the bdi
+ * @nr: the new count, 1 .. PWB_MAX_WB_CTX; 0 picks automatically as
+ *      pwb_bdi_open() does
+ *
+ * Re-shards while writers and flushers run, like the kernel's
+ * inode_switch_wbs(): the flushers are parked between work items (with no
+ * write in flight), every affined inode is moved to the context the shard
+ * policy now gives it, under both contexts' list locks, the new context
+ * array is published with RCU, and retired contexts are freed after a grace
+ * period. No inode is ever on two lists and no dirty page is lost; a
+ * pwb_sync() or pwb_fsync() running meanwhile still covers everything
+ * dirtied before it began (it repeats its work if a re-shard overtook it).
+ * Cumulative counters of retired contexts stay in pwb_bdi_stats().
+ * With nr_flushers = 0 (one thread per context) threads are started and
+ * stopped to match.
+ *
+ * On a bdi opened with PWB_BDI_AUTO_WB_CTX the caller wins over the tuner:
+ * a non-zero @nr pauses tuning (auto_reason PWB_AUTO_USER) after any
+ * re-shard the tuner has begun, and @nr 0 resumes it with fresh
+ * measurements, from the count pwb_bdi_open() would start with.
+ *
+ * Context: any thread but a flusher; sleeps. Calls are serialised.
+ * Return: 0; -EINVAL for a NULL @bdi or @nr above PWB_MAX_WB_CTX; -EDEADLK
+ *         from an ops callback; -ESHUTDOWN if pwb_bdi_close() has begun;
+ *         -ENOMEM, or pthread_create()'s error (the bdi then keeps its old
+ *         count).
+ */
+PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr);
+
+/**
+ * pwb_bdi_set_policy() - switch the shard policy live
+ * @bdi: the bdi
+ * @spec: "name[:key=value,...]" as in pwb_bdi_config.policy; NULL means
+ *        "inode-hash". Copied.
+ *
+ * The new policy is created first (a bad spec changes nothing), then
+ * installed the way pwb_bdi_set_nr_wb_ctx() re-shards: flushers parked,
+ * every affined inode moved to the context the new policy gives it, the
+ * policy published with RCU, the old one destroyed after a grace period.
+ * Writers, syncs and fsyncs may run meanwhile and lose nothing.
+ *
+ * Context: any thread but a flusher; sleeps. Calls are serialised with
+ * re-shards.
+ * Return: 0; -EINVAL for a NULL @bdi or bad arguments in @spec; -ENOENT
+ *         for an unknown policy name; -EDEADLK from an ops callback;
+ *         -ESHUTDOWN if pwb_bdi_close() has begun; -ENOMEM; or the error
+ *         of the policy's init.
+ */
+PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec);
+
+/**
+ * struct pwb_bdi_info - facts a bdi found about its device
+ */
+struct pwb_bdi_info {
+	uint64_t capacity;		/* bytes usable (page multiple) */
+	unsigned int logical_block_size;	/* direct-I/O alignment */
+	unsigned int page_size;
+	unsigned int nr_wb_ctx;
+	int rotational;			/* 1, 0, or -1 if unknown */
+	unsigned int nr_flushers;	/* threads running now */
+	int is_blockdev;
+	char policy[64];		/* policy name in use */
+	char backend[16];		/* I/O backend in use */
+	/* ---- beyond the core contract ---- */
+	/** What statx(STATX_WRITE_ATOMIC) reports: the smallest and largest
+	 *  write the device performs untorn, in bytes, and how many iovec
+	 *  segments one such write may have; all 0 where it reports none. */
+	unsigned int atomic_write_unit_min;
+	unsigned int atomic_write_unit_max;
+	unsigned int atomic_write_segments_max;
+	/** 1 if pages go out with RWF_ATOMIC (see PWB_BDI_ATOMIC_WRITES). */
+	int atomic_writes;
+};
+
+/**
+ * pwb_bdi_info() - report device geometry and settings
+ * @bdi: the bdi
+ * @info: filled on success
+ *
+ * Context: any thread; lock-free (RCU).
+ * Return: 0; -EINVAL if an argument is NULL; -ESHUTDOWN once
+ *         pwb_bdi_close() tears the bdi down.
+ */
+PWB_API int pwb_bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info);
+
+/** Reasons for pwb_bdi_writeback(), named after the kernel's. */
+enum pwb_wb_reason {
+	/** Write inodes dirty for longer than dirty_expire_ms ("kupdate"). */
+	PWB_WB_PERIODIC = 1,
+	/** Write anything while dirty bytes exceed dirty_background_bytes. */
+	PWB_WB_BACKGROUND = 2,
+	/** Write everything dirty now, without waiting for the device cache
+	 *  (WB_SYNC_NONE; "start writeback on everything"). */
+	PWB_WB_ALL = 3,
+	/** Only in events: an integrity sync pass (pwb_sync, pwb_fsync,
+	 *  close). pwb_bdi_writeback() refuses it. */
+	PWB_WB_SYNC = 4,
+};
+
+/** What a struct pwb_event reports. */
+enum pwb_event_type {
+	PWB_EV_WB_START = 1,	/* a writeback pass starts on a context */
+	PWB_EV_WB_END = 2,	/* and ends: pages, duration_ns */
+	PWB_EV_THROTTLE = 3,	/* a dirtier slept in pwb_balance_dirty */
+};
+
+/**
+ * struct pwb_event - one event for pwb_bdi_config.event
+ *
+ * Every PWB_EV_WB_START is followed, on the same thread, by the
+ * PWB_EV_WB_END of the same context and reason, with no other event of
+ * that context between them. Fields may be appended in later releases.
+ */
+struct pwb_event {
+	enum pwb_event_type type;
+	unsigned int ctx;		/* WB_*: context index; THROTTLE: 0 */
+	enum pwb_wb_reason reason;	/* WB_*: why the pass runs */
+	uint64_t pages;			/* WB_END: pages written by the pass */
+	uint64_t duration_ns;		/* WB_END: pass; THROTTLE: the sleep */
+};
+
+/** pwb_bdi_writeback() flag: wait until every context finished the pass. */
+#define PWB_WB_WAIT 0x1u
+
+/**
+ * pwb_bdi_writeback() - start a writeback pass on every context
+ * @bdi: the bdi
+ * @reason: one of enum pwb_wb_reason
+ * @flags: 0 or PWB_WB_WAIT
+ *
+ * Queues one work item per context, all at once. Flushers also do periodic
+ * and background passes on their own; this lets a caller kick them (for
+ * example right after advancing an injected clock). Write errors are not
+ * returned here: they are kept for pwb_fsync()/pwb_sync().
+ *
+ * Context: any thread; with PWB_WB_WAIT not from an ops callback; sleeps.
+ * Return: 0; -EINVAL for a NULL @bdi, unknown @reason or flags; -EDEADLK
+ *         when waiting from an ops callback; -ESHUTDOWN if pwb_bdi_close()
+ *         has begun; -ENOMEM.
+ */
+PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+			      unsigned int flags);
+
+/* ---------------------------------------------------------------------- */
+/* Inodes                                                                 */
+
+/**
+ * struct pwb_inode_ops - how libpwb reaches an inode's data
+ *
+ * The callbacks run on flusher threads with no libpwb lock held. They may
+ * call pwb_mark_dirty() and the query functions, never pwb_fsync(),
+ * pwb_sync() or a close function. Append-only: later releases add fields at
+ * the end, and a zeroed field is always "absent".
+ */
+struct pwb_inode_ops {
+	/** Required. Store in *data the address of page @index: page_size
+	 *  bytes, aligned to the logical block size (for O_DIRECT), which must
+	 *  stay valid and unchanged in size until end_write for that page (or
+	 *  the writepage call's return, if end_write is absent). Return 0 or a
+	 *  negative errno, which is recorded as a write error of the page. */
+	int (*get_page)(struct pwb_inode *inode, uint64_t index,
+			const void **data);
+	/** Required. Store in *dev_off the device byte offset of page @index:
+	 *  a multiple of the logical block size, with the whole page inside
+	 *  the device. Return 0 or a negative errno (recorded as above). */
+	int (*map_page)(struct pwb_inode *inode, uint64_t index,
+			uint64_t *dev_off);
+	/** Optional. Called once per finished write of pages
+	 *  [@index, @index + @nr) with 0 or the negative errno of the write. */
+	void (*end_write)(struct pwb_inode *inode, uint64_t index, uint64_t nr,
+			  int err);
+	/** Optional. Write the inode's own metadata (its "inode block");
+	 *  @sync is 1 during integrity sync. Called by writeback when
+	 *  pwb_mark_inode_dirty() set PWB_I_DIRTY_META or PWB_I_DIRTY_TIME. */
+	int (*write_inode)(struct pwb_inode *inode, int sync);
+};
+
+/**
+ * pwb_inode_open() - register an inode on a bdi
+ * @bdi: the bdi
+ * @ino: the application's number for it, unique on @bdi
+ * @ops: callbacks; the struct is copied
+ * @priv: the application's pointer, returned by pwb_inode_priv()
+ * @inodep: on success, the new inode
+ *
+ * The inode is affined to a writeback context when it is first dirtied.
+ *
+ * Context: any thread. The caller owns the inode and closes it with
+ * pwb_inode_close() (or pwb_bdi_close()).
+ * Return: 0; -EINVAL for a NULL argument or an ops table without get_page or
+ *         map_page; -EEXIST if @ino is already open on @bdi; -ESHUTDOWN if
+ *         @bdi is closing; -ENOMEM.
+ */
+PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
+			   const struct pwb_inode_ops *ops, void *priv,
+			   struct pwb_inode **inodep);
+
+/**
+ * pwb_inode_close() - write an inode back, wait, and free it
+ * @inode: the inode; NULL is a no-op returning 0
+ *
+ * Like pwb_fsync(), then unregisters and frees the inode (after an RCU grace
+ * period, so concurrent lock-free lookups stay safe). Calls on @inode already
+ * running finish first (a pwb_fsync() with its own result) or fail with
+ * -EBADF; writes of its pages still in flight, started by any pass, are
+ * waited for, so no callback runs for @inode once this returns. Pages that
+ * could not be written are dropped after the error is returned.
+ *
+ * Context: any thread but a flusher; sleeps. Calls on @inode that begin
+ * after this began fail with -EBADF while the inode exists (see the
+ * conventions at the top).
+ * Return: 0; -EDEADLK from an ops callback; otherwise the first write error
+ *         of this inode not yet reported by pwb_fsync().
+ */
+PWB_API int pwb_inode_close(struct pwb_inode *inode);
+
+/**
+ * pwb_inode_priv() - the application pointer given to pwb_inode_open()
+ *
+ * Context: any thread.
+ * Return: the pointer, or NULL if @inode is NULL.
+ */
+PWB_API void *pwb_inode_priv(const struct pwb_inode *inode);
+
+/**
+ * pwb_inode_ino() - the inode's number
+ *
+ * Context: any thread.
+ * Return: the number (0 for a NULL @inode).
+ */
+PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode);
+
+/**
+ * pwb_inode_wb_ctx() - the writeback context the inode is affined to
+ *
+ * The shard policy picks the context when the inode is first dirtied; the
+ * inode stays with it afterwards, clean or dirty, until a re-shard
+ * (pwb_bdi_set_nr_wb_ctx) moves it. Under a shared-list policy
+ * (PWB_POLICY_F_SHARED_LIST) every inode is on context 0, and its pages
+ * are written by whichever flusher claims it, one at a time.
+ *
+ * Context: any thread.
+ * Return: the context index (0 .. pwb_bdi_nr_wb_ctx() - 1); -EINVAL for a
+ *         NULL @inode; -ENODATA if the inode was never dirtied.
+ */
+PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode);
+
+/**
+ * pwb_inode_dirty_pages() - number of dirty pages of @inode
+ * @inode: the inode
+ * @nr: filled with the count of pages dirty and not yet being written
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL argument.
+ */
+PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr);
+
+/**
+ * pwb_mark_dirty() - record that the application changed a byte range
+ * @inode: the inode
+ * @off: first byte changed
+ * @len: number of bytes; the range is rounded out to whole pages
+ *
+ * Call it after the new bytes are in the page memory. A page already dirty
+ * stays where it is; the first dirtying of a clean inode stamps its
+ * dirtied_when and queues it at the tail of its context's b_dirty list. A
+ * page being written is dirtied again, and written again later, so the last
+ * contents always reach the device. @len == 0 does nothing.
+ *
+ * With PWB_BDI_THROTTLE set on the bdi it then calls pwb_balance_dirty()
+ * (not from ops callbacks), and may sleep there.
+ *
+ * Context: any thread, including ops callbacks; never sleeps on I/O unless
+ * PWB_BDI_THROTTLE is set.
+ * Return: 0; -EINVAL for a NULL @inode; -EOVERFLOW if @off + @len wraps past
+ *         2^64; -EFBIG if the range covers more pages than the device
+ *         holds; -EBADF if @inode is being closed; -ESHUTDOWN if the bdi
+ *         is being torn down and @inode was never dirtied; -ENOMEM; with
+ *         PWB_BDI_THROTTLE, -ETIMEDOUT or -ESHUTDOWN as
+ *         pwb_balance_dirty() (the range is dirty all the same).
+ */
+PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len);
+
+/**
+ * pwb_inode_error() - the inode's failed mark, without consuming it
+ *
+ * Context: any thread.
+ * Return: 0 if the inode is not marked failed, else the -errno it was
+ *         marked with (see max_write_failures); -EINVAL for a NULL @inode.
+ */
+PWB_API int pwb_inode_error(struct pwb_inode *inode);
+
+/**
+ * pwb_inode_clear_error() - forget the failed mark and the failure count
+ *
+ * Errors recorded but not yet reported are still reported once by the next
+ * pwb_fsync(). Writeback retries the inode's dirty pages from now on without
+ * back-off.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL @inode; -EBADF if it is being closed.
+ */
+PWB_API int pwb_inode_clear_error(struct pwb_inode *inode);
+
+/** pwb_mark_inode_dirty() flags. */
+#define PWB_I_DIRTY_META 0x1u	/* metadata changed: written with the pages */
+#define PWB_I_DIRTY_TIME 0x2u	/* only timestamps: lazily, b_dirty_time */
+
+/**
+ * pwb_mark_inode_dirty() - record that the inode's own metadata changed
+ * @inode: the inode, whose ops must have write_inode
+ * @flags: PWB_I_DIRTY_META and/or PWB_I_DIRTY_TIME
+ *
+ * Context: any thread, including ops callbacks.
+ * Return: 0; -EINVAL for NULL, bad flags or no write_inode op; -EBADF if the
+ *         inode is being closed.
+ */
+PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
+
+/**
+ * pwb_fsync() - make an inode's dirty data durable
+ * @inode: an open inode
+ *
+ * Queues an integrity-sync work item on the inode's context and waits for
+ * it: every page dirty when the flusher starts the item is written (pages
+ * dirtied meanwhile are not waited for, so constant re-dirtying cannot
+ * livelock it), every write in flight is waited for, then the device cache
+ * is flushed (fdatasync). Dirty metadata is written through write_inode.
+ *
+ * Errors (the kernel's errseq_t model): a failed write, get_page, map_page,
+ * write_inode or device flush is recorded on the inode. Each pwb_fsync()
+ * takes its own cursor when it starts and returns the first error recorded
+ * since the last one reported to an fsync of this inode: two fsyncs running
+ * together both get an error that neither had seen, and an fsync that
+ * starts after an error was returned does not get it again (pwb_sync() has
+ * its own cursor and gets it too). pwb_inode_close() reports what no fsync
+ * reported. After max_write_failures failed writeback visits in a row the
+ * inode is marked failed: every pwb_fsync() then returns that error, even
+ * when later writes succeed, until pwb_inode_clear_error().
+ *
+ * Context: any thread but a flusher; sleeps.
+ * Return: 0; -EINVAL for a NULL @inode; -EBADF if @inode is being closed;
+ *         -EDEADLK from an ops callback; -ENOMEM; or a write or flush error
+ *         (-EIO, -ENOSPC, ...) of this inode that no earlier pwb_fsync()
+ *         returned: each error is reported once. A page that map_page put
+ *         (partly) outside the device fails with -ERANGE, one not aligned
+ *         to the logical block size with -EINVAL. Pages whose write failed
+ *         stay dirty.
+ */
+PWB_API int pwb_fsync(struct pwb_inode *inode);
+
+/**
+ * pwb_sync() - make every inode's dirty data durable
+ * @bdi: the bdi
+ *
+ * Queues integrity-sync work on every context at once, waits for all of them,
+ * then flushes the device cache once.
+ *
+ * Errors: the bdi records every error of every inode. Like pwb_fsync(),
+ * each pwb_sync() takes its own cursor at the start and returns an error
+ * recorded since the last one reported to a pwb_sync() of this bdi, once;
+ * concurrent syncs each get it; fsync callers are not affected (they have
+ * the inode's cursor). A failed inode mark does not make pwb_sync() fail.
+ *
+ * Context: any thread but a flusher; sleeps.
+ * Return: 0; -EINVAL for a NULL @bdi; -EDEADLK from an ops callback;
+ *         -ESHUTDOWN if pwb_bdi_close() has begun; -ENOMEM; or a write or
+ *         flush error on @bdi that no earlier pwb_sync() returned (each
+ *         reported once to pwb_sync callers).
+ */
+PWB_API int pwb_sync(struct pwb_bdi *bdi);
+
+/* ---------------------------------------------------------------------- */
+/* Dirty throttling                                                       */
+
+/**
+ * pwb_balance_dirty() - hold a dirtier back while the bdi has too much dirty
+ * @bdi: the bdi
+ *
+ * The kernel's balance_dirty_pages() in spirit. Below
+ * dirty_background_bytes it returns at once. Above it, background writeback
+ * runs on every context. Between the set point (half way from the
+ * background threshold to dirty_bytes) and dirty_bytes the caller sleeps,
+ * at most 200 ms at a time, in proportion to how far dirty memory is above
+ * the set point and to the contexts' measured write bandwidth, so writers
+ * settle at the device's pace. At dirty_bytes it waits until dirty memory
+ * falls below the limit. The caller never writes pages itself.
+ *
+ * Context: any thread but a flusher; sleeps.
+ * Return: 0; -EINVAL for a NULL @bdi; -EDEADLK from an ops callback;
+ *         -ETIMEDOUT if the device did not make room within
+ *         throttle_timeout_ms; -ESHUTDOWN if pwb_bdi_close() began before
+ *         or while it waited.
+ */
+PWB_API int pwb_balance_dirty(struct pwb_bdi *bdi);
+
+/**
+ * pwb_balance_dirty_nowait() - the non-blocking check, for event loops
+ *
+ * Context: any thread; never sleeps.
+ * Return: 0 if a dirtier may go on now; -EAGAIN if pwb_balance_dirty()
+ *         would sleep (background writeback has been started); -EINVAL for
+ *         a NULL @bdi; -ESHUTDOWN once pwb_bdi_close() tears it down.
+ */
+PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi);
+
+/* ---------------------------------------------------------------------- */
+/* Fault injection (testing)                                              */
+
+/** What an injected fault does to a write. */
+enum pwb_fault_kind {
+	PWB_FAULT_NONE = 0,	/* no fault: clears injection */
+	PWB_FAULT_EIO = 1,	/* the write fails with -EIO, nothing written */
+	PWB_FAULT_ENOSPC = 2,	/* the write fails with -ENOSPC */
+	PWB_FAULT_SHORT = 3,	/* the device takes only part of the write
+				 * once; the backend must continue it */
+	PWB_FAULT_DELAY = 4,	/* the write is delayed by delay_ms */
+};
+
+/**
+ * struct pwb_fault - which writes an injected fault hits
+ *
+ * A write is hit when it overlaps [dev_start, dev_end) (dev_end 0 means the
+ * whole device) and one of: it is the @nth matching write counted from
+ * pwb_bdi_inject_fault() (1-based; 0 = unused), or a multiple of @every
+ * (0 = unused), or a pseudo-random draw (seeded by @seed) falls below
+ * @ppm parts per million. At most @max_hits writes are hit (0 = no cap).
+ * Faults wrap the real backend: unhit writes go to the device unchanged.
+ */
+struct pwb_fault {
+	enum pwb_fault_kind kind;
+	uint64_t nth;
+	uint64_t every;
+	uint32_t ppm;
+	uint64_t seed;
+	uint64_t dev_start;
+	uint64_t dev_end;
+	unsigned int delay_ms;
+	uint64_t max_hits;
+};
+
+/**
+ * pwb_bdi_inject_fault() - start, change or stop fault injection
+ * @bdi: the bdi
+ * @fault: the rule, copied; NULL or kind PWB_FAULT_NONE stops injection
+ *
+ * Takes effect for writes submitted after the call. The examples also read
+ * the environment variable PWB_FAULT ("eio:every=10", see doc/faults.md).
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL @bdi, an unknown kind, or a rule that can
+ *         never hit (no nth, every or ppm); -ENOMEM; -ESHUTDOWN once
+ *         pwb_bdi_close() tears the bdi down.
+ */
+PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
+				 const struct pwb_fault *fault);
+
+/**
+ * pwb_fault_parse() - turn a PWB_FAULT-style string into a rule
+ * @spec: "kind[:key=value,...]", kind one of eio, enospc, short, delay,
+ *        none; keys nth, every, ppm, seed, start, end, delay_ms, max_hits
+ * @fault: filled on success
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for NULL arguments or a malformed spec.
+ */
+PWB_API int pwb_fault_parse(const char *spec, struct pwb_fault *fault);
+
+/**
+ * pwb_fault_hits() - number of writes hit by injection since the bdi opened
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL argument; -ESHUTDOWN once pwb_bdi_close()
+ *         tears the bdi down.
+ */
+PWB_API int pwb_fault_hits(struct pwb_bdi *bdi, uint64_t *hits);
+
+/* ---------------------------------------------------------------------- */
+/* Statistics                                                             */
+
+/**
+ * struct pwb_stats - counters, of one context or summed over a bdi
+ *
+ * "now" fields are instantaneous; the others count since the bdi opened.
+ * Fields may be appended in later releases.
+ */
+struct pwb_stats {
+	uint64_t nr_dirty_inodes;	/* now: inodes on b_dirty/b_io/b_more_io */
+	uint64_t dirty_pages;		/* now: dirty, not yet being written */
+	uint64_t writeback_pages;	/* now: being written */
+	uint64_t dirtied_pages;		/* pages that went clean -> dirty */
+	uint64_t written_pages;		/* pages written successfully */
+	uint64_t io_submitted;		/* write requests issued */
+	uint64_t io_errors;		/* write requests that failed */
+	uint64_t bytes_written;		/* bytes written successfully */
+	/* ---- beyond the core contract ---- */
+	uint64_t nr_inodes;		/* now: inodes affined to the context */
+	uint64_t nr_dirty_time_inodes;	/* now: on b_dirty_time */
+	uint64_t wb_passes;		/* work items run by the flusher */
+	uint64_t periodic_passes;	/* of which periodic (kupdate) */
+	uint64_t background_passes;	/* of which background */
+	uint64_t sync_passes;		/* of which integrity sync */
+	uint64_t inodes_written;	/* inode visits that wrote something */
+	uint64_t device_flushes;	/* fdatasync calls */
+	uint64_t flush_ns;		/* time the flusher spent in passes */
+	uint64_t write_bandwidth;	/* bytes/s, moving average */
+	uint64_t throttle_ns;		/* time dirtiers slept in balance */
+	uint64_t throttle_events;	/* sleeps in pwb_balance_dirty */
+	uint64_t io_extents;		/* contiguous dirty extents written */
+	/** Now, pwb_bdi_stats only: max over mean of the contexts' dirty
+	 *  pages, times 1000 (1000 = perfectly even; 0 if nothing dirty). */
+	uint64_t imbalance_milli;
+	/* ---- automatic parallelism (PWB_BDI_AUTO_WB_CTX), pwb_bdi_stats
+	 * only; all 0 without the flag ---- */
+	uint64_t auto_nr_wb_ctx;	/* now: the count the tuner chose */
+	uint64_t auto_reason;		/* now: enum pwb_auto_reason of its last
+					 * decision (pwb_auto_reason_str) */
+	uint64_t auto_steps;		/* re-shards the tuner made */
+	uint64_t auto_windows;		/* windows measured (busy enough) */
+	uint64_t auto_best_bw;		/* now: bytes/s of the fastest count
+					 * measured in the current search */
+	uint64_t auto_best_nr_wb_ctx;	/* now: that count (0: none yet) */
+	/** Time the flusher slept to keep background and periodic writeback
+	 *  under rate_limit_bytes_per_sec, in ns. */
+	uint64_t rate_limited_ns;
+};
+
+/**
+ * enum pwb_auto_reason - why the tuner holds its current count
+ *
+ * The value of pwb_stats.auto_reason; pwb_auto_reason_str() names it.
+ * Values may be added in later releases.
+ */
+enum pwb_auto_reason {
+	/** Tuning is off (the bdi has no PWB_BDI_AUTO_WB_CTX). */
+	PWB_AUTO_OFF = 0,
+	/** Tuning is on; no window has been measured yet. */
+	PWB_AUTO_START = 1,
+	/** The last window had too little writeback to measure (nothing
+	 *  dirty at one of its ends, or under 64 pages written): count kept. */
+	PWB_AUTO_IDLE = 2,
+	/** Trying more contexts than the fastest count measured so far. */
+	PWB_AUTO_PROBE_UP = 3,
+	/** Trying fewer contexts than the fastest count measured so far. */
+	PWB_AUTO_PROBE_DOWN = 4,
+	/** Both neighbouring counts measured no faster: holding the fastest
+	 *  (the fewest contexts within 5% of the fastest). */
+	PWB_AUTO_SETTLED = 5,
+	/** The periodic re-check of a neighbour of the settled count. */
+	PWB_AUTO_REPROBE = 6,
+	/** pwb_bdi_set_nr_wb_ctx() set a count: tuning paused until it is
+	 *  called with 0. */
+	PWB_AUTO_USER = 7,
+	/** The contexts were re-sharded by someone else (a policy switch) or
+	 *  tuning resumed: measurements dropped, the search starts again. */
+	PWB_AUTO_RESET = 8,
+	/** A re-shard failed (-ENOMEM, thread creation): the count stays and
+	 *  the next window decides again. */
+	PWB_AUTO_FAILED = 9,
+};
+
+/**
+ * pwb_auto_reason_str() - name an enum pwb_auto_reason value
+ * @reason: a value of pwb_stats.auto_reason
+ *
+ * Context: any thread.
+ * Return: a static string ("settled", "probe-up", ...), never NULL;
+ *         "unknown" for values this release does not know.
+ */
+PWB_API const char *pwb_auto_reason_str(unsigned int reason);
+
+/**
+ * pwb_bdi_stats() - counters summed over every context of @bdi
+ *
+ * Context: any thread; lock-free (the counters of different contexts are
+ * read one after another, so the sum is not an atomic snapshot).
+ * Return: 0; -EINVAL for a NULL argument; -ESHUTDOWN once pwb_bdi_close()
+ *         tears the bdi down.
+ */
+PWB_API int pwb_bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st);
+
+/**
+ * pwb_wb_ctx_stats() - counters of context @idx
+ *
+ * Context: any thread; lock-free.
+ * Return: 0; -EINVAL for a NULL argument; -ERANGE if @idx is not below
+ *         pwb_bdi_nr_wb_ctx(); -ESHUTDOWN once pwb_bdi_close() tears the
+ *         bdi down.
+ */
+PWB_API int pwb_wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
+			     struct pwb_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PWB_H */
