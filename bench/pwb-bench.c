@@ -29,6 +29,10 @@
  *             peak dirty memory against its bound, writer throughput
  *             against the device's, and its steadiness second by second
  *   memory    bytes of tracking per dirty page and per registered inode
+ *   one-file  one inode (a database in one file) under the "region"
+ *             policy, 1, 2, 4 contexts: sequential 4 KiB writes
+ *             (one-file-seq) and random 4 KiB pages never adjacent
+ *             (one-file-rand), against fio numjobs 1, 2, 4 on the file
  *   wal       transactions under the write-ahead rule: T threads append
  *             log records to a log inode (on a bdi of its own, group
  *             commit by a log writer thread) and dirty data pages with
@@ -65,12 +69,20 @@
 #define CTX_AUTO 0u
 
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
-		WL_THROTTLE, WL_MEMORY, WL_WAL, NR_WL };
+		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
+		WL_WAL, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
-	"memory", "wal",
+	"memory", "one-file-seq", "one-file-rand", "wal",
 };
+
+/* The one-file workloads: one inode, written by every context under the
+ * "region" policy (unless --policy says otherwise). */
+static bool one_file(enum workload wl)
+{
+	return wl == WL_ONEFILE_SEQ || wl == WL_ONEFILE_RAND;
+}
 
 struct opts {
 	bool wl[NR_WL];
@@ -277,6 +289,9 @@ static const struct pwb_inode_ops app_ops = {
 	.map_page = app_map_page,
 };
 
+/* A policy for the next bdi_open() in place of --policy, or NULL. */
+static const char *g_policy;
+
 static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 				unsigned int ctx, bool writeback)
 {
@@ -293,7 +308,7 @@ static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 		cfg.auto_interval_ms = o.auto_ms;
 	}
 	cfg.nr_flushers = o.flushers;
-	cfg.policy = o.policy;
+	cfg.policy = g_policy ? g_policy : o.policy;
 	cfg.backend = backend;
 	cfg.io_depth = o.depth;
 	if (o.throttle)
@@ -353,6 +368,20 @@ static struct wr *plan_alloc(uint64_t n)
 	return w;
 }
 
+/* Put the @n writes of @w in random order (Fisher-Yates, from *@seed). */
+static void shuffle(struct wr *w, uint64_t n, uint64_t *seed)
+{
+	uint64_t k;
+
+	for (k = n; k > 1; k--) {
+		uint64_t j = xrand(seed) % k;
+		struct wr tmp = w[k - 1];
+
+		w[k - 1] = w[j];
+		w[j] = tmp;
+	}
+}
+
 /*
  * Build the write stream of each thread for @wl over an image of @img
  * bytes. Every contender replays exactly this stream.
@@ -402,13 +431,7 @@ static void plan_build(struct plan *p, enum workload wl, uint64_t img,
 				for (k = 0; k < half; k++)
 					p->w[t][n++] = (struct wr){
 						i, PS, 2 * k * PS };
-			for (k = n; k > 1; k--) {
-				uint64_t j = xrand(&seed) % k;
-				struct wr tmp = p->w[t][k - 1];
-
-				p->w[t][k - 1] = p->w[t][j];
-				p->w[t][j] = tmp;
-			}
+			shuffle(p->w[t], n, &seed);
 			p->nr[t] = n;
 		}
 		break;
@@ -459,6 +482,34 @@ static void plan_build(struct plan *p, enum workload wl, uint64_t img,
 					xrand(&seed) % (p->inode_bytes / PS) *
 						PS };
 			p->nr[t] = per;
+		}
+		break;
+	}
+	case WL_ONEFILE_SEQ:
+	case WL_ONEFILE_RAND: {
+		/*
+		 * One inode; thread t owns the t-th contiguous part of it.
+		 * Sequential: every page of a file of --size, in order.
+		 * Random: every even page of a file of 2 x --size once, in
+		 * random order (never adjacent: each page its own write).
+		 */
+		bool seq = wl == WL_ONEFILE_SEQ;
+		uint64_t step = seq ? PS : 2 * PS;
+		uint64_t part;
+
+		p->nr_inodes = 1;
+		p->inode_bytes = (seq ? img / 2 : img) / (2 * PS) * (2 * PS);
+		part = p->inode_bytes / threads / step * step;
+		for (t = 0; t < threads; t++) {
+			uint64_t n = part / step, k, seed = 0x0f11eull + t;
+
+			p->w[t] = plan_alloc(n);
+			for (k = 0; k < n; k++)
+				p->w[t][k] = (struct wr){ 0, PS,
+							  t * part + k * step };
+			if (!seq)
+				shuffle(p->w[t], n, &seed);
+			p->nr[t] = n;
 		}
 		break;
 	}
@@ -632,9 +683,22 @@ static double run_pwb(const struct plan *p, unsigned int ctx,
 	unsigned int i;
 	int rc;
 
+	char spec[64];
+
 	if (!ai)
 		die("out of memory");
+	if (one_file(res->wl) && !o.policy) {
+		/* One region of the file per context, whatever the size of
+		 * the device beyond it. */
+		uint64_t per = p->inode_bytes / (ctx ? ctx : 2);
+
+		per = (per + (1u << 20) - 1) >> 20;
+		snprintf(spec, sizeof(spec), "region:bytes=%" PRIu64 "M",
+			 per ? per : 1);
+		g_policy = spec;
+	}
 	bdi = bdi_open(g_img, o.backend, ctx, true);
+	g_policy = NULL;
 	for (i = 0; i < p->nr_inodes; i++) {
 		ai[i].base = (uint64_t)i * p->inode_bytes;
 		ai[i].mem = g_mem + ai[i].base;
@@ -668,7 +732,7 @@ static double run_pwb(const struct plan *p, unsigned int ctx,
 			st.auto_steps, st.auto_windows,
 			(unsigned int)st.auto_best_nr_wb_ctx,
 			(double)st.auto_best_bw / MIB);
-	if (res->wl == WL_SKEW)
+	if (res->wl == WL_SKEW || (one_file(res->wl) && o.verbose))
 		print_ctx_balance(bdi);
 	res->bytes = bytes;
 	rc = pwb_bdi_close(bdi);
@@ -837,6 +901,10 @@ static double run_fio(enum workload wl, const struct plan *p,
 		snprintf(rt, sizeof(rt), "--runtime=%g", o.duration);
 	switch (wl) {
 	case WL_SEED:
+	case WL_ONEFILE_SEQ:
+		/* one-file: libpwb merges the 4 KiB pages into max_io_bytes
+		 * (1 MiB) requests; fio sends the device the same ones, each
+		 * job its own part of the one file. */
 		snprintf(job, sizeof(job),
 			 "--ioengine=%s --iodepth=%u --numjobs=%u --rw=write "
 			 "--bs=1M --size=%" PRIu64 " --offset_increment=%"
@@ -844,6 +912,7 @@ static double run_fio(enum workload wl, const struct plan *p,
 			 engine, depth, jobs, region, region, rt);
 		break;
 	case WL_RAND4K:
+	case WL_ONEFILE_RAND:
 		/* 8 KiB alignment: 4 KiB writes never adjacent, as ours. */
 		snprintf(job, sizeof(job),
 			 "--ioengine=%s --iodepth=%u --numjobs=%u "
@@ -2105,6 +2174,10 @@ static void parse_workloads(const char *s)
 				o.wl[i] = true;
 			continue;
 		}
+		if (!strcmp(tok, "one-file")) {
+			o.wl[WL_ONEFILE_SEQ] = o.wl[WL_ONEFILE_RAND] = true;
+			continue;
+		}
 		for (i = 0; i < NR_WL; i++)
 			if (!strcmp(tok, wl_name[i]))
 				break;
@@ -2120,7 +2193,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: pwb-bench [options]\n"
 "  --workload LIST   seed,rand4k,skew,fsync,markdirty,null,throttle,\n"
-"                    memory, wal or all (seed)\n"
+"                    memory, one-file (one-file-seq,one-file-rand),\n"
+"                    wal or all (seed)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
@@ -2442,7 +2516,8 @@ int main(int argc, char **argv)
 	 * engine-only workloads, which never write to it. */
 	need = 2 * o.size;
 	if (o.wl[WL_SEED] || o.wl[WL_RAND4K] || o.wl[WL_SKEW] ||
-	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE] || o.wl[WL_WAL]) {
+	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE] || o.wl[WL_ONEFILE_SEQ] ||
+	    o.wl[WL_ONEFILE_RAND] || o.wl[WL_WAL]) {
 		if (o.device) {
 			g_img = strdup(o.device);
 			img = device_size(g_img);

@@ -6,7 +6,8 @@
  * each). A *shard policy* decides, once per inode at its first dirtying,
  * which context the inode is affined to; from then on that context's
  * flusher alone writes the inode's pages (except under
- * PWB_POLICY_F_SHARED_LIST, below, where flushers take turns). The application chooses a policy
+ * PWB_POLICY_F_SHARED_LIST, below, where flushers take turns, and
+ * PWB_POLICY_F_PER_PAGE, where each page is placed on its own). The application chooses a policy
  * by the string pwb_bdi_config.policy, "name[:key=value,...]", for example
  * "alloc-group:ag_size=1G".
  *
@@ -41,6 +42,17 @@
  *			0); every flusher claims "batch=N" inodes at a time
  *			from it (default 16, 1 to 1024), writes each whole
  *			and releases them when their writes have landed.
+ *	region		one inode on many contexts: each dirty *page*
+ *			goes to the context owning the region of the
+ *			device its map_page offset falls in, region r
+ *			(bytes=SIZE each, suffix K/M/G/T, a multiple of the
+ *			page size; default the device size divided by the
+ *			number of contexts, rounded down to 1 MiB) to context
+ *			r % nr_wb_ctx. An inode's pages may then sit on
+ *			several contexts, each writing its own in one
+ *			sequential stream; pwb_fsync() waits for all of
+ *			them. Hints are ignored; a page that cannot be
+ *			mapped goes where inode-hash puts the inode.
  *
  * More policies come from the application: an ops table registered in
  * process with pwb_policy_register(), or a shared object loaded at run time
@@ -69,7 +81,7 @@ extern "C" {
  * from ABI N"; a change that is not an append is a new major ABI, which
  * old plugins fail to load with -EPROTONOSUPPORT instead of misbehaving.
  */
-#define PWB_POLICY_ABI_VERSION 2
+#define PWB_POLICY_ABI_VERSION 3
 
 /** Longest policy name, in bytes, without the terminating NUL. */
 #define PWB_POLICY_NAME_MAX 47
@@ -168,6 +180,17 @@ struct pwb_policy_ops {
 	 *  flusher claims at a time, 1 to 1024 (other values, or no
 	 *  function, give 16). Called when the instance is installed. */
 	unsigned int (*batch)(void *state);
+
+	/* ---- valid from ABI 3 ---- */
+	/** Required with PWB_POLICY_F_PER_PAGE (registration fails with
+	 *  -EINVAL without it), ignored otherwise: return the context index,
+	 *  0 .. @nr_wb_ctx - 1, that should write page @info->index of
+	 *  @info->inode. Called when the page becomes dirty (again after it
+	 *  was written), under select()'s rules; a failure places the page
+	 *  where inode-hash would place the inode. select() is still asked
+	 *  for the inode as a whole (where its metadata is written). */
+	int (*select_page)(void *state, const struct pwb_policy_inode *info,
+			   unsigned int nr_wb_ctx);
 };
 
 /**
@@ -194,8 +217,21 @@ struct pwb_policy_ops {
  * pwb_fsync() of any inode runs on context 0's flusher.
  */
 #define PWB_POLICY_F_SHARED_LIST 0x2u
+/**
+ * PWB_POLICY_F_PER_PAGE - place each dirty page, not each inode (ABI 3)
+ *
+ * ops->select_page() is asked for every page as it becomes dirty, and an
+ * inode's pages may sit on several contexts: the library keeps, per inode
+ * and context, a slice (its own dirty pages, dirtied_when and place on
+ * that context's lists), and each context's flusher writes only its
+ * slices. A page dirtied again while it is dirty or being written stays
+ * where it is. pwb_fsync() waits for every context holding the inode's
+ * pages, then flushes the device once. Not with PWB_POLICY_F_SHARED_LIST.
+ */
+#define PWB_POLICY_F_PER_PAGE 0x4u
 /** Every flag this ABI knows. */
-#define PWB_POLICY_F_ALL (PWB_POLICY_F_ORDERED | PWB_POLICY_F_SHARED_LIST)
+#define PWB_POLICY_F_ALL                                                       \
+	(PWB_POLICY_F_ORDERED | PWB_POLICY_F_SHARED_LIST | PWB_POLICY_F_PER_PAGE)
 
 /*
  * A plugin (a shared object for pwb_policy_load) defines this function. The

@@ -195,7 +195,10 @@ struct pwb_bdi_config {
 	 *  flag is set. At most PWB_MAX_WB_CTX. Default 0. */
 	unsigned int nr_wb_ctx;
 	/** Shard policy spec, "name[:key=value,...]"; NULL means the default
-	 *  "inode-hash" (inode number modulo contexts). The string is copied. */
+	 *  "inode-hash" (inode number modulo contexts). Also built in:
+	 *  "alloc-group", "least-loaded", "hint", "xarray", "shared-list"
+	 *  and "region" (one inode's pages on several contexts, by device
+	 *  region); pwb-policy.h describes each. The string is copied. */
 	const char *policy;
 	/** Page size in bytes: a power of two, at least the device's logical
 	 *  block size, at most 1 MiB and at most max_io_bytes. Default 4096. */
@@ -665,10 +668,15 @@ PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn);
  *    pwb_mark_inode_dirty() at an inode's first dirtying, inside
  *    pwb_bdi_set_nr_wb_ctx() and pwb_bdi_set_policy() for every dirtied
  *    inode (twice per inode under xarray), and on the automatic tuner's
- *    thread (PWB_BDI_AUTO_WB_CTX) when it re-shards. A plugin policy that
- *    calls pwb_policy_map_page() does the same; a policy may call it at
- *    every dirtying. "inode-hash", "least-loaded", "hint", "shared-list"
- *    and "xarray:key=ino" never call map_page outside the flushers.
+ *    thread (PWB_BDI_AUTO_WB_CTX) when it re-shards. "region" places each
+ *    page, so it calls map_page inside every pwb_mark_dirty() and
+ *    pwb_mark_dirty_lsn() (once per page, before any libpwb lock), at
+ *    pwb_mark_inode_dirty()'s first dirtying, and in re-shards for inodes
+ *    that hold pages or metadata themselves (dirtied before the switch to
+ *    "region"). A plugin policy that calls pwb_policy_map_page() does the
+ *    same; a policy may call it at every dirtying. "inode-hash",
+ *    "least-loaded", "hint", "shared-list" and "xarray:key=ino" never call
+ *    map_page outside the flushers.
  *  - The event callback (pwb_bdi_config.event): flusher threads for
  *    PWB_EV_WB_START/END; the dirtier's own thread, inside pwb_mark_dirty()
  *    (PWB_BDI_THROTTLE) or pwb_balance_dirty(), for PWB_EV_THROTTLE.
@@ -791,7 +799,11 @@ PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode);
  * inode stays with it afterwards, clean or dirty, until a re-shard
  * (pwb_bdi_set_nr_wb_ctx) moves it. Under a shared-list policy
  * (PWB_POLICY_F_SHARED_LIST) every inode is on context 0, and its pages
- * are written by whichever flusher claims it, one at a time.
+ * are written by whichever flusher claims it, one at a time. Under a
+ * per-page policy ("region", PWB_POLICY_F_PER_PAGE) an inode's pages may
+ * sit on several contexts: this returns the context holding its lowest
+ * dirty or in-flight page, or, when none is, the context its first dirtied
+ * page went to (else the one its metadata is written by).
  *
  * Context: any thread.
  * Return: the context index (0 .. pwb_bdi_nr_wb_ctx() - 1); -EINVAL for a
@@ -920,7 +932,9 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags);
  * is flushed (fdatasync). Dirty metadata is written through write_inode,
  * after the pages; the flush also covers metadata that write_inode wrote
  * since the last flush, in this call or in any earlier pass, even when no
- * page was written.
+ * page was written. Under a per-page policy ("region") the inode's pages
+ * may sit on several contexts: an item is queued on every one of them at
+ * once, all are waited for, and the device is flushed once at the end.
  *
  * Errors (the kernel's errseq_t model): a failed write, get_page, map_page,
  * write_inode or device flush is recorded on the inode. Each pwb_fsync()

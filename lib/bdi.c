@@ -834,10 +834,13 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
 			inode = caa_container_of(cds_lfht_iter_get_node(&iter),
 						 struct pwb_inode, hnode);
 			PWB__TSAN_ACQUIRE(&inode->hnode);
-			pthread_mutex_lock(&inode->lock);
-			if (inode->last_write_epoch > bdi->flushed_epoch)
+			/* Its region slices' writes count as its own. */
+			if (pwb__inode_write_epoch(inode) >
+			    bdi->flushed_epoch) {
+				pthread_mutex_lock(&inode->lock);
 				pwb__errseq_set(&inode->wb_err, err);
-			pthread_mutex_unlock(&inode->lock);
+				pthread_mutex_unlock(&inode->lock);
+			}
 			cds_lfht_next(bdi->inodes, &iter);
 		}
 		pwb__rcu_read_unlock();

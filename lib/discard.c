@@ -18,6 +18,16 @@
  * are not made dirty again and their errors are not recorded
  * (pwb__redirty_failed_locked()): see pwb.h for what that means to
  * pwb_fsync() and pwb_sync().
+ *
+ * Under a per-page policy ("region") an inode's pages are held by several
+ * hidden inodes, its slices (region.c): the inode itself keeps the pages
+ * dirtied before the policy and its metadata, each slice the pages routed
+ * to its context. Every call here works on each holder in turn, under that
+ * holder's own lock (never two at once), with the same rules per holder:
+ * its own discard range, wb_cond, nr_ending and LSNs. A discard drops the
+ * range in every holder before it waits for any, and claims the holders in
+ * the order pwb__region_holders_rcu() lists them, so two discards of one
+ * inode never wait for each other crosswise.
  */
 #include "pwb-internal.h"
 
@@ -69,26 +79,22 @@ static int page_range(const struct pwb_inode *inode, const char *who,
 	return *first > *last;
 }
 
-/* Drop the reference of range_call_begin(); caller holds inode->lock,
- * which this releases. */
-static void inode_put_unlock(struct pwb_inode *inode)
-{
-	pthread_mutex_unlock(&inode->lock);
-	pwb__inode_exit(inode, PWB__HOLD_REF);
-}
-
 /*
  * The entry of pwb_inode_discard() and pwb_wait_writeback() (@who): the
  * argument and thread checks, a reference that holds a close off
  * (pwb__inode_enter(HOLD_REF): -EBADF once the inode is being closed),
- * and the pages of the range (see page_range). Return 0 with inode->lock
- * held and the reference taken, 1 if there is nothing to do, or a
- * negative errno (message set); in both of those no reference is held.
+ * the pages of the range (see page_range) and the holders of the inode's
+ * pages in *@h (at most 1 + PWB_MAX_WB_CTX; the reference keeps them, as
+ * slices are freed with their inode). Return their number with the
+ * reference taken, 0 if there is nothing to do, or a negative errno
+ * (message set); in both of those no reference is held.
  */
 static int range_call_begin(struct pwb_inode *inode, const char *who,
 			    uint64_t off, uint64_t len, bool whole,
-			    uint64_t *first, uint64_t *last)
+			    uint64_t *first, uint64_t *last,
+			    struct pwb_inode **h)
 {
+	unsigned int nr;
 	int ret;
 
 	if (!inode)
@@ -103,10 +109,12 @@ static int range_call_begin(struct pwb_inode *inode, const char *who,
 	ret = page_range(inode, who, off, len, whole, first, last);
 	if (ret) {
 		pwb__inode_exit(inode, PWB__HOLD_REF);
-		return ret;
+		return ret < 0 ? ret : 0;
 	}
-	pthread_mutex_lock(&inode->lock);
-	return 0;
+	rcu_read_lock();
+	nr = pwb__region_holders_rcu(inode, h);
+	pwb__rcu_read_unlock();
+	return (int)nr;
 }
 
 /* Sleep on wb_cond once; the waiter count tells completions to signal.
@@ -265,37 +273,63 @@ static void forget_errors_locked(struct pwb_inode *inode)
 	pwb__inode_clear_error_locked(inode);
 }
 
+/* A discard of [first, last] begins in holder @h: claim it (one discard
+ * at a time per holder: completions test one range) and drop the range's
+ * dirty state; every error so far too if @all pages are discarded. Return
+ * drop_dirty_locked()'s answer. Takes and drops h->lock. */
+static bool discard_begin(struct pwb_inode *h, uint64_t first, uint64_t last,
+			  bool all)
+{
+	bool detach;
+
+	pthread_mutex_lock(&h->lock);
+	while (h->discarding)
+		wait_wb_cond_locked(h);
+	h->discarding = true;
+	h->discard_first = first;
+	h->discard_last = last;
+	detach = drop_dirty_locked(h, first, last);
+	if (all)
+		forget_errors_locked(h);
+	pthread_mutex_unlock(&h->lock);
+	return detach;
+}
+
+/* The discard of discard_begin() ends in @h: wait for the range's writes
+ * and end_write calls, then let the next discard in. */
+static void discard_end(struct pwb_inode *h, uint64_t first, uint64_t last,
+			bool detach)
+{
+	pthread_mutex_lock(&h->lock);
+	wait_stable_locked(h, first, last, true);
+	h->discarding = false;
+	if (h->wb_waiters)
+		pthread_cond_broadcast(&h->wb_cond);
+	pthread_mutex_unlock(&h->lock);
+	/* Our reference keeps the inode (and its slices) open, so the
+	 * context is set if there were dirty pages to drop. */
+	if (detach)
+		pwb__inode_requeue_clean(h);
+}
+
 PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
 			      uint64_t len)
 {
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
+	bool detach[1 + PWB_MAX_WB_CTX], all;
 	uint64_t first, last;
-	bool detach;
-	int ret;
+	int i, nr;
 
 	pwb__err_clear();
-	ret = range_call_begin(inode, "pwb_inode_discard", off, len, true,
-			       &first, &last);
-	if (ret)
-		return ret < 0 ? ret : 0;
-	/* One discard at a time per inode: completions test one range. */
-	while (inode->discarding)
-		wait_wb_cond_locked(inode);
-	inode->discarding = true;
-	inode->discard_first = first;
-	inode->discard_last = last;
-	detach = drop_dirty_locked(inode, first, last);
-	if (first == 0 && last == UINT64_MAX >> inode->bdi->page_shift)
-		forget_errors_locked(inode);
-	wait_stable_locked(inode, first, last, true);
-	inode->discarding = false;
-	if (inode->wb_waiters)
-		pthread_cond_broadcast(&inode->wb_cond);
-	pthread_mutex_unlock(&inode->lock);
-
-	/* Our reference keeps the inode open, so its context is set if it
-	 * had dirty pages to drop. */
-	if (detach)
-		pwb__inode_requeue_clean(inode);
+	nr = range_call_begin(inode, "pwb_inode_discard", off, len, true,
+			      &first, &last, h);
+	if (nr <= 0)
+		return nr;
+	all = first == 0 && last == UINT64_MAX >> inode->bdi->page_shift;
+	for (i = 0; i < nr; i++)
+		detach[i] = discard_begin(h[i], first, last, all);
+	for (i = 0; i < nr; i++)
+		discard_end(h[i], first, last, detach[i]);
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	return 0;
 }
@@ -303,33 +337,44 @@ PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
 PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
 			       uint64_t len)
 {
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
 	uint64_t first, last;
-	int ret;
+	int i, nr;
 
 	pwb__err_clear();
-	ret = range_call_begin(inode, "pwb_wait_writeback", off, len, false,
-			       &first, &last);
-	if (ret)
-		return ret < 0 ? ret : 0;
-	wait_stable_locked(inode, first, last, false);
-	inode_put_unlock(inode);
+	nr = range_call_begin(inode, "pwb_wait_writeback", off, len, false,
+			      &first, &last, h);
+	if (nr <= 0)
+		return nr;
+	for (i = 0; i < nr; i++) {
+		pthread_mutex_lock(&h[i]->lock);
+		wait_stable_locked(h[i], first, last, false);
+		pthread_mutex_unlock(&h[i]->lock);
+	}
+	pwb__inode_exit(inode, PWB__HOLD_REF);
 	return 0;
 }
 
 PWB_API int pwb_page_state(struct pwb_inode *inode, uint64_t index)
 {
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
+	unsigned int i, nr;
 	int state = 0;
 
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_page_state: NULL inode");
 	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_page_state");
-	pthread_mutex_lock(&inode->lock);
-	if (pwb__map_test(&inode->map, PWB__TAG_DIRTY, index))
-		state |= PWB_PAGE_DIRTY;
-	if (pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, index))
-		state |= PWB_PAGE_WRITEBACK;
-	pthread_mutex_unlock(&inode->lock);
+	/* A page is dirty or in flight in at most one holder (region.c). */
+	nr = pwb__region_holders_rcu(inode, h);
+	for (i = 0; i < nr; i++) {
+		pthread_mutex_lock(&h[i]->lock);
+		if (pwb__map_test(&h[i]->map, PWB__TAG_DIRTY, index))
+			state |= PWB_PAGE_DIRTY;
+		if (pwb__map_test(&h[i]->map, PWB__TAG_WRITEBACK, index))
+			state |= PWB_PAGE_WRITEBACK;
+		pthread_mutex_unlock(&h[i]->lock);
+	}
 	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return state;
 }

@@ -192,6 +192,7 @@ static void inode_free_rcu(struct rcu_head *head)
 
 	pwb__rcu_callback_begin(inode);
 
+	pwb__region_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_cond_destroy(&inode->wb_cond);
@@ -313,6 +314,59 @@ void pwb__inode_requeue_clean(struct pwb_inode *inode)
 	pthread_mutex_unlock(&wb->list_lock);
 }
 
+/* The hot path's own copies, inlined into mark_dirty() (a call each
+ * cost it 5% in instructions); region.c calls the exported wrappers. */
+static inline __attribute__((always_inline)) int64_t
+inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
+		   uint64_t key, uint64_t first, uint64_t last, uint64_t lsn,
+		   bool *attach)
+{
+	int64_t n = pwb__map_set_lsn(&inode->map, first, last, lsn);
+
+	*attach = false;
+	if (n <= 0)
+		return n;
+	*attach = !(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META));
+	inode->state |= PWB__I_DIRTY_PAGES;
+	if (*attach)
+		inode->dirtied_when = pwb__now(inode->bdi);
+	wb = assign_wb_locked(inode, wb, key);
+	/* Counted under the lock, so the flusher's decrement comes after. */
+	pwb__wb_account_dirtied(wb, (uint64_t)n);
+	return n;
+}
+
+static inline __attribute__((always_inline)) int
+mark_dirty_tail(struct pwb_inode *inode, int64_t n)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+
+	if (bdi->bg_thresh_pages && !pwb__aread(&bdi->bg_active) &&
+	    pwb__bdi_dirty_pages(bdi) > bdi->bg_thresh_pages)
+		pwb__kick_background(bdi);
+	if (n > 0 && (bdi->cfg.flags & PWB_BDI_THROTTLE)) {
+		pwb__throttle_account((uint64_t)n);
+		/* Ends the section (it may sleep, holding the bdi). */
+		if (!pwb__in_flusher())
+			return pwb__balance_dirty_rcu(bdi);
+	}
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
+	return 0;
+}
+
+int64_t pwb__inode_dirty_locked(struct pwb_inode *inode,
+				struct pwb__wb_ctx *wb, uint64_t key,
+				uint64_t first, uint64_t last, uint64_t lsn,
+				bool *attach)
+{
+	return inode_dirty_locked(inode, wb, key, first, last, lsn, attach);
+}
+
+int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n)
+{
+	return mark_dirty_tail(inode, n);
+}
+
 /* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. */
 static int mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len,
 		      uint64_t lsn)
@@ -362,6 +416,13 @@ again:
 			pwb__inode_exit(inode, PWB__HOLD_RCU);
 			return pwb__bdi_dead_err("pwb_mark_dirty");
 		}
+		/* Under a per-page policy, or ever since: page by page. */
+		if (PWB__RCU_DEREF(inode->region) ||
+		    ((PWB__RCU_DEREF(bdi->policy)->flags &
+		      PWB_POLICY_F_PER_PAGE) &&
+		     !pwb__region_attach(inode)))
+			return pwb__region_mark_dirty(inode, first, last,
+						      lsn);
 		wb = choose_wb(inode, first, &key);
 	}
 
@@ -381,35 +442,23 @@ again:
 					"being closed",
 				(unsigned long long)ino);
 	}
-	n = pwb__map_set_lsn(&inode->map, first, last, lsn);
-	if (n <= 0) {
+	/* Region state (a per-page policy now or before): page by page.
+	 * Checked under the lock that pwb__region_attach() sets it under,
+	 * so no page is tagged here once routing may have begun. */
+	if (caa_unlikely(PWB__READ(inode->region))) {
 		pthread_mutex_unlock(&inode->lock);
+		return pwb__region_mark_dirty(inode, first, last, lsn);
+	}
+	n = inode_dirty_locked(inode, wb, key, first, last, lsn, &attach);
+	pthread_mutex_unlock(&inode->lock);
+	if (n <= 0) {
 		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return n ? pwb__err(-ENOMEM, "pwb_mark_dirty: out of memory")
 			 : 0;
 	}
-	attach = !(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META));
-	inode->state |= PWB__I_DIRTY_PAGES;
-	if (attach)
-		inode->dirtied_when = pwb__now(bdi);
-	wb = assign_wb_locked(inode, wb, key);
-	/* Counted under the lock, so the flusher's decrement comes after. */
-	pwb__wb_account_dirtied(wb, (uint64_t)n);
-	pthread_mutex_unlock(&inode->lock);
-
 	if (attach)
 		pwb__inode_attach_dirty(inode);
-	if (bdi->bg_thresh_pages && !pwb__aread(&bdi->bg_active) &&
-	    pwb__bdi_dirty_pages(bdi) > bdi->bg_thresh_pages)
-		pwb__kick_background(bdi);
-	if (bdi->cfg.flags & PWB_BDI_THROTTLE) {
-		pwb__throttle_account((uint64_t)n);
-		/* Ends the section (it may sleep, holding the bdi). */
-		if (!pwb__in_flusher())
-			return pwb__balance_dirty_rcu(bdi);
-	}
-	pwb__inode_exit(inode, PWB__HOLD_RCU);
-	return 0;
+	return mark_dirty_tail(inode, n);
 }
 
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
@@ -510,6 +559,41 @@ PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode)
 	return ino;
 }
 
+/*
+ * The context of a region inode's first page: the holder of its lowest
+ * dirty or in-flight page, else the slice its first page ever went to,
+ * else @wb (its own). Caller holds rcu_read_lock.
+ */
+static struct pwb__wb_ctx *region_first_wb_rcu(struct pwb_inode *inode,
+					       struct pwb__wb_ctx *wb)
+{
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
+	unsigned int i, nr = pwb__region_holders_rcu(inode, h);
+	struct pwb__wb_ctx *best = NULL;
+	uint64_t low = UINT64_MAX;
+	int slot;
+
+	for (i = 0; i < nr; i++) {
+		uint64_t d = UINT64_MAX, w = UINT64_MAX;
+
+		pthread_mutex_lock(&h[i]->lock);
+		pwb__map_find(&h[i]->map, PWB__TAG_DIRTY, 0, &d);
+		pwb__map_find(&h[i]->map, PWB__TAG_WRITEBACK, 0, &w);
+		if (PWB__MIN(d, w) < low || !best) {
+			low = PWB__MIN(d, w);
+			best = h[i]->wb;
+		}
+		pthread_mutex_unlock(&h[i]->lock);
+	}
+	if (low != UINT64_MAX)
+		return best;
+	slot = PWB__READ(inode->region->first_slot);
+	if (slot >= 0 && PWB__RCU_DEREF(inode->region->slice[slot]))
+		return PWB__RCU_DEREF(
+			PWB__RCU_DEREF(inode->region->slice[slot])->wb);
+	return wb ? wb : best;
+}
+
 PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 {
 	struct pwb_inode *in = (struct pwb_inode *)inode;
@@ -523,6 +607,8 @@ PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 	/* A context retired by a re-shard is freed after a grace period. */
 	pwb__inode_enter(in, PWB__HOLD_RCU, "pwb_inode_wb_ctx");
 	wb = PWB__RCU_DEREF(in->wb);
+	if (PWB__RCU_DEREF(in->region))
+		wb = region_first_wb_rcu(in, wb);
 	idx = wb ? (int)wb->idx : -1;
 	ino = in->ino;
 	pwb__inode_exit(in, PWB__HOLD_RCU);
@@ -534,16 +620,38 @@ PWB_API int pwb_inode_wb_ctx(const struct pwb_inode *inode)
 	return idx;
 }
 
+/*
+ * Walk @inode and its region slices (those with a context) as @h; caller
+ * holds rcu_read_lock. A whole inode is its only holder.
+ */
+#define for_each_holder(inode, i, h, nh)                                      \
+	struct pwb_inode *h##_all[1 + PWB_MAX_WB_CTX], *h;                     \
+	unsigned int i, nh = holders_rcu((inode), h##_all);                    \
+	for (i = 0; i < nh && ((h = h##_all[i]), 1); i++)
+
+static unsigned int holders_rcu(struct pwb_inode *inode,
+				struct pwb_inode **out)
+{
+	if (!PWB__RCU_DEREF(inode->region)) {
+		out[0] = inode;
+		return 1;
+	}
+	return pwb__region_holders_rcu(inode, out);
+}
+
 PWB_API int pwb_inode_dirty_pages(struct pwb_inode *inode, uint64_t *nr)
 {
 	pwb__err_clear();
 	if (!inode || !nr)
 		return pwb__err(-EINVAL, "pwb_inode_dirty_pages: NULL %s",
 				!inode ? "inode" : "nr");
+	*nr = 0;
 	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_dirty_pages");
-	pthread_mutex_lock(&inode->lock);
-	*nr = inode->map.count[PWB__TAG_DIRTY];
-	pthread_mutex_unlock(&inode->lock);
+	for_each_holder(inode, i, h, nh) {
+		pthread_mutex_lock(&h->lock);
+		*nr += h->map.count[PWB__TAG_DIRTY];
+		pthread_mutex_unlock(&h->lock);
+	}
 	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
 }
@@ -572,23 +680,66 @@ static bool inode_idle_locked(const struct pwb_inode *inode)
 	       !uatomic_read(&inode->nr_ending);
 }
 
+uint64_t pwb__inode_write_epoch(struct pwb_inode *inode)
+{
+	uint64_t seq = 0;
+
+	/* Page writes of a per-page policy are its slices'; metadata (and
+	 * pages dirtied before the policy) are the inode's own. */
+	rcu_read_lock();
+	{
+		for_each_holder(inode, i, h, nh) {
+			pthread_mutex_lock(&h->lock);
+			seq = PWB__MAX(seq, h->last_write_epoch);
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
+	pwb__rcu_read_unlock();
+	return seq;
+}
+
 /* Write @inode's dirty data and make it durable; return the work's own
  * error (write errors are reported through errseq) and the flush error. */
 static int inode_sync(struct pwb_inode *inode, int *flush_err)
 {
-	uint64_t seq;
-	bool idle;
+	bool idle = true;
 	int err = 0;
 
-	pthread_mutex_lock(&inode->lock);
-	idle = inode_idle_locked(inode);
-	pthread_mutex_unlock(&inode->lock);
+	/* Under a per-page policy: every slice, then one device flush. */
+	rcu_read_lock();
+	{
+		for_each_holder(inode, i, h, nh) {
+			pthread_mutex_lock(&h->lock);
+			idle = idle && inode_idle_locked(h);
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
+	pwb__rcu_read_unlock();
 	if (!idle)
 		err = pwb__sync_and_wait(inode->bdi, inode);
-	pthread_mutex_lock(&inode->lock);
-	seq = inode->last_write_epoch;
-	pthread_mutex_unlock(&inode->lock);
-	*flush_err = pwb__bdi_flush_device(inode->bdi, seq);
+	*flush_err = pwb__bdi_flush_device(inode->bdi,
+					   pwb__inode_write_epoch(inode));
+	return err;
+}
+
+/* The failed mark (error.c) of any region slice of @inode, 0 if none.
+ * Takes each slice's lock: the caller holds no inode lock. */
+static int slices_failed_err(struct pwb_inode *inode)
+{
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
+	unsigned int i, nr;
+	int err = 0;
+
+	if (!PWB__RCU_DEREF(inode->region))
+		return 0;
+	rcu_read_lock();
+	nr = pwb__region_holders_rcu(inode, h);
+	for (i = 1; i < nr && !err; i++) {
+		pthread_mutex_lock(&h[i]->lock);
+		err = h[i]->failed_err;
+		pthread_mutex_unlock(&h[i]->lock);
+	}
+	pwb__rcu_read_unlock();
 	return err;
 }
 
@@ -628,6 +779,8 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	if (!err)
 		err = inode->failed_err;
 	pthread_mutex_unlock(&inode->lock);
+	if (!err)
+		err = slices_failed_err(inode);
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	if (!err)
 		err = ferr;
@@ -639,10 +792,36 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	return err;
 }
 
+void pwb__inode_unlink(struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb;
+
+	if (!PWB__RCU_DEREF(inode->wb))
+		return;
+	/* A background pass may still hold it if a write failed. */
+	for (;;) {
+		wb = lock_inode_wb(inode);
+		if (!(inode->state & PWB__I_SYNC))
+			break;
+		pthread_mutex_unlock(&inode->lock);
+		pthread_cond_wait(&wb->sync_cond, &wb->list_lock);
+		pthread_mutex_unlock(&wb->list_lock);
+	}
+	/* Counted off under the locks: once they drop, a re-shard may
+	 * retire and free @wb, and leaves a GONE inode alone. */
+	pwb__inode_move_locked(wb, inode, PWB__LIST_NONE);
+	uatomic_sub(&wb->stats.dirty_pages, inode->map.count[PWB__TAG_DIRTY]);
+	uatomic_dec(&wb->stats.nr_inodes);
+	inode->state |= PWB__I_GONE;
+	pthread_mutex_unlock(&inode->lock);
+	pthread_mutex_unlock(&wb->list_lock);
+}
+
 int pwb__inode_close(struct pwb_inode *inode)
 {
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
 	struct pwb_bdi *bdi = inode->bdi;
-	struct pwb__wb_ctx *wb;
+	unsigned int i, nh;
 	int err, ferr, werr;
 
 	/* Claimed (I_FREEING): later calls get -EBADF; wait for fsyncs. */
@@ -651,33 +830,24 @@ int pwb__inode_close(struct pwb_inode *inode)
 		pthread_cond_wait(&inode->users_cond, &inode->lock);
 	pthread_mutex_unlock(&inode->lock);
 
+	if (PWB__RCU_DEREF(inode->region))
+		pwb__region_freeze(inode);
 	werr = inode_sync(inode, &ferr);
 
-	if (PWB__RCU_DEREF(inode->wb)) {
-		/* A background pass may still hold it if a write failed. */
-		for (;;) {
-			wb = lock_inode_wb(inode);
-			if (!(inode->state & PWB__I_SYNC))
-				break;
-			pthread_mutex_unlock(&inode->lock);
-			pthread_cond_wait(&wb->sync_cond, &wb->list_lock);
-			pthread_mutex_unlock(&wb->list_lock);
-		}
-		/* Counted off under the locks: once they drop, a re-shard
-		 * may retire and free @wb, and leaves a GONE inode alone. */
-		pwb__inode_move_locked(wb, inode, PWB__LIST_NONE);
-		uatomic_sub(&wb->stats.dirty_pages,
-			    inode->map.count[PWB__TAG_DIRTY]);
-		uatomic_dec(&wb->stats.nr_inodes);
-		inode->state |= PWB__I_GONE;
-		pthread_mutex_unlock(&inode->lock);
-		pthread_mutex_unlock(&wb->list_lock);
-	}
-
+	/* Our close keeps the slices (freed with the inode); only their
+	 * contexts need the read-side section, and pwb__inode_unlink()
+	 * may sleep, so it runs outside it. */
+	rcu_read_lock();
+	nh = holders_rcu(inode, h);
+	pwb__rcu_read_unlock();
+	for (i = 0; i < nh; i++)
+		pwb__inode_unlink(h[i]);
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
 					    &inode->fsync_cursor);
 	if (!err)
 		err = inode->failed_err;	/* never cleared */
+	if (!err)
+		err = slices_failed_err(inode);
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);
 	pwb__rcu_read_unlock();
@@ -727,6 +897,8 @@ PWB_API int pwb_inode_error(struct pwb_inode *inode)
 	pthread_mutex_lock(&inode->lock);
 	err = inode->failed_err;
 	pthread_mutex_unlock(&inode->lock);
+	if (!err)
+		err = slices_failed_err(inode);
 	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return err;
 }
@@ -746,6 +918,14 @@ PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)
 	if (!closing)
 		pwb__inode_clear_error_locked(inode);
 	pthread_mutex_unlock(&inode->lock);
+	if (!closing) {
+		/* And every slice's (a per-page policy). */
+		for_each_holder(inode, i, h, nh) {
+			pthread_mutex_lock(&h->lock);
+			pwb__inode_clear_error_locked(h);
+			pthread_mutex_unlock(&h->lock);
+		}
+	}
 	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	if (closing)
 		return pwb__err(-EBADF, "pwb_inode_clear_error: inode %llu is "

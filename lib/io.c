@@ -185,8 +185,14 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	}
 	if (attach)
 		pwb__inode_attach_dirty(inode);
+	/* A region slice: pwb_fsync() reads its inode's errors. */
+	if (counted)
+		pwb__region_report(inode, err);
 	if (ending) {
-		inode->ops.end_write(inode, io->index, io->nr, err);
+		/* A region slice's callbacks are its inode's; its waiters
+		 * (discard.c) wait on the slice. */
+		inode->ops.end_write(pwb__inode_app(inode), io->index, io->nr,
+				     err);
 		pwb__inode_writes_ended(inode, true);
 	}
 }

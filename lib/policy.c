@@ -44,6 +44,7 @@ static const struct pwb_policy_ops *const builtin_policies[] = {
 	&pwb__policy_hint,
 	&pwb__policy_xarray,
 	&pwb__policy_shared_list,
+	&pwb__policy_region,
 };
 
 #define NR_BUILTINS (sizeof(builtin_policies) / sizeof(builtin_policies[0]))
@@ -226,6 +227,14 @@ static bool registered_locked(const struct pwb_policy_ops *ops)
 	return false;
 }
 
+/* The flags a table of its abi_version may set. */
+static unsigned int known_flags(const struct pwb_policy_ops *ops)
+{
+	if (ops->abi_version < 3)
+		return PWB_POLICY_F_ORDERED | PWB_POLICY_F_SHARED_LIST;
+	return PWB_POLICY_F_ALL;
+}
+
 /* Check a table: 0 or -errno with a message naming @origin. */
 static int check_ops(const struct pwb_policy_ops *ops, const char *origin)
 {
@@ -247,12 +256,19 @@ static int check_ops(const struct pwb_policy_ops *ops, const char *origin)
 		return pwb__err(-EINVAL, "%s: shard policy \"%s\" has no "
 					 "select function",
 				origin, ops->name);
-	/* Valid from ABI 2. */
-	if (ops->abi_version >= 2 && (ops->flags & ~PWB_POLICY_F_ALL))
+	/* Valid from ABI 2; PWB_POLICY_F_PER_PAGE from ABI 3. */
+	if (ops->abi_version >= 2 && (ops->flags & ~known_flags(ops)))
 		return pwb__err(-EINVAL, "%s: shard policy \"%s\" sets "
 					 "unknown flags 0x%x",
 				origin, ops->name,
-				ops->flags & ~PWB_POLICY_F_ALL);
+				ops->flags & ~known_flags(ops));
+	if (ops->abi_version >= 3 && (ops->flags & PWB_POLICY_F_PER_PAGE) &&
+	    (!ops->select_page || (ops->flags & PWB_POLICY_F_SHARED_LIST)))
+		return pwb__err(-EINVAL, "%s: shard policy \"%s\" is per "
+					 "page but %s",
+				origin, ops->name,
+				!ops->select_page ? "has no select_page"
+						  : "also uses a shared list");
 	return 0;
 }
 
@@ -548,6 +564,19 @@ static struct pwb_policy_inode policy_inode(struct pwb_inode *inode,
 	};
 }
 
+/* An answer @idx of select() or select_page(): itself if in range; else
+ * (a policy can be wrong, writeback must still have a context) reported
+ * and replaced by inode-hash. */
+static inline unsigned int checked_index(struct pwb__policy *pol,
+					 struct pwb_inode *inode, int idx,
+					 unsigned int nr_wb_ctx)
+{
+	if (caa_likely(idx >= 0 && (unsigned int)idx < nr_wb_ctx))
+		return (unsigned int)idx;
+	report_fallback(pol, inode, idx, nr_wb_ctx);
+	return pwb__policy_hash(inode->ino, nr_wb_ctx);
+}
+
 unsigned int pwb__policy_select(struct pwb__policy *pol,
 				struct pwb_inode *inode, uint64_t index,
 				unsigned int nr_wb_ctx)
@@ -560,11 +589,21 @@ unsigned int pwb__policy_select(struct pwb__policy *pol,
 	if (pol->flags & PWB_POLICY_F_SHARED_LIST)
 		return 0;	/* the one list lives on context 0 */
 	idx = pol->ops->select(pol->state, &info, nr_wb_ctx);
-	if (caa_likely(idx >= 0 && (unsigned int)idx < nr_wb_ctx))
-		return (unsigned int)idx;
-	/* A policy can be wrong; writeback must still have a context. */
-	report_fallback(pol, inode, idx, nr_wb_ctx);
-	return pwb__policy_hash(inode->ino, nr_wb_ctx);
+	return checked_index(pol, inode, idx, nr_wb_ctx);
+}
+
+unsigned int pwb__policy_select_page(struct pwb__policy *pol,
+				     struct pwb_inode *inode, uint64_t index,
+				     unsigned int nr_wb_ctx)
+{
+	struct pwb_policy_inode info = policy_inode(inode, index);
+	int idx;
+
+	if (caa_unlikely(nr_wb_ctx <= 1))
+		return 0;
+	/* Valid from ABI 3; check_ops() made sure it is there. */
+	idx = pol->ops->select_page(pol->state, &info, nr_wb_ctx);
+	return checked_index(pol, inode, idx, nr_wb_ctx);
 }
 
 uint64_t pwb__policy_key(struct pwb__policy *pol, struct pwb_inode *inode,
@@ -592,7 +631,7 @@ int pwb__policy_map_page(struct pwb_inode *inode, uint64_t index,
 	uint64_t off = 0;
 	int ret;
 
-	ret = inode->ops.map_page(inode, index, &off);
+	ret = inode->ops.map_page(pwb__inode_app(inode), index, &off);
 	if (ret)
 		return ret < 0 ? ret : -EIO;
 	if (off % bdi->lbs || off > bdi->capacity ||

@@ -148,6 +148,10 @@ static inline void pwb__rcu_callback_begin(void *obj)
  *                   decides under it; a sync's last try runs under it)
  *   flush_lock   -> inode->lock    (a failed fdatasync marks the inodes
  *                                   it was to cover)
+ *   route_lock   -> list_lock, inode->lock  (routing a page of a region
+ *                                   inode: the holders' maps one at a
+ *                                   time, then queueing a slice; close
+ *                                   freezing the slices; region.c)
  *   list_lock    -> list_lock      (a re-shard moving an inode between
  *                                   two contexts: lower index first,
  *                                   the second with _nested)
@@ -171,6 +175,8 @@ enum pwb__lock_rank {
 				 * close */
 	PWB__LOCK_FLUSH,	/* bdi->flush_lock: device flushes, held
 				 * across fdatasync */
+	PWB__LOCK_ROUTE,	/* region->route_lock: per-page routing of
+				 * one inode (region.c); never in a flusher */
 	PWB__LOCK_LIST,		/* wb->list_lock: one context's lists */
 	PWB__LOCK_INODE,	/* inode->lock: page map, state, errors */
 	PWB__LOCK_WORK,		/* wb->work_lock: one context's work queue */
@@ -665,6 +671,7 @@ extern const struct pwb_policy_ops pwb__policy_least_loaded PWB__INTERNAL;
 extern const struct pwb_policy_ops pwb__policy_hint PWB__INTERNAL;
 extern const struct pwb_policy_ops pwb__policy_xarray PWB__INTERNAL;
 extern const struct pwb_policy_ops pwb__policy_shared_list PWB__INTERNAL;
+extern const struct pwb_policy_ops pwb__policy_region PWB__INTERNAL;
 
 /* Helpers for built-in init functions; each records a message naming
  * policy @name on failure. -EINVAL unless @args is NULL: */
@@ -687,6 +694,11 @@ int pwb__parse_size(const char *str, uint64_t *bytes) PWB__INTERNAL;
 unsigned int pwb__policy_select(struct pwb__policy *pol,
 				struct pwb_inode *inode, uint64_t index,
 				unsigned int nr_wb_ctx) PWB__INTERNAL;
+/* The same for one page under a PWB_POLICY_F_PER_PAGE policy: the
+ * context page @index should be written by. */
+unsigned int pwb__policy_select_page(struct pwb__policy *pol,
+				     struct pwb_inode *inode, uint64_t index,
+				     unsigned int nr_wb_ctx) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* wb_ctx.c: writeback contexts                                           */
@@ -1384,7 +1396,25 @@ struct pwb_inode {
 	bool in_tree;
 	struct cds_lfht_node hnode;	/* bdi->inodes: RCU (cds_lfht) */
 	struct rcu_head rcu;		/* call_rcu, once, by close */
+
+	/* Per-page policies (PWB_POLICY_F_PER_PAGE, region.c). An inode
+	 * the application opened may own slices: one hidden pwb_inode per
+	 * context slot, holding the dirty pages routed there and sitting on
+	 * that context's lists in the inode's place. */
+	struct pwb__region *region;	/* RCU-published once, freed with the
+					 * inode; NULL for a whole inode */
+	struct pwb_inode *parent;	/* read-only: a slice's inode (else
+					 * NULL) */
+	unsigned int slot;		/* read-only: a slice's slot (context
+					 * index when it was made) */
 };
+
+/* The inode the application knows: @inode itself, or a slice's parent.
+ * Callbacks (map_page, get_page, end_write) always get this one. */
+static inline struct pwb_inode *pwb__inode_app(struct pwb_inode *inode)
+{
+	return inode->parent ? inode->parent : inode;
+}
 
 /* Look @ino up; caller holds rcu_read_lock. */
 struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi,
@@ -1410,6 +1440,72 @@ void pwb__inode_requeue_clean(struct pwb_inode *inode) PWB__INTERNAL;
 /* Write back, unregister and free an inode whose close the caller claimed
  * (pwb__inode_enter(HOLD_CLOSE)); pwb_inode_close and pwb_bdi_close. */
 int pwb__inode_close(struct pwb_inode *inode) PWB__INTERNAL;
+/* Tag pages [first, last] of @inode DIRTY with LSN @lsn (0: none; see
+ * pwb__map_set_lsn), affine it to @wb if it has no context yet (ordering
+ * key @key) and count the pages on its context. Caller holds inode->lock
+ * and checked I_FREEING. Return the pages newly dirtied (0: none) or
+ * -ENOMEM; *@attach says to call pwb__inode_attach_dirty() once the lock
+ * is dropped. */
+int64_t pwb__inode_dirty_locked(struct pwb_inode *inode,
+				struct pwb__wb_ctx *wb, uint64_t key,
+				uint64_t first, uint64_t last, uint64_t lsn,
+				bool *attach) PWB__INTERNAL;
+/* pwb_mark_dirty()'s end: background kick and throttling for @n new
+ * dirty pages of @inode (the application's). Caller is inside
+ * pwb__inode_enter(@inode, PWB__HOLD_RCU), which this ends. */
+int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n) PWB__INTERNAL;
+/* The flush epoch of @inode's last write (bdi.c): the highest over its
+ * holders, the inode itself (metadata through write_inode, pages dirtied
+ * before a per-page policy) and its region slices. Takes each holder's
+ * lock in turn: caller holds no inode->lock, and @inode cannot be freed
+ * under it (a reference, a close, or a read-side section). */
+uint64_t pwb__inode_write_epoch(struct pwb_inode *inode) PWB__INTERNAL;
+/* Take @inode off its context's lists and counters for good (close):
+ * waits for a flusher holding it. A no-op if it was never affined. */
+void pwb__inode_unlink(struct pwb_inode *inode) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* region.c: one inode's pages on several contexts                        */
+
+/*
+ * Under a per-page policy each page is routed, when it becomes dirty, to
+ * the slice of the context the policy names. A page is dirty or in flight
+ * in at most one holder (the inode itself, for pages dirtied before a
+ * switch to a per-page policy, or one slice): a page dirtied again while
+ * a holder has it goes to that holder, so one page is never in flight
+ * twice. route_lock serialises routing decisions; it is taken before any
+ * list_lock or inode->lock and never by a flusher.
+ */
+struct pwb__region {
+	pthread_mutex_t route_lock;	/* routing; slice creation */
+	struct pwb_inode *slice[PWB_MAX_WB_CTX]; /* RCU-published under
+						  * route_lock; freed with
+						  * the inode */
+	int first_slot;			/* route_lock: slot of the first
+					 * page ever routed, or -1 */
+};
+
+/* Give @inode its region state if it has none: 0 or -ENOMEM. */
+int pwb__region_attach(struct pwb_inode *inode) PWB__INTERNAL;
+/* Free the region state and slices (RCU callback of the inode). */
+void pwb__region_free(struct pwb_inode *inode) PWB__INTERNAL;
+/* pwb_mark_dirty() (pwb_mark_dirty_lsn() with @lsn non-zero) of pages
+ * [first, last] of an inode with region state: each page and its LSN go
+ * to the page map of the holder that gets the page. Caller is inside
+ * pwb__inode_enter(@inode, PWB__HOLD_RCU), which this ends. */
+int pwb__region_mark_dirty(struct pwb_inode *inode, uint64_t first,
+			   uint64_t last, uint64_t lsn) PWB__INTERNAL;
+/* A region slice's write error (or -EBUSY / log_force error of an
+ * integrity pass) is its inode's too: recorded on the inode's errseq,
+ * where pwb_fsync() and close read it. A no-op for a whole inode or @err
+ * 0. Caller holds no inode->lock. */
+void pwb__region_report(struct pwb_inode *inode, int err) PWB__INTERNAL;
+/* The holders of @inode that have a context (itself first, then its
+ * slices), at most 1 + PWB_MAX_WB_CTX. Caller holds rcu_read_lock. */
+unsigned int pwb__region_holders_rcu(struct pwb_inode *inode,
+				     struct pwb_inode **out) PWB__INTERNAL;
+/* Close: no page is routed to @inode's slices from now on. */
+void pwb__region_freeze(struct pwb_inode *inode) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* discard.c                                                              */

@@ -96,6 +96,38 @@ static struct pwb__wb_ctx *new_home(struct pwb_bdi *bdi,
 }
 
 /*
+ * Move the region slices of @inode (region.c) to their homes in @arr: slot
+ * s to context s % nr, whatever the policy now (its pages were routed
+ * there), or to context 0 under a shared list. Their pages stay theirs.
+ */
+static void move_slices(struct pwb_bdi *bdi, struct pwb_inode *inode,
+			struct pwb__wb_ctx_array *arr)
+{
+	bool shared = bdi->policy->flags & PWB_POLICY_F_SHARED_LIST;
+	unsigned int i;
+
+	for (i = 0; i < PWB_MAX_WB_CTX; i++) {
+		struct pwb_inode *s = PWB__RCU_DEREF(inode->region->slice[i]);
+		struct pwb__wb_ctx *from, *to;
+		uint64_t first = 0, key, old_key;
+
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		from = s->state & PWB__I_GONE ? NULL : s->wb;
+		old_key = s->xa.key;
+		pwb__map_find(&s->map, PWB__TAG_DIRTY, 0, &first);
+		pthread_mutex_unlock(&s->lock);
+		if (!from)
+			continue;
+		to = arr->ctx[shared ? 0 : i % arr->nr];
+		key = pwb__policy_key(bdi->policy, inode, first);
+		if (to != from || key != old_key)
+			switch_inode(s, from, to, key);
+	}
+}
+
+/*
  * Re-shard to @nr contexts and, if @pol is not NULL, to policy @pol (which
  * then belongs to the bdi; the old one is destroyed). Caller holds
  * reshard_lock.
@@ -146,6 +178,12 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 		struct pwb__wb_ctx *from, *to;
 		uint64_t key, old_key;
 
+		/* Under a per-page policy every inode routes page by page
+		 * from now on (without memory it stays whole). */
+		if (bdi->policy->flags & PWB_POLICY_F_PER_PAGE)
+			pwb__region_attach(inode);
+		if (PWB__RCU_DEREF(inode->region))
+			move_slices(bdi, inode, arr);
 		pthread_mutex_lock(&inode->lock);
 		from = inode->state & PWB__I_GONE ? NULL : inode->wb;
 		old_key = inode->xa.key;

@@ -394,6 +394,7 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 		     struct wb_control *wbc, bool towrite)
 {
 	struct pwb_bdi *bdi = wb->bdi;
+	struct pwb_inode *app = pwb__inode_app(inode);
 	unsigned int ps = pwb__page_size(bdi);
 	struct pwb__io *io = NULL;
 	uint64_t i, next_off = 0, extents = 0;
@@ -407,9 +408,10 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 		const void *data = NULL;
 		int ret;
 
-		ret = inode->ops.map_page(inode, index, &off);
+		/* A region slice's callbacks are its inode's. */
+		ret = inode->ops.map_page(app, index, &off);
 		if (!ret) {
-			ret = inode->ops.get_page(inode, index, &data);
+			ret = inode->ops.get_page(app, index, &data);
 			if (ret == -EAGAIN) {
 				/* "Not now": the page is latched. */
 				if (io) {
@@ -599,19 +601,20 @@ static bool sync_retry_locked(struct pwb_inode *inode, struct wb_control *wbc,
  * pwb_fsync, pwb_sync and close return it once each); the pages stay
  * dirty. Not a write failure: no back-off, no failed mark. A SYNC_NONE
  * pass records nothing: its pages simply wait for a later pass. Caller
- * holds inode->lock.
+ * holds inode->lock. Return the error recorded, 0 if none.
  */
-static void sync_deferred_error_locked(struct pwb_inode *inode,
-				       struct wb_control *wbc)
+static int sync_deferred_error_locked(struct pwb_inode *inode,
+				      struct wb_control *wbc)
 {
 	int err = wbc->log_err ? wbc->log_err : wbc->deferred ? -EBUSY : 0;
 
 	if (!err)
-		return;
+		return 0;
 	pwb__errseq_set(&inode->wb_err, err);
 	pwb__errseq_set(&inode->bdi->wb_err, err);
 	if (!wbc->err)
 		wbc->err = err;
+	return err;
 }
 
 /*
@@ -628,6 +631,7 @@ static void writepages(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	struct extent_cursor ext = { .valid = false };
 	uint64_t start, idx, slept = 0;
 	bool wrapped = false;
+	int deferred = 0;
 
 	pthread_mutex_lock(&inode->lock);
 	if (sync) {
@@ -766,9 +770,11 @@ again:
 	if (sync) {
 		if (sync_retry_locked(inode, wbc, &slept))
 			goto again;
-		sync_deferred_error_locked(inode, wbc);
+		deferred = sync_deferred_error_locked(inode, wbc);
 	}
 	pthread_mutex_unlock(&inode->lock);
+	/* A region slice's is its inode's, where pwb_fsync() looks. */
+	pwb__region_report(inode, deferred);
 }
 
 /*
@@ -1394,33 +1400,56 @@ void pwb__wb_check_background_flush(struct pwb__wb_ctx *wb)
 		pwb__wb_do_work(wb, &work);
 }
 
-/* Queue integrity work for @inode on its context and wait: one try. */
+/*
+ * Queue integrity work for @inode on its context and wait: one try. Under
+ * a per-page policy the inode's pages sit on several contexts (its region
+ * slices): one item per holder, all queued before any is waited for, so
+ * the contexts write in parallel.
+ */
 static int sync_inode_once(struct pwb_inode *inode)
 {
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
+	struct pwb__wb_work one, *works = &one;
 	struct pwb__completion done;
-	struct pwb__wb_work work = {
-		.sync_mode = PWB__SYNC_ALL,
-		.inode = inode,
-		.nr_pages = INT64_MAX,
-		.done = &done,
-	};
-	struct pwb__wb_ctx *wb;
+	unsigned int i, nr = 1, queued = 0;
 	int err;
 
-	pwb__completion_init(&done, 1);
 	/* RCU: a context retired meanwhile is not freed under us; work
 	 * queued on it completes with -EAGAIN. */
 	rcu_read_lock();
-	wb = PWB__RCU_DEREF(inode->wb);
-	if (wb)
-		pwb__wb_queue_work(wb, &work);
-	pwb__rcu_read_unlock();
-	if (!wb) {
-		pwb__completion_destroy(&done);
-		return 0;	/* never dirtied: nothing to write */
+	if (caa_unlikely(PWB__RCU_DEREF(inode->region))) {
+		nr = pwb__region_holders_rcu(inode, h);
+		works = calloc(nr, sizeof(*works));
+		if (!works) {
+			pwb__rcu_read_unlock();
+			return pwb__err(-ENOMEM, "cannot allocate sync work");
+		}
+	} else {
+		h[0] = inode;
 	}
-	err = pwb__completion_wait(&done);
+	pwb__completion_init(&done, nr);
+	for (i = 0; i < nr; i++) {
+		struct pwb__wb_ctx *wb = PWB__RCU_DEREF(h[i]->wb);
+
+		works[i] = (struct pwb__wb_work){
+			.sync_mode = PWB__SYNC_ALL,
+			.inode = h[i],
+			.nr_pages = INT64_MAX,
+			.done = &done,
+		};
+		if (wb) {
+			pwb__wb_queue_work(wb, &works[i]);
+			queued++;
+		} else {
+			/* never dirtied: nothing to write */
+			pwb__completion_done(&done, 0);
+		}
+	}
+	pwb__rcu_read_unlock();
+	err = queued ? pwb__completion_wait(&done) : 0;
 	pwb__completion_destroy(&done);
+	if (works != &one)
+		free(works);
 	return err;
 }
 

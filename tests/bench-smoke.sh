@@ -74,6 +74,15 @@ if run sweep --workload rand4k "${small[@]}" --sweep 1,2 --csv; then
 	expect sweep "^rand4k,$backend,1,"
 	expect sweep "^rand4k,$backend,2,"
 fi
+# One file on 1 and 2 contexts under "region", both patterns; the per-
+# context split is printed with -v.
+if run one-file --workload one-file "${small[@]}" --sweep 1,2 -v; then
+	for wl in one-file-seq one-file-rand; do
+		expect one-file "^$wl +$backend +1 "
+		expect one-file "^$wl +$backend +2 .*scaling vs 1 ctx"
+	done
+	expect one-file "region:bytes=[0-9]+M +written pages per context: [1-9][0-9]* [1-9]"
+fi
 # The engine alone, and the tracking memory, as JSON.
 if run engine --workload markdirty,null,memory --null-pages 65536 \
 	--md-pages 65536 --mem-inodes 1000 --repeat 1 --json; then

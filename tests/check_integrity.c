@@ -135,7 +135,9 @@ static const struct pwb_inode_ops i_ops = {
  * marks and the flushers wrote MIN_FLUSHER_PAGES pages, and pwb_sync.
  * Leaves the bdi open.
  */
-static void run_workload(struct run *r, unsigned int nr_ctx)
+static void run_workload_policy(struct run *r, unsigned int nr_ctx,
+				const char *policy,
+				const struct pwb_inode_ops *ops)
 {
 	struct tu_workload wl = {
 		.nr_stores = NR_INODES,
@@ -177,12 +179,13 @@ static void run_workload(struct run *r, unsigned int nr_ctx)
 	cfg.dirty_expire_ms = 0;
 	cfg.dirty_background_bytes = 64 * PS;
 	cfg.dirty_bytes = 0;
+	cfg.policy = policy;
 	rc = pwb_bdi_open(r->img, &cfg, &r->bdi);
 	ck_assert_msg(rc == 0, "pwb_bdi_open: %s (%s)", pwb_strerror(rc),
 		      pwb_errmsg());
 	ck_assert_uint_eq(pwb_bdi_nr_wb_ctx(r->bdi), nr_ctx);
 
-	tu_stores_open_dirty(r->bdi, r->st, NR_INODES, &i_ops);
+	tu_stores_open_dirty(r->bdi, r->st, NR_INODES, ops);
 	wl.bdi = r->bdi;
 	wl.stores = r->st;
 	tu_workload_run(&wl);
@@ -192,6 +195,11 @@ static void run_workload(struct run *r, unsigned int nr_ctx)
 
 	rc = pwb_sync(r->bdi);
 	ck_assert_msg(rc == 0, "pwb_sync: %s", pwb_strerror(rc));
+}
+
+static void run_workload(struct run *r, unsigned int nr_ctx)
+{
+	run_workload_policy(r, nr_ctx, NULL, &i_ops);
 }
 
 static void run_finish(struct run *r)
@@ -322,6 +330,48 @@ START_TEST(test_every_context_writes_its_own_inodes)
 }
 END_TEST
 
+/*
+ * The same workload under "region" (one inode's pages on several
+ * contexts): the device equals memory after pwb_sync, nothing is dirty or
+ * in flight, the contexts' written_pages add up to what the inodes saw
+ * written, and with several contexts some inode straddling a region
+ * boundary was written by more than one flusher thread.
+ */
+START_TEST(test_region_device_matches_memory)
+{
+	struct run r;
+	struct pwb_stats s;
+	uint64_t seen = 0, ctx_sum = 0;
+	unsigned int i, split = 0;
+	long bad;
+
+	run_workload_policy(&r, nr_ctx_of[_i], "region", NULL);
+	ck_assert_int_eq(pwb_bdi_stats(r.bdi, &s), 0);
+	ck_assert_uint_eq(s.dirty_pages, 0);
+	ck_assert_uint_eq(s.writeback_pages, 0);
+	for (i = 0; i < NR_INODES; i++) {
+		seen += r.is[i].st.pages_written;
+		split += r.is[i].st.nr_writers > 1;
+	}
+	for (i = 0; i < r.nr_ctx; i++) {
+		struct pwb_stats c;
+
+		ck_assert_int_eq(pwb_wb_ctx_stats(r.bdi, i, &c), 0);
+		ck_assert_msg(c.written_pages > 0,
+			      "context %u of %u wrote nothing", i, r.nr_ctx);
+		ctx_sum += c.written_pages;
+	}
+	ck_assert_uint_eq(ctx_sum, seen);
+	if (r.nr_ctx > 1)
+		ck_assert_msg(split > 0, "no inode was written by more than "
+					 "one flusher");
+	bad = verify_all(&r);
+	ck_assert_msg(bad == 0, "region, nr_wb_ctx %u: %ld pages differ",
+		      r.nr_ctx, bad);
+	run_finish(&r);
+}
+END_TEST
+
 static Suite *integrity_suite(void)
 {
 	Suite *s = suite_create("integrity");
@@ -333,6 +383,7 @@ static Suite *integrity_suite(void)
 	tcase_add_loop_test(tc,
 		test_device_matches_memory_after_concurrent_dirtying_and_sync,
 		0, n);
+	tcase_add_loop_test(tc, test_region_device_matches_memory, 0, n);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("affinity");

@@ -230,6 +230,7 @@ static void run_stress(unsigned int nr_flushers)
 	static const char *const policies[] = {
 		"least-loaded", "alloc-group:groups=4", "inode-hash", "hint",
 		"xarray", "shared-list:batch=2", "xarray:key=ino,ino_range=64",
+		"region", "region:bytes=64K",
 	};
 	struct tu_store st[N];
 	struct stress s = { .st = st, .n = N };

@@ -191,7 +191,7 @@ static void *resharder(void *arg)
 	static const unsigned int nrs[] = { 1, 2, 8 };
 	static const char *const policies[] = {
 		"inode-hash", "least-loaded", "alloc-group:groups=4", "hint",
-		"xarray", "shared-list:batch=2",
+		"xarray", "shared-list:batch=2", "region",
 	};
 	const unsigned int nr_pol = sizeof(policies) / sizeof(policies[0]);
 	struct tstate *t = arg;
