@@ -331,13 +331,15 @@ static void child_main(const char *dev, const char *log, uint32_t round,
 	if (pwb_bdi_open(dev, &cfg, &c_bdi) ||
 	    pwb_inode_open(c_bdi, 1, &ops, NULL, &c_inode))
 		child_die(3);
+	/* Ready: the parent starts its timer. Said before the workers
+	 * start, whose acknowledgements share the pipe: a worker's record
+	 * written first would shift every record after it by one byte. */
+	if (write(c_pipe, "R", 1) != 1)
+		child_die(3);
 	for (i = 0; i < NR_THREADS; i++)
 		if (pthread_create(&th[i], NULL, child_worker,
 				   (void *)(uintptr_t)mix64(seed + i + 1)))
 			child_die(3);
-	/* Ready: the parent starts its timer. */
-	if (write(c_pipe, "R", 1) != 1)
-		child_die(3);
 	for (;;)
 		pause();
 }
@@ -428,10 +430,30 @@ static int one_round(const char *dev, const char *log, uint32_t round,
 		close(pfd[0]);
 		return -1;
 	}
+	/*
+	 * A pipe hands out what has arrived, not whole records: a read may
+	 * end inside one (the child writes more than PIPE_BUF at a time, and
+	 * a kill may cut a write short). Read to the end first, then take
+	 * the whole records; a cut-off last one acknowledges nothing.
+	 */
 	memset(acked, 0, sizeof(acked));
-	while (read(pfd[0], &a, sizeof(a)) == (ssize_t)sizeof(a))
+	for (;;) {
+		size_t got = 0;
+		ssize_t n;
+
+		while (got < sizeof(a)) {
+			n = read(pfd[0], (char *)&a + got, sizeof(a) - got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		if (got < sizeof(a))
+			break;
 		if (a.page < NR_PAGES && a.lsn > acked[a.page])
 			acked[a.page] = a.lsn;
+	}
 	close(pfd[0]);
 
 	if (read_file(log, PS, buf))
