@@ -4,7 +4,7 @@
  *
  * The kernel's lockdep in spirit, far simpler: no dependency graph, only
  * the documented order. Each mutex gets its rank (enum pwb__lock_rank in
- * pwb-internal.h) when it is initialised, kept in a table by address; each
+ * lib/base.h) when it is initialised, kept in a table by address; each
  * thread keeps the list of the mutexes it holds. An acquisition whose rank
  * is not above the rank of every held mutex is a violation of the order,
  * whether or not this run would have deadlocked: the checker prints both
@@ -105,7 +105,7 @@ report(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\n  in thread %d; the order is enum pwb__lock_rank "
-			"in lib/pwb-internal.h\n",
+			"in lib/base.h\n",
 		(int)gettid());
 	print_held();
 	fflush(stderr);
