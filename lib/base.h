@@ -323,11 +323,18 @@ void pwb__errseq_set(pwb__errseq_t *eseq, int err) PWB__INTERNAL;
 int pwb__errseq_check_and_advance(pwb__errseq_t *eseq,
 				  pwb__errseq_t *cursor) PWB__INTERNAL;
 
-
 /* ---------------------------------------------------------------------- */
 /* clock                                                                  */
 
 uint64_t pwb__clock_monotonic(void *unused) PWB__INTERNAL;
 
+/* ---------------------------------------------------------------------- */
+/* flusher threads: which thread is one (base.c)                          */
+
+/* True while the flusher of the calling thread is running. */
+bool pwb__in_flusher(void) PWB__INTERNAL;
+/* Index of the context whose flusher is the calling thread, or -1. */
+int pwb__flusher_ctx_idx(void) PWB__INTERNAL;
+void pwb__set_flusher_ctx(int idx) PWB__INTERNAL;
 
 #endif /* PWB_BASE_H */

@@ -624,65 +624,6 @@ fail:
 	return ret;
 }
 
-int pwb__bdi_enter(struct pwb_bdi *bdi, enum pwb__hold hold, const char *who)
-{
-	bool closing;
-
-	/*
-	 * The section opens before the first read of the bdi: a close that
-	 * marks it dead afterwards waits for us (synchronize_rcu) before it
-	 * frees it, so a call preempted here still finds bdi->lock intact.
-	 */
-	rcu_read_lock();
-	if (pwb__bdi_dead_rcu(bdi)) {
-		pwb__rcu_read_unlock();
-		if (hold == PWB__HOLD_CLOSE)
-			return pwb__err(-EBADF, "the bdi is already being "
-						"closed");
-		return pwb__bdi_dead_err(who);
-	}
-	if (hold == PWB__HOLD_RCU)
-		return 0;
-	pthread_mutex_lock(&bdi->lock);
-	closing = bdi->closing;
-	if (!closing) {
-		if (hold == PWB__HOLD_REF)
-			bdi->users++;
-		else
-			PWB__WRITE(bdi->closing, true);
-	}
-	pthread_mutex_unlock(&bdi->lock);
-	pwb__rcu_read_unlock();
-	if (!closing)
-		return 0;
-	if (hold == PWB__HOLD_CLOSE)
-		return pwb__err(-EBADF, "the bdi is already being closed");
-	return pwb__err(-ESHUTDOWN, "%s: the bdi is being closed", who);
-}
-
-void pwb__bdi_exit(struct pwb_bdi *bdi, enum pwb__hold hold)
-{
-	if (hold == PWB__HOLD_RCU) {
-		pwb__rcu_read_unlock();
-		return;
-	}
-	if (hold != PWB__HOLD_REF)
-		return;
-	/* Once close sees users at 0 it may go on to free the bdi: the
-	 * section keeps it intact until our unlock has returned. */
-	rcu_read_lock();
-	pthread_mutex_lock(&bdi->lock);
-	if (--bdi->users == 0 && bdi->closing)
-		pthread_cond_broadcast(&bdi->idle_cond);
-	pthread_mutex_unlock(&bdi->lock);
-	pwb__rcu_read_unlock();
-}
-
-int pwb__bdi_dead_err(const char *who)
-{
-	return pwb__err(-ESHUTDOWN, "%s: the bdi is being closed", who);
-}
-
 PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
 	unsigned int nr = 0;

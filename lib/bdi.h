@@ -245,11 +245,6 @@ void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi,
 				uint64_t lsn) PWB__INTERNAL;
 /* Total dirty pages over all contexts (approximate, lock-free). */
 uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi) PWB__INTERNAL;
-/* True while the flusher of the calling thread is running. */
-bool pwb__in_flusher(void) PWB__INTERNAL;
-/* Index of the context whose flusher is the calling thread, or -1. */
-int pwb__flusher_ctx_idx(void) PWB__INTERNAL;
-void pwb__set_flusher_ctx(int idx) PWB__INTERNAL;
 
 /* Flusher threads for @nr_ctx contexts under this bdi's config. */
 unsigned int pwb__nr_flushers_for(const struct pwb_bdi *bdi,
@@ -267,10 +262,6 @@ unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Every open inode (a snapshot, for walks that sleep); free() the array. */
 struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi,
 					   size_t *nr) PWB__INTERNAL;
-/* Take and release a slot of max_inflight before a backend submit. */
-void pwb__inflight_get(struct pwb__wb_ctx *wb) PWB__INTERNAL;
-void pwb__inflight_put(struct pwb_bdi *bdi, unsigned int nr) PWB__INTERNAL;
-
 
 /* ---------------------------------------------------------------------- */
 /* The functions behind the sized entry points of abi.c: each takes the   */

@@ -43,77 +43,6 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
 	return caa_container_of(node, struct pwb_inode, hnode);
 }
 
-/* Mark @inode closing unless someone else did. Caller is in a read-side
- * section that began before @inode could be freed. */
-static bool claim_close_rcu(struct pwb_inode *inode)
-{
-	bool claimed;
-
-	pthread_mutex_lock(&inode->lock);
-	claimed = !(inode->state & PWB__I_FREEING);
-	inode->state |= PWB__I_FREEING;
-	pthread_mutex_unlock(&inode->lock);
-	return claimed;
-}
-
-int pwb__inode_enter(struct pwb_inode *inode, enum pwb__hold hold,
-		     const char *who)
-{
-	bool freeing = false;
-	uint64_t ino;
-
-	/*
-	 * Before the first read of the inode: a close frees it with
-	 * call_rcu(), after every section that began before its unregister
-	 * ended, so a call preempted between here and its first lock still
-	 * finds the inode (marked I_FREEING) and its bdi intact.
-	 */
-	rcu_read_lock();
-	if (hold == PWB__HOLD_RCU)
-		return 0;
-	if (hold == PWB__HOLD_CLOSE) {
-		freeing = !claim_close_rcu(inode);
-	} else {
-		pthread_mutex_lock(&inode->lock);
-		freeing = inode->state & PWB__I_FREEING;
-		if (!freeing)
-			inode->users++;
-		pthread_mutex_unlock(&inode->lock);
-	}
-	ino = inode->ino;
-	pwb__rcu_read_unlock();
-	if (!freeing)
-		return 0;
-	if (hold == PWB__HOLD_CLOSE)
-		return pwb__err(-EBADF, "inode %llu is already being closed",
-				(unsigned long long)ino);
-	return pwb__err(-EBADF, "%s: inode %llu is being closed", who,
-			(unsigned long long)ino);
-}
-
-void pwb__inode_exit(struct pwb_inode *inode, enum pwb__hold hold)
-{
-	if (hold == PWB__HOLD_RCU) {
-		pwb__rcu_read_unlock();
-		return;
-	}
-	if (hold != PWB__HOLD_REF)
-		return;
-	/* A close waiting for users may free the inode once we unlock: the
-	 * section keeps it intact until the unlock has returned. */
-	rcu_read_lock();
-	pthread_mutex_lock(&inode->lock);
-	if (--inode->users == 0)
-		pthread_cond_broadcast(&inode->users_cond);
-	pthread_mutex_unlock(&inode->lock);
-	pwb__rcu_read_unlock();
-}
-
-bool pwb__inode_claim_close_rcu(struct pwb_inode *inode)
-{
-	return claim_close_rcu(inode);
-}
-
 int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		    const struct pwb_inode_ops *ops, void *priv,
 		    struct pwb_inode **inodep)
@@ -932,4 +861,88 @@ PWB_API int pwb_inode_clear_error(struct pwb_inode *inode)
 					"being closed",
 				(unsigned long long)ino);
 	return 0;
+}
+
+static struct cds_list_head *list_head(struct pwb__wb_ctx *wb,
+				       enum pwb__list which)
+{
+	switch (which) {
+	case PWB__LIST_DIRTY:
+		return &wb->b_dirty;
+	case PWB__LIST_IO:
+		return &wb->b_io;
+	case PWB__LIST_MORE_IO:
+		return &wb->b_more_io;
+	case PWB__LIST_DIRTY_TIME:
+		return &wb->b_dirty_time;
+	default:
+		return NULL;
+	}
+}
+
+static bool counts_as_dirty(enum pwb__list l)
+{
+	return l == PWB__LIST_DIRTY || l == PWB__LIST_IO ||
+	       l == PWB__LIST_MORE_IO;
+}
+
+/*
+ * Move @inode to the tail of list @to (or off every list), keeping the
+ * nr_dirty_inodes and nr_dirty_time_inodes counters right.
+ * Caller holds wb->list_lock.
+ */
+void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
+			    enum pwb__list to)
+{
+	enum pwb__list from = inode->on_list;
+
+	if (from != PWB__LIST_NONE)
+		cds_list_del_init(&inode->io_list);
+	if (inode->in_tree) {
+		pwb__xa_erase(&wb->io_tree, &inode->xa);
+		inode->in_tree = false;
+	}
+	if (to != PWB__LIST_NONE)
+		cds_list_add_tail(&inode->io_list, list_head(wb, to));
+	/* Without memory for the tree the inode stays on the b_io list
+	 * only, and first_io_inode() takes it after the indexed ones. */
+	if (to == PWB__LIST_IO && wb->ordered)
+		inode->in_tree = !pwb__xa_insert(&wb->io_tree, &inode->xa);
+	inode->on_list = to;
+	if (counts_as_dirty(from) != counts_as_dirty(to))
+		uatomic_add(&wb->stats.nr_dirty_inodes,
+			    counts_as_dirty(to) ? 1 : -1);
+	if ((from == PWB__LIST_DIRTY_TIME) != (to == PWB__LIST_DIRTY_TIME))
+		uatomic_add(&wb->stats.nr_dirty_time_inodes,
+			    to == PWB__LIST_DIRTY_TIME ? 1 : -1);
+}
+
+PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx)
+{
+	unsigned int nr;
+
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_inode_set_wb_hint: NULL inode");
+	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_set_wb_hint");
+	nr = pwb_bdi_nr_wb_ctx(inode->bdi);	/* 0 once the bdi is closing */
+	if (ctx < -1 || (ctx >= 0 && (unsigned int)ctx >= nr)) {
+		pwb__inode_exit(inode, PWB__HOLD_RCU);
+		return pwb__err(-ERANGE, "pwb_inode_set_wb_hint: context %d "
+					 "does not exist (the bdi has %u; -1 "
+					 "clears the hint)",
+				ctx, nr);
+	}
+	/* Read lock-free by select(); an int store is atomic. */
+	PWB__WRITE(inode->wb_hint, ctx);
+	pwb__inode_exit(inode, PWB__HOLD_RCU);
+	return 0;
+}
+
+void pwb__inode_clear_error_locked(struct pwb_inode *inode)
+{
+	inode->failed_err = 0;
+	inode->wb_failures = 0;
+	inode->backoff_ns = 0;
+	inode->retry_after = 0;
 }

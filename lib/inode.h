@@ -171,43 +171,9 @@ uint64_t pwb__inode_write_epoch(struct pwb_inode *inode) PWB__INTERNAL;
  * waits for a flusher holding it. A no-op if it was never affined. */
 void pwb__inode_unlink(struct pwb_inode *inode) PWB__INTERNAL;
 
-
-/* ---------------------------------------------------------------------- */
-/* error.c: write failures of an inode                                    */
-
-/*
- * Write failures. A failed write leaves its pages dirty (pwb__io_end); the
- * inode is then retried with a bounded back-off: periodic and background
- * passes skip it until retry_after (PWB__WB_BACKOFF_MIN_NS, doubled per
- * failed visit up to PWB__WB_BACKOFF_MAX_NS), no SYNC_NONE pass retries it
- * in the pass where it failed, integrity sync always retries. After
- * max_write_failures consecutive failed visits the inode is marked failed:
- * pwb_fsync returns the error until pwb_inode_clear_error(). -ENOSPC also
- * pauses the context's periodic and background passes (the same back-off),
- * until a write succeeds there again.
- */
-#define PWB__WB_BACKOFF_MIN_NS (100 * PWB__NSEC_PER_MSEC)
-#define PWB__WB_BACKOFF_MAX_NS (10 * PWB__NSEC_PER_SEC)
-struct pwb_inode;
-struct pwb__wb_ctx;
-/* A write of @inode by @wb ended with @err (non-zero) or succeeded (0).
- * Caller holds inode->lock; runs on @wb's flusher. */
-void pwb__wb_write_result_locked(struct pwb_inode *inode,
-				 struct pwb__wb_ctx *wb, int err) PWB__INTERNAL;
-/* End of a writeback visit that handed @written pages to the backend:
- * return true if a write of this visit failed. Caller holds inode->lock. */
-bool pwb__wb_visit_end_locked(struct pwb_inode *inode,
-			      uint64_t written) PWB__INTERNAL;
-/* Should a SYNC_NONE pass of @wb leave @inode alone now? @periodic: a
- * periodic or background pass (which honour the back-off). Caller holds
- * inode->lock. */
-bool pwb__wb_backing_off_locked(struct pwb_inode *inode,
-				struct pwb__wb_ctx *wb,
-				bool periodic) PWB__INTERNAL;
 /* Forget @inode's failures and its failed mark (pwb_inode_clear_error).
  * Caller holds inode->lock. */
 void pwb__inode_clear_error_locked(struct pwb_inode *inode) PWB__INTERNAL;
-
 
 /* ---------------------------------------------------------------------- */
 /* discard.c                                                              */

@@ -271,38 +271,3 @@ void pwb__io_end(struct pwb__io *io, int err)
 	pwb__io_put(io->wb, io);
 	pwb__inflight_put(bdi, 1);
 }
-
-/*
- * max_inflight: a cap on writes in flight over the whole bdi (network
- * storage that takes only so many). A flusher that finds the cap reached
- * first completes its own writes, then sleeps until another finishes.
- */
-void pwb__inflight_get(struct pwb__wb_ctx *wb)
-{
-	struct pwb_bdi *bdi = wb->bdi;
-	unsigned int max = bdi->cfg.max_inflight;
-
-	if (!max)
-		return;
-	pthread_mutex_lock(&bdi->inflight_lock);
-	while (bdi->inflight >= max) {
-		pthread_mutex_unlock(&bdi->inflight_lock);
-		bdi->io->wait(wb->io_state);
-		pthread_mutex_lock(&bdi->inflight_lock);
-		if (bdi->inflight >= max)
-			pthread_cond_wait(&bdi->inflight_cond,
-					  &bdi->inflight_lock);
-	}
-	bdi->inflight++;
-	pthread_mutex_unlock(&bdi->inflight_lock);
-}
-
-void pwb__inflight_put(struct pwb_bdi *bdi, unsigned int nr)
-{
-	if (!bdi->cfg.max_inflight)
-		return;
-	pthread_mutex_lock(&bdi->inflight_lock);
-	bdi->inflight -= nr;
-	pthread_cond_broadcast(&bdi->inflight_cond);
-	pthread_mutex_unlock(&bdi->inflight_lock);
-}

@@ -19,9 +19,6 @@
 
 #include <time.h>
 
-/* A flusher sleeping for the bucket looks for queued work this often. */
-#define RATE_SLICE_NS (10 * PWB__NSEC_PER_MSEC)
-
 void pwb__rate_init(struct pwb__rate_bucket *b, uint64_t rate,
 		    uint64_t min_burst, uint64_t now)
 {
@@ -92,27 +89,4 @@ uint64_t pwb__rate_wait_ns(struct pwb__rate_bucket *b, uint64_t now)
 	wait = debt_ns_locked(b);
 	pthread_mutex_unlock(&b->lock);
 	return wait;
-}
-
-bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait)
-{
-	struct pwb_bdi *bdi = wb->bdi;
-
-	while (wait) {
-		uint64_t ns = PWB__MIN(wait, RATE_SLICE_NS);
-		struct timespec ts = {
-			.tv_sec = (time_t)(ns / PWB__NSEC_PER_SEC),
-			.tv_nsec = (long)(ns % PWB__NSEC_PER_SEC),
-		};
-
-		if (pwb__wb_work_pending(wb) || PWB__READ(bdi->park_req))
-			return false;
-		while (nanosleep(&ts, &ts) && errno == EINTR)
-			;
-		uatomic_add(&wb->stats.rate_limited_ns, ns);
-		/* The bdi's clock decides (tests inject it). */
-		wait = PWB__MIN(wait - ns, pwb__rate_wait_ns(&bdi->rate,
-							     pwb__now(bdi)));
-	}
-	return true;
 }

@@ -22,7 +22,6 @@ struct pwb__rate_bucket {
 	uint64_t stamp;		/* lock: clock ns of the last refill */
 };
 
-
 /* ---------------------------------------------------------------------- */
 /* pacing.c                                                               */
 
@@ -37,9 +36,5 @@ uint64_t pwb__rate_charge(struct pwb__rate_bucket *b, uint64_t bytes,
 /* How long until the bucket is out of debt at clock time @now. */
 uint64_t pwb__rate_wait_ns(struct pwb__rate_bucket *b,
 			   uint64_t now) PWB__INTERNAL;
-/* Sleep up to @wait ns on @wb's flusher, in slices; return false early
- * (the debt stays owed) as soon as work is queued on @wb or a re-shard
- * asks the flushers to park (bdi->park_req). */
-bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait) PWB__INTERNAL;
 
 #endif /* PWB_PACING_H */

@@ -31,25 +31,3 @@ const struct pwb_policy_ops pwb__policy_hint = {
 	.init = hint_init,
 	.select = hint_select,
 };
-
-PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx)
-{
-	unsigned int nr;
-
-	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_inode_set_wb_hint: NULL inode");
-	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_set_wb_hint");
-	nr = pwb_bdi_nr_wb_ctx(inode->bdi);	/* 0 once the bdi is closing */
-	if (ctx < -1 || (ctx >= 0 && (unsigned int)ctx >= nr)) {
-		pwb__inode_exit(inode, PWB__HOLD_RCU);
-		return pwb__err(-ERANGE, "pwb_inode_set_wb_hint: context %d "
-					 "does not exist (the bdi has %u; -1 "
-					 "clears the hint)",
-				ctx, nr);
-	}
-	/* Read lock-free by select(); an int store is atomic. */
-	PWB__WRITE(inode->wb_hint, ctx);
-	pwb__inode_exit(inode, PWB__HOLD_RCU);
-	return 0;
-}

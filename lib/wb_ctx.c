@@ -25,59 +25,6 @@
 #include <string.h>
 #include <time.h>
 
-/* See pwb__synchronize_rcu(): only its address is used. */
-char pwb__rcu_tsan_token;
-
-static __thread int pwb__flusher_idx = -1;
-
-bool pwb__in_flusher(void)
-{
-	return pwb__flusher_idx >= 0;
-}
-
-int pwb__flusher_ctx_idx(void)
-{
-	return pwb__flusher_idx;
-}
-
-/*
- * liburcu starts its call_rcu worker thread on the first call_rcu() of the
- * process, from whichever thread makes it (often an application thread
- * closing an inode), and the worker inherits that thread's signal mask.
- * The first call goes out with every signal blocked, so the worker, like
- * the flushers, never runs the application's handlers. (Starting the
- * worker at open instead would put it in processes that then fork, where
- * the child has the worker's state but not its thread.)
- */
-void pwb__call_rcu(struct rcu_head *head, void (*fn)(struct rcu_head *))
-{
-	static int started;
-	sigset_t all, old;
-
-	if (caa_likely(pwb__aread(&started))) {
-		call_rcu(head, fn);
-		return;
-	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	call_rcu(head, fn);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pwb__aset(&started, 1);
-}
-
-void pwb__set_flusher_ctx(int idx)
-{
-	pwb__flusher_idx = idx;
-}
-
-uint64_t pwb__clock_monotonic(void *unused)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * PWB__NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 int pwb__wb_ctx_init(struct pwb__wb_ctx *wb, struct pwb_bdi *bdi,
 		     unsigned int idx)
 {
@@ -443,92 +390,49 @@ void pwb__flushers_resume(struct pwb_bdi *bdi)
 	pthread_mutex_unlock(&bdi->park_lock);
 }
 
-static unsigned long next_dirty_slot;
-static __thread unsigned int my_dirty_slot;	/* slot + 1; 0: none yet */
-
-void pwb__wb_account_dirtied(struct pwb__wb_ctx *wb, uint64_t n)
+static void set_ordered_locked(struct pwb__wb_ctx *wb, bool ordered)
 {
-	struct pwb__dirty_slot *slot;
+	struct pwb_inode *inode;
 
-	if (caa_unlikely(!my_dirty_slot))
-		my_dirty_slot = (unsigned int)(uatomic_add_return(
-			&next_dirty_slot, 1) % PWB__NR_DIRTY_SLOTS) + 1;
-	slot = &wb->dslot[my_dirty_slot - 1];
-	uatomic_add(&slot->dirty_pages, n);
-	uatomic_add(&slot->dirtied_pages, n);
-}
-
-uint64_t pwb__wb_dirty_pages(struct pwb__wb_ctx *wb)
-{
-	uint64_t sum = pwb__aread(&wb->stats.dirty_pages);
-	unsigned int i;
-
-	for (i = 0; i < PWB__NR_DIRTY_SLOTS; i++)
-		sum += pwb__aread(&wb->dslot[i].dirty_pages);
-	return sum;
-}
-
-void pwb__wb_fold_slots(struct pwb__wb_ctx *wb)
-{
-	unsigned int i;
-
-	for (i = 0; i < PWB__NR_DIRTY_SLOTS; i++) {
-		struct pwb__dirty_slot *slot = &wb->dslot[i];
-
-		uatomic_add(&wb->stats.dirty_pages,
-			    uatomic_xchg(&slot->dirty_pages, 0));
-		uatomic_add(&wb->stats.dirtied_pages,
-			    uatomic_xchg(&slot->dirtied_pages, 0));
+	if (wb->ordered == ordered)
+		return;
+	wb->ordered = ordered;
+	cds_list_for_each_entry(inode, &wb->b_io, io_list) {
+		if (ordered)
+			inode->in_tree =
+				!pwb__xa_insert(&wb->io_tree, &inode->xa);
+		else if (inode->in_tree)
+			pwb__xa_erase(&wb->io_tree, &inode->xa);
+		if (!ordered)
+			inode->in_tree = false;
 	}
 }
 
-void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
+void pwb__ctxs_apply_policy(struct pwb__wb_ctx_array *arr,
+			    const struct pwb__policy *pol)
 {
-	st->nr_dirty_inodes += pwb__aread(&s->nr_dirty_inodes);
-	st->dirty_pages += pwb__aread(&s->dirty_pages);
-	st->writeback_pages += pwb__aread(&s->writeback_pages);
-	st->dirtied_pages += pwb__aread(&s->dirtied_pages);
-	st->written_pages += pwb__aread(&s->written_pages);
-	st->io_submitted += pwb__aread(&s->io_submitted);
-	st->io_errors += pwb__aread(&s->io_errors);
-	st->bytes_written += pwb__aread(&s->bytes_written);
-	st->nr_inodes += pwb__aread(&s->nr_inodes);
-	st->nr_dirty_time_inodes += pwb__aread(&s->nr_dirty_time_inodes);
-	st->wb_passes += pwb__aread(&s->wb_passes);
-	st->periodic_passes += pwb__aread(&s->periodic_passes);
-	st->background_passes += pwb__aread(&s->background_passes);
-	st->sync_passes += pwb__aread(&s->sync_passes);
-	st->inodes_written += pwb__aread(&s->inodes_written);
-	st->device_flushes += pwb__aread(&s->device_flushes);
-	st->flush_ns += pwb__aread(&s->flush_ns);
-	st->io_extents += pwb__aread(&s->io_extents);
-	st->rate_limited_ns += pwb__aread(&s->rate_limited_ns);
-	st->log_forces += pwb__aread(&s->log_forces);
-	st->lsn_held_pages += pwb__aread(&s->lsn_held_pages);
-	st->latched_pages += pwb__aread(&s->latched_pages);
-}
-
-void pwb__wb_counters_add(struct pwb__wb_stats *dst,
-			  const struct pwb__wb_stats *src)
-{
-	const uint64_t *from = (const uint64_t *)src;
-	uint64_t *to = (uint64_t *)dst;
-	size_t i;
-
-	/* Every field is a uint64_t counter: add them word by word, so a
-	 * field added to the struct is never forgotten here. */
-	for (i = 0; i < sizeof(*src) / sizeof(uint64_t); i++)
-		uatomic_add(&to[i], pwb__aread(&from[i]));
-}
-
-void pwb__wb_stats_read(struct pwb__wb_ctx *wb, struct pwb_stats *st)
-{
+	bool shared = pol->flags & PWB_POLICY_F_SHARED_LIST;
 	unsigned int i;
 
-	pwb__wb_counters_read(&wb->stats, st);
-	for (i = 0; i < PWB__NR_DIRTY_SLOTS; i++) {
-		st->dirty_pages += pwb__aread(&wb->dslot[i].dirty_pages);
-		st->dirtied_pages += pwb__aread(&wb->dslot[i].dirtied_pages);
+	for (i = 0; i < arr->nr; i++) {
+		struct pwb__wb_ctx *wb = arr->ctx[i];
+
+		PWB__WRITE(wb->lists, shared ? arr->ctx[0] : wb);
+		PWB__WRITE(wb->shared, shared);
+		PWB__WRITE(wb->claim_batch,
+			   pol->batch ? pol->batch : PWB__POLICY_BATCH_DEFAULT);
+		pthread_mutex_lock(&wb->list_lock);
+		set_ordered_locked(wb, pol->flags & PWB_POLICY_F_ORDERED);
+		pthread_mutex_unlock(&wb->list_lock);
 	}
-	st->write_bandwidth += pwb__aread(&wb->avg_write_bw);
+}
+
+bool pwb__wb_work_pending(struct pwb__wb_ctx *wb)
+{
+	bool pending;
+
+	pthread_mutex_lock(&wb->work_lock);
+	pending = !cds_list_empty(&wb->work_list);
+	pthread_mutex_unlock(&wb->work_lock);
+	return pending;
 }

@@ -42,7 +42,6 @@ struct pwb__wb_work {
 					 * cap for queued work */
 };
 
-
 /* ---------------------------------------------------------------------- */
 /* wb_ctx.c: writeback contexts                                           */
 
@@ -235,5 +234,8 @@ struct pwb__wb_ctx_array {
 	unsigned int nr;
 	struct pwb__wb_ctx *ctx[];
 };
+
+/* Is work queued on @wb? Takes work_lock. */
+bool pwb__wb_work_pending(struct pwb__wb_ctx *wb) PWB__INTERNAL;
 
 #endif /* PWB_WB_CTX_H */

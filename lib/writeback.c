@@ -72,60 +72,6 @@ static bool over_bg_thresh(struct pwb_bdi *bdi)
 /* ---------------------------------------------------------------------- */
 /* Lists                                                                  */
 
-static struct cds_list_head *list_head(struct pwb__wb_ctx *wb,
-				       enum pwb__list which)
-{
-	switch (which) {
-	case PWB__LIST_DIRTY:
-		return &wb->b_dirty;
-	case PWB__LIST_IO:
-		return &wb->b_io;
-	case PWB__LIST_MORE_IO:
-		return &wb->b_more_io;
-	case PWB__LIST_DIRTY_TIME:
-		return &wb->b_dirty_time;
-	default:
-		return NULL;
-	}
-}
-
-static bool counts_as_dirty(enum pwb__list l)
-{
-	return l == PWB__LIST_DIRTY || l == PWB__LIST_IO ||
-	       l == PWB__LIST_MORE_IO;
-}
-
-/*
- * Move @inode to the tail of list @to (or off every list), keeping the
- * nr_dirty_inodes and nr_dirty_time_inodes counters right.
- * Caller holds wb->list_lock.
- */
-void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
-			    enum pwb__list to)
-{
-	enum pwb__list from = inode->on_list;
-
-	if (from != PWB__LIST_NONE)
-		cds_list_del_init(&inode->io_list);
-	if (inode->in_tree) {
-		pwb__xa_erase(&wb->io_tree, &inode->xa);
-		inode->in_tree = false;
-	}
-	if (to != PWB__LIST_NONE)
-		cds_list_add_tail(&inode->io_list, list_head(wb, to));
-	/* Without memory for the tree the inode stays on the b_io list
-	 * only, and first_io_inode() takes it after the indexed ones. */
-	if (to == PWB__LIST_IO && wb->ordered)
-		inode->in_tree = !pwb__xa_insert(&wb->io_tree, &inode->xa);
-	inode->on_list = to;
-	if (counts_as_dirty(from) != counts_as_dirty(to))
-		uatomic_add(&wb->stats.nr_dirty_inodes,
-			    counts_as_dirty(to) ? 1 : -1);
-	if ((from == PWB__LIST_DIRTY_TIME) != (to == PWB__LIST_DIRTY_TIME))
-		uatomic_add(&wb->stats.nr_dirty_time_inodes,
-			    to == PWB__LIST_DIRTY_TIME ? 1 : -1);
-}
-
 /* The inode a pass visits next: the smallest key under an F_ORDERED
  * policy, else b_io's head. Caller holds list_lock; b_io is not empty. */
 static struct pwb_inode *first_io_inode(struct pwb__wb_ctx *wb)
@@ -136,43 +82,6 @@ static struct pwb_inode *first_io_inode(struct pwb__wb_ctx *wb)
 	if (it)
 		return caa_container_of(it, struct pwb_inode, xa);
 	return cds_list_first_entry(&wb->b_io, struct pwb_inode, io_list);
-}
-
-static void set_ordered_locked(struct pwb__wb_ctx *wb, bool ordered)
-{
-	struct pwb_inode *inode;
-
-	if (wb->ordered == ordered)
-		return;
-	wb->ordered = ordered;
-	cds_list_for_each_entry(inode, &wb->b_io, io_list) {
-		if (ordered)
-			inode->in_tree =
-				!pwb__xa_insert(&wb->io_tree, &inode->xa);
-		else if (inode->in_tree)
-			pwb__xa_erase(&wb->io_tree, &inode->xa);
-		if (!ordered)
-			inode->in_tree = false;
-	}
-}
-
-void pwb__ctxs_apply_policy(struct pwb__wb_ctx_array *arr,
-			    const struct pwb__policy *pol)
-{
-	bool shared = pol->flags & PWB_POLICY_F_SHARED_LIST;
-	unsigned int i;
-
-	for (i = 0; i < arr->nr; i++) {
-		struct pwb__wb_ctx *wb = arr->ctx[i];
-
-		PWB__WRITE(wb->lists, shared ? arr->ctx[0] : wb);
-		PWB__WRITE(wb->shared, shared);
-		PWB__WRITE(wb->claim_batch,
-			   pol->batch ? pol->batch : PWB__POLICY_BATCH_DEFAULT);
-		pthread_mutex_lock(&wb->list_lock);
-		set_ordered_locked(wb, pol->flags & PWB_POLICY_F_ORDERED);
-		pthread_mutex_unlock(&wb->list_lock);
-	}
 }
 
 /*
@@ -955,16 +864,6 @@ static int64_t chunk_pages(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	return (int64_t)PWB__MIN(pages, (uint64_t)INT64_MAX);
 }
 
-bool pwb__wb_work_pending(struct pwb__wb_ctx *wb)
-{
-	bool pending;
-
-	pthread_mutex_lock(&wb->work_lock);
-	pending = !cds_list_empty(&wb->work_list);
-	pthread_mutex_unlock(&wb->work_lock);
-	return pending;
-}
-
 /*
  * Visit the inodes on b_io. Returns pages written; *err gets the first
  * error. Caller holds list_lock.
@@ -1528,4 +1427,148 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 		if (err != -EAGAIN && pwb__aread(&bdi->reshard_gen) == gen)
 			return err;
 	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* max_inflight: a slot per request in flight                             */
+
+/*
+ * max_inflight: a cap on writes in flight over the whole bdi (network
+ * storage that takes only so many). A flusher that finds the cap reached
+ * first completes its own writes, then sleeps until another finishes.
+ */
+void pwb__inflight_get(struct pwb__wb_ctx *wb)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+	unsigned int max = bdi->cfg.max_inflight;
+
+	if (!max)
+		return;
+	pthread_mutex_lock(&bdi->inflight_lock);
+	while (bdi->inflight >= max) {
+		pthread_mutex_unlock(&bdi->inflight_lock);
+		bdi->io->wait(wb->io_state);
+		pthread_mutex_lock(&bdi->inflight_lock);
+		if (bdi->inflight >= max)
+			pthread_cond_wait(&bdi->inflight_cond,
+					  &bdi->inflight_lock);
+	}
+	bdi->inflight++;
+	pthread_mutex_unlock(&bdi->inflight_lock);
+}
+
+void pwb__inflight_put(struct pwb_bdi *bdi, unsigned int nr)
+{
+	if (!bdi->cfg.max_inflight)
+		return;
+	pthread_mutex_lock(&bdi->inflight_lock);
+	bdi->inflight -= nr;
+	pthread_cond_broadcast(&bdi->inflight_cond);
+	pthread_mutex_unlock(&bdi->inflight_lock);
+}
+
+/* ---------------------------------------------------------------------- */
+/* the rate cap's sleep on a flusher                                      */
+
+/* A flusher sleeping for the bucket looks for queued work this often. */
+#define RATE_SLICE_NS (10 * PWB__NSEC_PER_MSEC)
+
+bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait)
+{
+	struct pwb_bdi *bdi = wb->bdi;
+
+	while (wait) {
+		uint64_t ns = PWB__MIN(wait, RATE_SLICE_NS);
+		struct timespec ts = {
+			.tv_sec = (time_t)(ns / PWB__NSEC_PER_SEC),
+			.tv_nsec = (long)(ns % PWB__NSEC_PER_SEC),
+		};
+
+		if (pwb__wb_work_pending(wb) || PWB__READ(bdi->park_req))
+			return false;
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+		uatomic_add(&wb->stats.rate_limited_ns, ns);
+		/* The bdi's clock decides (tests inject it). */
+		wait = PWB__MIN(wait - ns, pwb__rate_wait_ns(&bdi->rate,
+							     pwb__now(bdi)));
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Write failures: bounded retry back-off and failed inodes               */
+
+static uint64_t next_backoff(uint64_t cur)
+{
+	return cur ? PWB__MIN(cur * 2, PWB__WB_BACKOFF_MAX_NS)
+		   : PWB__WB_BACKOFF_MIN_NS;
+}
+
+void pwb__wb_write_result_locked(struct pwb_inode *inode,
+				 struct pwb__wb_ctx *wb, int err)
+{
+	uint64_t now;
+
+	if (!err) {
+		/* The device takes writes again: end an ENOSPC pause. */
+		wb->nospc_backoff_ns = 0;
+		wb->nospc_until = 0;
+		/* All data landed: the failure run is over. */
+		if (!inode->map.count[PWB__TAG_DIRTY] &&
+		    !inode->map.count[PWB__TAG_WRITEBACK]) {
+			inode->wb_failures = 0;
+			inode->backoff_ns = 0;
+			inode->retry_after = 0;
+		}
+		return;
+	}
+	now = pwb__now(inode->bdi);
+	inode->fail_pass = pwb__aread(&wb->stats.wb_passes);
+	if (err == -ENOSPC) {
+		/* A full file system fails every inode alike: pause the
+		 * whole context, not each inode after its own failure. */
+		wb->nospc_backoff_ns = next_backoff(wb->nospc_backoff_ns);
+		wb->nospc_until = now + wb->nospc_backoff_ns;
+	}
+	/* A visit that writes many requests fails once, not per request. */
+	if (inode->wb_failures && inode->fail_visit == inode->wb_visit)
+		return;
+	inode->fail_visit = inode->wb_visit;
+	inode->wb_failures++;
+	inode->backoff_ns = next_backoff(inode->backoff_ns);
+	inode->retry_after = now + inode->backoff_ns;
+	if (inode->bdi->cfg.max_write_failures &&
+	    inode->wb_failures >= inode->bdi->cfg.max_write_failures &&
+	    !inode->failed_err)
+		inode->failed_err = err;
+}
+
+bool pwb__wb_visit_end_locked(struct pwb_inode *inode, uint64_t written)
+{
+	bool failed = inode->wb_failures &&
+		      inode->fail_visit == inode->wb_visit;
+
+	/*
+	 * A visit that wrote and saw no failure breaks the run of
+	 * consecutive failures, unless writes are still in flight (an
+	 * asynchronous backend): their failure would belong to this visit.
+	 */
+	if (!failed && written && !inode->map.count[PWB__TAG_WRITEBACK]) {
+		inode->wb_failures = 0;
+		inode->backoff_ns = 0;
+		inode->retry_after = 0;
+	}
+	return failed;
+}
+
+bool pwb__wb_backing_off_locked(struct pwb_inode *inode,
+				struct pwb__wb_ctx *wb, bool periodic)
+{
+	if (!inode->wb_failures)
+		return false;
+	/* Failed in this very pass: retrying at once would spin. */
+	if (inode->fail_pass == pwb__aread(&wb->stats.wb_passes))
+		return true;
+	return periodic && pwb__now(inode->bdi) < inode->retry_after;
 }
