@@ -1282,6 +1282,11 @@ struct pwb_stats {
 	/** Pages writeback passed over because get_page returned -EAGAIN
 	 *  (latched; counted once per attempt). */
 	uint64_t latched_pages;
+	/** Times an integrity pass over a context's lists (pwb_sync) found
+	 *  an inode another flusher was writing and waited for that visit to
+	 *  end (for example a pwb_fsync's visit under the shared-list
+	 *  policy). */
+	uint64_t busy_waits;
 };
 
 /**

@@ -72,6 +72,7 @@ void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
 	st->log_forces += pwb__aread(&s->log_forces);
 	st->lsn_held_pages += pwb__aread(&s->lsn_held_pages);
 	st->latched_pages += pwb__aread(&s->latched_pages);
+	st->busy_waits += pwb__aread(&s->busy_waits);
 }
 
 void pwb__wb_counters_add(struct pwb__wb_stats *dst,

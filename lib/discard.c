@@ -236,22 +236,9 @@ static bool drop_dirty_locked(struct pwb_inode *inode, uint64_t first,
 	uint64_t n;
 
 	/* A page dirtied again later starts from LSN 0, not from the LSN of
-	 * the change that was discarded: forget the LSNs of the dirty runs
-	 * (only those: the range may reach to 2^52 pages). */
-	if (inode->map.nr_lsn) {
-		uint64_t at = first, run;
-
-		while (at <= last &&
-		       pwb__map_find(&inode->map, PWB__TAG_DIRTY, at, &at) &&
-		       at <= last) {
-			run = pwb__map_run(&inode->map, PWB__TAG_DIRTY, at,
-					   last - at + 1);
-			pwb__map_lsn_reset(&inode->map, at, run);
-			at += run;
-			if (!at)
-				break;	/* wrapped past the last index */
-		}
-	}
+	 * the change that was discarded. The range may reach to 2^52 pages:
+	 * the reset visits only the leaves that exist. */
+	pwb__map_lsn_reset(&inode->map, first, last - first + 1);
 	n = pwb__map_clear(&inode->map, PWB__TAG_DIRTY, first, last);
 	pwb__map_clear(&inode->map, PWB__TAG_TOWRITE, first, last);
 	/* Counted where the inode lives, as pwb_mark_dirty and writepages

@@ -296,6 +296,26 @@ int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n)
 	return mark_dirty_tail(inode, n);
 }
 
+/*
+ * Whether mark_dirty() must go page by page through the inode's region
+ * (a per-page policy now, or ever since the inode was first dirtied under
+ * one). Called twice: once before inode->lock, where @may_attach lets a
+ * per-page policy attach the region (pwb__region_attach() takes that
+ * lock), and once under inode->lock, the lock pwb__region_attach() sets
+ * inode->region under: a region attached by another thread between the
+ * two calls is seen by the second, so no page is tagged on the inode's
+ * own lists once routing through slices may have begun.
+ */
+static bool by_region(struct pwb_inode *inode, bool may_attach)
+{
+	if (PWB__RCU_DEREF(inode->region))
+		return true;
+	return may_attach &&
+	       (PWB__RCU_DEREF(inode->bdi->policy)->flags &
+		PWB_POLICY_F_PER_PAGE) &&
+	       !pwb__region_attach(inode);
+}
+
 /* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. */
 static int mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len,
 		      uint64_t lsn)
@@ -345,11 +365,7 @@ again:
 			pwb__inode_exit(inode, PWB__HOLD_RCU);
 			return pwb__bdi_dead_err("pwb_mark_dirty");
 		}
-		/* Under a per-page policy, or ever since: page by page. */
-		if (PWB__RCU_DEREF(inode->region) ||
-		    ((PWB__RCU_DEREF(bdi->policy)->flags &
-		      PWB_POLICY_F_PER_PAGE) &&
-		     !pwb__region_attach(inode)))
+		if (by_region(inode, true))
 			return pwb__region_mark_dirty(inode, first, last,
 						      lsn);
 		wb = choose_wb(inode, first, &key);
@@ -371,10 +387,8 @@ again:
 					"being closed",
 				(unsigned long long)ino);
 	}
-	/* Region state (a per-page policy now or before): page by page.
-	 * Checked under the lock that pwb__region_attach() sets it under,
-	 * so no page is tagged here once routing may have begun. */
-	if (caa_unlikely(PWB__READ(inode->region))) {
+	/* Again, under the lock (see by_region()). */
+	if (caa_unlikely(by_region(inode, false))) {
 		pthread_mutex_unlock(&inode->lock);
 		return pwb__region_mark_dirty(inode, first, last, lsn);
 	}

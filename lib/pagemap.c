@@ -919,24 +919,46 @@ uint64_t pwb__map_lsn_max(const struct pwb__map *map, uint64_t first,
 	return max;
 }
 
+/* Zero the LSNs of @r below @p, entering only the subtrees that exist. */
+static void reset_lsn_rec(void *p, unsigned int height, uint64_t base,
+			  const struct map_range *r)
+{
+	struct pwb__map_node *node = p;
+	uint64_t m;
+
+	if (height == 0) {
+		struct pwb__map_leaf *leaf = p;
+		unsigned int lo = leaf_lo(r, base), hi = leaf_hi(r, base);
+
+		if (leaf->lsn)
+			memset(&leaf->lsn[lo], 0,
+			       (hi - lo + 1) * sizeof(*leaf->lsn));
+		return;
+	}
+	for (m = slot_range(r, base, height); m; m &= m - 1) {
+		unsigned int s = __builtin_ctzll(m);
+
+		if (node->slot[s])
+			reset_lsn_rec(node->slot[s], height - 1,
+				      child_base(base, height, s), r);
+	}
+}
+
+/* Costs the leaves of [first, first + n) that exist, not n: discard passes
+ * ranges up to 2^52 pages. */
 void pwb__map_lsn_reset(struct pwb__map *map, uint64_t first, uint64_t n)
 {
-	uint64_t i = 0;
+	struct map_range r;
 
-	if (!map->nr_lsn)
+	if (!map->nr_lsn || !n || !map->root)
 		return;
-	while (i < n) {
-		uint64_t index = first + i;
-		struct pwb__map_leaf *leaf = leaf_lookup(map, MAP_KEY(index));
-		unsigned int off = MAP_OFF(index);
-		uint64_t in_leaf = PWB__MIN(n - i, (uint64_t)
-					    (PWB__MAP_LEAF_PAGES - off));
-
-		if (leaf && leaf->lsn)
-			memset(&leaf->lsn[off], 0,
-			       in_leaf * sizeof(*leaf->lsn));
-		i += in_leaf;
-	}
+	r.first = first;
+	r.last = n - 1 > UINT64_MAX - first ? UINT64_MAX : first + (n - 1);
+	r.fkey = MAP_KEY(first);
+	r.lkey = PWB__MIN(MAP_KEY(r.last), map_max_key(map->height));
+	if (r.fkey > r.lkey)
+		return;
+	reset_lsn_rec(map->root, map->height, 0, &r);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -70,6 +70,7 @@ struct pwb__wb_stats {
 	uint64_t log_forces;	/* log_force calls (write-ahead rule) */
 	uint64_t lsn_held_pages;	/* pages passed over: LSN not durable */
 	uint64_t latched_pages;	/* pages passed over: get_page -EAGAIN */
+	uint64_t busy_waits;	/* integrity pass slept on a busy inode */
 };
 /* pwb__wb_counters_add() relies on this. */
 _Static_assert(sizeof(struct pwb__wb_stats) % sizeof(uint64_t) == 0,

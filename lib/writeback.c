@@ -812,6 +812,7 @@ static void pass_over_busy_locked(struct pwb__wb_ctx *wb,
 	 * (off every list, GONE, freed after a grace period): the read-side
 	 * section keeps the memory, GONE says to leave it alone.
 	 */
+	uatomic_inc(&wb->stats.busy_waits);
 	rcu_read_lock();
 	wait_inode_sync_locked(wb, inode);
 	pthread_mutex_lock(&inode->lock);

@@ -27,25 +27,13 @@ static char *image;
 static struct tu_clock clk;
 static struct pwb_bdi *bdi;
 
-static void cfg_quiet(struct pwb_bdi_config *cfg)
-{
-	pwb_bdi_config_init(cfg);
-	cfg->nr_wb_ctx = 1;
-	cfg->backend = "psync";
-	cfg->clock = tu_clock_read;
-	cfg->clock_arg = &clk;
-	cfg->dirty_writeback_ms = 0;
-	cfg->dirty_background_bytes = 0;
-	cfg->dirty_bytes = 0;
-}
-
 static void setup(void)
 {
 	struct pwb_bdi_config cfg;
 
 	tu_clock_set(&clk, T0);
 	image = tu_image_create(IMAGE_SIZE);
-	cfg_quiet(&cfg);
+	tu_config_quiet(&cfg, 1, "psync", &clk);
 	ck_assert_int_eq(pwb_bdi_open(image, &cfg, &bdi), 0);
 }
 

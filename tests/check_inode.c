@@ -32,26 +32,14 @@ static char *image;
 static struct tu_clock clk;
 static struct pwb_bdi *bdi;
 
-static void cfg_quiet(struct pwb_bdi_config *cfg, unsigned int nr)
-{
-	pwb_bdi_config_init(cfg);
-	cfg->nr_wb_ctx = nr;
-	/* One write in flight, as these tests were written for. */
-	cfg->backend = "psync";
-	cfg->clock = tu_clock_read;
-	cfg->clock_arg = &clk;
-	cfg->dirty_writeback_ms = 0;
-	cfg->dirty_background_bytes = 0;
-	cfg->dirty_bytes = 0;
-}
-
 static void inode_setup(void)
 {
 	struct pwb_bdi_config cfg;
 
 	tu_clock_set(&clk, T0);
 	image = tu_image_create(IMAGE_SIZE);
-	cfg_quiet(&cfg, NR_CTX);
+	/* One write in flight, as these tests were written for. */
+	tu_config_quiet(&cfg, NR_CTX, "psync", &clk);
 	ck_assert_int_eq(pwb_bdi_open(image, &cfg, &bdi), 0);
 	ck_assert_uint_eq(pwb_bdi_nr_wb_ctx(bdi), NR_CTX);
 }
@@ -538,7 +526,7 @@ START_TEST(wb_ctx_is_ino_mod_nr_and_sticks_across_clean)
 	inos[n++] = (1ull << 63) + 5;
 	inos[n++] = 0x100000001ull; /* 2^32 + 1: no 32-bit truncation */
 
-	cfg_quiet(&cfg, nr);
+	tu_config_quiet(&cfg, nr, "psync", &clk);
 	ck_assert_int_eq(pwb_bdi_open(img, &cfg, &b), 0);
 	ck_assert_uint_eq(pwb_bdi_nr_wb_ctx(b), nr);
 	for (i = 0; i < n; i++) {

@@ -308,6 +308,44 @@ START_TEST(test_copy_and_clear_skip_untagged_subtrees)
 }
 END_TEST
 
+/*
+ * pwb__map_lsn_reset() over [0, 2^52), the range a whole-device discard
+ * passes, with a few sparse pages carrying LSNs: the ones inside lose
+ * their LSN, one the range leaves out keeps it. No time is measured; the
+ * only guard on cost is Check's timeout, which is acceptable here only
+ * because the old code walked the range leaf by leaf (2^43 lookups, so it
+ * never finished) while the reset must visit only the leaves that exist.
+ */
+START_TEST(test_lsn_reset_over_2_52_touches_only_existing_leaves)
+{
+	const uint64_t end = 1ull << 52;
+	const uint64_t pages[] = { 0, 7, 1ull << 30, (1ull << 51) + 3,
+				   end - 1 };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
+		ck_assert_int_eq(pwb__map_set_lsn(&map, pages[i], pages[i],
+						  100 + i), 1);
+	/* Beyond the range: keeps its LSN. */
+	ck_assert_int_eq(pwb__map_set_lsn(&map, end, end, 999), 1);
+	/* Set as asked. */
+	for (i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
+		ck_assert_uint_eq(pwb__map_lsn(&map, pages[i]), 100 + i);
+	pwb__map_lsn_reset(&map, 0, end);
+	for (i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
+		EXPECT(pwb__map_lsn(&map, pages[i]) == 0, "page %u", i);
+	ck_assert_uint_eq(pwb__map_lsn(&map, end), 999);
+	/* The tags are not the reset's business. */
+	ck_assert(pwb__map_test(&map, DIRTY, (1ull << 51) + 3));
+	/* A range inside one leaf leaves the rest of that leaf alone. */
+	ck_assert_int_eq(pwb__map_set_lsn(&map, 8, 9, 5), 2);
+	pwb__map_lsn_reset(&map, 9, 1);
+	ck_assert_uint_eq(pwb__map_lsn(&map, 8), 5);
+	ck_assert_uint_eq(pwb__map_lsn(&map, 9), 0);
+	ASSERT_MAP_OK(&map);
+}
+END_TEST
+
 START_TEST(test_range_beyond_tree_height)
 {
 	/* Height 1 covers leaves 0-63, pages 0-32767. Ranges that end past
@@ -836,6 +874,7 @@ static Suite *pagemap_suite(void)
 	tcase_add_test(tc, test_copy_tag_only_tagged_pages);
 	tcase_add_test(tc, test_copy_and_clear_skip_untagged_subtrees);
 	tcase_add_test(tc, test_range_beyond_tree_height);
+	tcase_add_test(tc, test_lsn_reset_over_2_52_touches_only_existing_leaves);
 	tcase_add_test(tc, test_indexes_near_uint64_max);
 	tcase_add_test(tc, test_empty_leaves_are_freed);
 	tcase_add_test(tc, test_tree_shrinks_when_high_pages_cleared);

@@ -1448,6 +1448,155 @@ START_TEST(test_shared_list_inode_written_by_one_thread_at_a_time)
 }
 END_TEST
 
+/*
+ * The busy-inode wait of an integrity pass (pass_over_busy_locked(), the
+ * path of the use after free fixed in 444f0cb). Under shared-list two
+ * flushers work on context 0's lists: context 0's flusher runs a
+ * pwb_fsync of the inode and is held inside get_page (a gate the test
+ * opens), so the inode is I_SYNC and still on the lists; then pwb_sync
+ * queues an integrity pass on context 1, which meets the inode on b_io
+ * and must wait for that visit to end before it may finish.
+ *
+ * Observed without sleeps: busy_waits counts the wait, and the events say
+ * whether context 1's integrity pass ended. The test waits until one of
+ * the two happens; with the wait the pass cannot end while the gate is
+ * closed. Remove the wait (treat the sync pass like SYNC_NONE, which
+ * skips the inode to b_more_io) and the pass ends with busy_waits 0.
+ */
+struct busy_gate {
+	struct tu_store st;		/* first: priv is the tu_store too */
+	pthread_mutex_t lock;		/* the fields below */
+	pthread_cond_t cond;
+	bool entered;			/* a get_page is held at the gate */
+	bool open;
+	bool ctx1_sync_ended;		/* context 1's integrity pass ended */
+	int fsync_ret, sync_ret;
+	struct pwb_bdi *bdi;
+};
+
+static struct busy_gate *busy_gate_of(struct pwb_inode *inode)
+{
+	return pwb_inode_priv(inode);
+}
+
+static int gate_get_page(struct pwb_inode *inode, uint64_t index,
+			 const void **data)
+{
+	struct busy_gate *g = busy_gate_of(inode);
+
+	pthread_mutex_lock(&g->lock);
+	if (!g->open) {
+		g->entered = true;
+		pthread_cond_broadcast(&g->cond);
+		while (!g->open)
+			pthread_cond_wait(&g->cond, &g->lock);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return tu_ops.get_page(inode, index, data);
+}
+
+static void gate_event(const struct pwb_event *ev, void *arg)
+{
+	struct busy_gate *g = arg;
+
+	if (ev->type != PWB_EV_WB_END || ev->ctx != 1 ||
+	    ev->reason != PWB_WB_SYNC)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->ctx1_sync_ended = true;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void *gate_fsync_main(void *arg)
+{
+	struct busy_gate *g = arg;
+	int ret = pwb_fsync(g->st.inode);
+
+	pthread_mutex_lock(&g->lock);
+	g->fsync_ret = ret;
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+static void *gate_sync_main(void *arg)
+{
+	struct busy_gate *g = arg;
+	int ret = pwb_sync(g->bdi);
+
+	pthread_mutex_lock(&g->lock);
+	g->sync_ret = ret;
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+START_TEST(test_integrity_pass_waits_for_inode_another_flusher_writes)
+{
+	enum { PAGES = 8 };
+	struct pwb_inode_ops ops = tu_ops;
+	struct busy_gate g;
+	pthread_t tf, ts;
+	struct tu_env e;
+	bool ended;
+
+	memset(&g, 0, sizeof(g));
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_cond_init(&g.cond, NULL);
+	g.fsync_ret = g.sync_ret = 1;
+	ops.get_page = gate_get_page;
+	tu_env_config(&e, 2, "psync");
+	e.cfg.policy = "shared-list:batch=1";
+	e.cfg.nr_flushers = 0;		/* one flusher per context */
+	e.cfg.event = gate_event;
+	e.cfg.event_arg = &g;
+	tu_env_open(&e, PAGES);
+	g.bdi = e.bdi;
+	tu_open_store(&e, &g.st, 77, PAGES, 0, &ops);
+	tu_dirty_range(&g.st, 0, PAGES, 1);
+	ck_assert_int_eq(pwb_inode_wb_ctx(g.st.inode), 0);
+
+	/* Context 0's flusher holds the inode (I_SYNC) inside get_page. */
+	ck_assert_int_eq(pthread_create(&tf, NULL, gate_fsync_main, &g), 0);
+	pthread_mutex_lock(&g.lock);
+	while (!g.entered)
+		pthread_cond_wait(&g.cond, &g.lock);
+	pthread_mutex_unlock(&g.lock);
+
+	/* Context 1's integrity pass meets it: it waits (busy_waits) or,
+	 * without the wait, ends. Whichever comes first. */
+	ck_assert_int_eq(pthread_create(&ts, NULL, gate_sync_main, &g), 0);
+	for (;;) {
+		pthread_mutex_lock(&g.lock);
+		ended = g.ctx1_sync_ended;
+		pthread_mutex_unlock(&g.lock);
+		if (ended || bdi_stats(e.bdi).busy_waits)
+			break;
+		sched_yield();
+	}
+	ck_assert_msg(!ended, "context 1's integrity pass ended while the "
+		      "inode it had to write was held by another flusher");
+	ck_assert_uint_eq(bdi_stats(e.bdi).busy_waits, 1);
+
+	pthread_mutex_lock(&g.lock);
+	g.open = true;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	pthread_join(tf, NULL);
+	pthread_join(ts, NULL);
+	ck_assert_int_eq(g.fsync_ret, 0);
+	ck_assert_int_eq(g.sync_ret, 0);
+	ck_assert(g.ctx1_sync_ended);
+	ck_assert_uint_eq(bdi_stats(e.bdi).busy_waits, 1);
+	ck_assert_uint_eq(tu_dirty_pages(&g.st), 0);
+	ck_assert_int_eq(tu_verify(&e, &g.st, 1), 0);
+	close_store(&g.st);
+	tu_env_close(&e);
+	tu_store_destroy(&g.st);
+	pthread_cond_destroy(&g.cond);
+	pthread_mutex_destroy(&g.lock);
+}
+END_TEST
+
 static Suite *writeback_suite(void)
 {
 	Suite *s = suite_create("writeback");
@@ -1481,6 +1630,8 @@ static Suite *writeback_suite(void)
 		test_shared_list_pass_of_any_context_writes_shared_inodes);
 	tcase_add_test(tc,
 		test_shared_list_inode_written_by_one_thread_at_a_time);
+	tcase_add_test(tc,
+		test_integrity_pass_waits_for_inode_another_flusher_writes);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("redirty");

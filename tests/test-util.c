@@ -526,22 +526,28 @@ static void tu_env_remove_stale(void)
 		unlink(tu_env_img);
 }
 
+void tu_config_quiet(struct pwb_bdi_config *cfg, unsigned int nr_wb_ctx,
+		     const char *backend, struct tu_clock *clock)
+{
+	pwb_bdi_config_init(cfg);
+	cfg->nr_wb_ctx = nr_wb_ctx;
+	if (backend)
+		cfg->backend = backend;
+	cfg->clock = tu_clock_read;
+	cfg->clock_arg = clock;
+	cfg->dirty_writeback_ms = 0;
+	cfg->dirty_background_bytes = 0;
+	cfg->dirty_bytes = 0;
+}
+
 void tu_env_config(struct tu_env *e, unsigned int nr_wb_ctx,
 		   const char *backend)
 {
 	memset(e, 0, sizeof(*e));
 	tu_clock_set(&e->clock, TU_T0);
-	pwb_bdi_config_init(&e->cfg);
-	e->cfg.nr_wb_ctx = nr_wb_ctx;
+	tu_config_quiet(&e->cfg, nr_wb_ctx, backend, &e->clock);
 	e->cfg.page_size = TU_PS;
 	e->cfg.dirty_expire_ms = TU_EXPIRE_MS;
-	e->cfg.dirty_writeback_ms = 0;
-	e->cfg.dirty_background_bytes = 0;
-	e->cfg.dirty_bytes = 0;
-	e->cfg.clock = tu_clock_read;
-	e->cfg.clock_arg = &e->clock;
-	if (backend)
-		e->cfg.backend = backend;
 }
 
 void tu_env_open(struct tu_env *e, uint64_t pages)

@@ -183,6 +183,11 @@ struct tu_env {
 	struct pwb_bdi *bdi;
 };
 
+/* pwb_bdi_config_init() plus: @nr_wb_ctx contexts, @backend (NULL: the
+ * default), time from @clock, no periodic timer, no background writeback,
+ * no dirty limit. Page size and expiry stay the library's defaults. */
+void tu_config_quiet(struct pwb_bdi_config *cfg, unsigned int nr_wb_ctx,
+		     const char *backend, struct tu_clock *clock);
 /* Deterministic defaults: @nr_wb_ctx contexts, @backend (NULL: the
  * default), the fake clock at TU_T0, no periodic timer, no background
  * writeback, no dirty limit. The test may change e->cfg before opening. */
