@@ -10,7 +10,9 @@
  * filled in full here and the caller gets its own size's worth, with
  * unknown fields zeroed. The library itself works only on full structs.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "bdi.h"
+#include "inode.h"
 #include "abi.h"
 
 #include <string.h>

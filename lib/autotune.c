@@ -18,7 +18,9 @@
  * re-shards under reshard_lock, which also serialises it with the user's
  * pwb_bdi_set_nr_wb_ctx() and pwb_bdi_set_policy().
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "autotune.h"
+#include "bdi.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,16 @@
 /*
  * bdi.c - the backing device: open, geometry, contexts, sync, close
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "completion.h"
+#include "io.h"
+#include "policy-int.h"
+#include "wb_ctx.h"
+#include "pacing.h"
+#include "autotune.h"
+#include "bdi.h"
+#include "inode.h"
+#include "writeback.h"
 
 #include <fcntl.h>
 #include <stddef.h>

@@ -13,7 +13,9 @@
  * Only in the shared library (libtool defines PIC for its objects): a
  * static link has no symbol versions and no old binaries to serve.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "bdi.h"
+#include "inode.h"
 #include "abi.h"
 
 #ifdef PIC

@@ -5,7 +5,8 @@
  * pwb_sync() queues one work item per context and waits once for all of
  * them: one completion with pending = number of contexts.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "completion.h"
 
 void pwb__completion_init(struct pwb__completion *c, unsigned int pending)
 {

@@ -29,7 +29,11 @@
  * the order pwb__region_holders_rcu() lists them, so two discards of one
  * inode never wait for each other crosswise.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "pagemap.h"
+#include "bdi.h"
+#include "inode.h"
+#include "region.h"
 
 /* Pages of [@off, @off + @len) for a public range call: every page the
  * range touches (@whole false), or only the pages wholly inside it (@whole

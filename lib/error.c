@@ -10,7 +10,7 @@
  * the bdi). A reader gets an error once: the first check after the error was
  * recorded returns it and moves the cursor past it.
  */
-#include "pwb-internal.h"
+#include "base.h"
 
 #include <stdarg.h>
 #include <stdio.h>

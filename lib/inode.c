@@ -6,7 +6,16 @@
  * own lock, sets the DIRTY tag over the range in one operation, and touches
  * the context's list lock only when a clean inode becomes dirty.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "pagemap.h"
+#include "xarray.h"
+#include "policy-int.h"
+#include "wb_ctx.h"
+#include "bdi.h"
+#include "throttle.h"
+#include "inode.h"
+#include "region.h"
+#include "writeback.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -22,7 +22,9 @@
  * the seeded pseudo-random draw, which is a pure function of (seed, n): a
  * single flusher sees the same hits in every run.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "io.h"
+#include "bdi.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -10,7 +10,9 @@
  * flushes the (unchanged) device cache. Fault injection does not apply:
  * there is no write to hit.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "io.h"
+#include "wb_ctx.h"
 
 static int null_submit(void *state, struct pwb__io *io)
 {

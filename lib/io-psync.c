@@ -8,7 +8,10 @@
  * request with that error (the pages stay dirty, see pwb__io_end). Each
  * request first asks the fault-injection layer (pwb__io_fault_check).
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "io.h"
+#include "bdi.h"
+#include "inode.h"
 
 #include <limits.h>
 #include <unistd.h>

@@ -33,7 +33,10 @@
  * found), the backend keeps its name so that a configuration naming it gets
  * a clear -EOPNOTSUPP from pwb_bdi_open() instead of "unknown backend".
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "io.h"
+#include "wb_ctx.h"
+#include "bdi.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -6,7 +6,14 @@
  * the writeback tag goes, a failed page becomes dirty again (and its error
  * is recorded for fsync/sync callers), counters move, end_write is told.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "pagemap.h"
+#include "io.h"
+#include "wb_ctx.h"
+#include "bdi.h"
+#include "inode.h"
+#include "region.h"
+#include "writeback.h"
 
 #include <stdlib.h>
 #include <string.h>

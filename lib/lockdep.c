@@ -13,7 +13,7 @@
  * Only built with --enable-lockdep. Its own table lock is a plain pthread
  * mutex (the parenthesised calls below bypass the checking macros).
  */
-#include "pwb-internal.h"
+#include "base.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -15,7 +15,8 @@
  * more than one sleep slice for it, whatever the rate (a 16 KiB/s cap in
  * debt by one 1 MiB request would otherwise hold a re-shard for a minute).
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "pacing.h"
 
 #include <time.h>
 

@@ -56,7 +56,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pwb-internal.h"
+#include "base.h"
+#include "pagemap.h"
+#include "io.h"
+#include "policy-int.h"
 
 #define MAP_LEAF_WORDS (PWB__MAP_LEAF_PAGES / 64)
 #define MAP_LEAF_MASK ((uint64_t)PWB__MAP_LEAF_PAGES - 1)

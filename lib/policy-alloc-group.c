@@ -19,7 +19,9 @@
  * (pwb_inode_set_wb_hint) names the context directly and wins; an inode
  * whose first page cannot be mapped is placed by inode-hash.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "policy-int.h"
+#include "bdi.h"
 
 #include <stdlib.h>
 #include <string.h>

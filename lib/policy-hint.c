@@ -9,7 +9,9 @@
  * fall back to inode-hash. A hint set for a larger context count than the
  * bdi now has (after live re-sharding) is taken modulo the count.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "policy-int.h"
+#include "bdi.h"
 
 static int hint_init(struct pwb_bdi *bdi, const char *args, void **state)
 {

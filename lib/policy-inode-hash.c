@@ -5,7 +5,9 @@
  * The parallel-writeback series' rule, and libpwb's default: no state, no
  * callbacks into the application, spreads sequential inode numbers evenly.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "policy-int.h"
+#include "bdi.h"
 
 static int inode_hash_init(struct pwb_bdi *bdi, const char *args,
 			   void **state)

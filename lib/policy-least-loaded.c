@@ -12,7 +12,10 @@
  * strictly smaller count, so equal loads (an idle bdi) spread inodes like
  * inode-hash does instead of piling them onto context 0.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "policy-int.h"
+#include "wb_ctx.h"
+#include "bdi.h"
 
 static int least_loaded_init(struct pwb_bdi *bdi, const char *args,
 			     void **state)

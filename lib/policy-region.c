@@ -22,7 +22,9 @@
  * the number of contexts, rounded down to 1 MiB (at least 1 MiB),
  * recomputed when the number changes, so that each context owns a region.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "policy-int.h"
+#include "bdi.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,9 @@
  *
  * Arguments: batch=N, 1 to 1024 (default 16).
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "policy-int.h"
+#include "bdi.h"
 
 #include <stdlib.h>
 #include <string.h>

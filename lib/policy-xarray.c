@@ -23,7 +23,9 @@
  * default 2^32). An inode whose first page cannot be mapped (key=offset)
  * gets key 0 and is placed by inode-hash.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "policy-int.h"
+#include "bdi.h"
 
 #include <stdlib.h>
 #include <string.h>

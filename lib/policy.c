@@ -21,7 +21,10 @@
  * context, the instance counts the failure (nr_fallbacks) and the bdi says
  * so once on stderr, however often its policy is switched.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "policy-int.h"
+#include "bdi.h"
+#include "inode.h"
 
 #include <ctype.h>
 #include <dlfcn.h>

@@ -32,7 +32,13 @@
  * Lock order: route_lock, then wb->list_lock, then inode->lock (a slice's
  * or its inode's, never both). Slices live until their inode is freed.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "pagemap.h"
+#include "policy-int.h"
+#include "wb_ctx.h"
+#include "bdi.h"
+#include "inode.h"
+#include "region.h"
 
 #include <stdlib.h>
 #include <string.h>

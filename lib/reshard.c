@@ -19,7 +19,14 @@
  *     retired_stats, stop surplus flushers, resume, start new flushers;
  *  5. free retired contexts after an RCU grace period.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "pagemap.h"
+#include "policy-int.h"
+#include "wb_ctx.h"
+#include "autotune.h"
+#include "bdi.h"
+#include "inode.h"
+#include "region.h"
 
 #include <stdlib.h>
 

@@ -4,7 +4,10 @@
  *
  * Counters are plain uatomic words in each context; readers never lock.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "wb_ctx.h"
+#include "autotune.h"
+#include "bdi.h"
 
 #include <string.h>
 

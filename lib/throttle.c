@@ -25,7 +25,10 @@
  * pwb__throttle_pause() is the decision alone, a pure function, so that
  * tests can check it without sleeping.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "wb_ctx.h"
+#include "bdi.h"
+#include "throttle.h"
 
 #include <time.h>
 

@@ -18,7 +18,15 @@
  * until resumed. While parked, no flusher touches any context, so the
  * re-shard may move inodes between contexts and replace the array.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "xarray.h"
+#include "completion.h"
+#include "io.h"
+#include "policy-int.h"
+#include "wb_ctx.h"
+#include "bdi.h"
+#include "inode.h"
+#include "writeback.h"
 
 #include <signal.h>
 #include <stdlib.h>

@@ -24,7 +24,18 @@
  *  - Background and periodic passes yield to queued work between inodes;
  *    background stops as soon as dirty bytes are at or below the threshold.
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "pagemap.h"
+#include "xarray.h"
+#include "completion.h"
+#include "io.h"
+#include "wb_ctx.h"
+#include "pacing.h"
+#include "bdi.h"
+#include "throttle.h"
+#include "inode.h"
+#include "region.h"
+#include "writeback.h"
 
 #include <stdlib.h>
 #include <string.h>

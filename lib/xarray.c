@@ -21,7 +21,8 @@
  *
  * Not thread-safe: the owner's lock protects it (wb->list_lock).
  */
-#include "pwb-internal.h"
+#include "base.h"
+#include "xarray.h"
 
 #include <stdlib.h>
 #include <string.h>
