@@ -175,6 +175,10 @@ enum pwb__lock_rank {
 				 * close */
 	PWB__LOCK_FLUSH,	/* bdi->flush_lock: device flushes, held
 				 * across fdatasync */
+	PWB__LOCK_PAGE,		/* page->lock (pcache.c): a library-owned
+				 * page's data; held across device reads
+				 * and stable-page waits, never by a
+				 * flusher (get_page only tries it) */
 	PWB__LOCK_ROUTE,	/* region->route_lock: per-page routing of
 				 * one inode (region.c); never in a flusher */
 	PWB__LOCK_LIST,		/* wb->list_lock: one context's lists */
@@ -1113,6 +1117,9 @@ struct pwb_bdi {
 	 * count are what they are (pwb_bdi_info). */
 	char backend_reason[PWB_REASON_MAX];
 	char nr_wb_ctx_reason[PWB_REASON_MAX];
+	/* Library-owned page cache (pcache.c): set at open, freed at
+	 * close; its own counters are atomic. */
+	struct pwb__pcache_bdi *pcache;
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)
@@ -1407,6 +1414,9 @@ struct pwb_inode {
 					 * NULL) */
 	unsigned int slot;		/* read-only: a slice's slot (context
 					 * index when it was made) */
+	/* Library-owned pages (pcache.c): set at open, read-only; NULL
+	 * when the application owns the pages. */
+	struct pwb__pcache_inode *pcache;
 };
 
 /* The inode the application knows: @inode itself, or a slice's parent.
