@@ -1399,6 +1399,19 @@ struct pwb_stats {
 	/** Pages writeback passed over because get_page returned -EAGAIN
 	 *  (latched; counted once per attempt). */
 	uint64_t latched_pages;
+	/* ---- the page cache of library-owned inodes (pwb_write) ---- */
+	/** Now: pages in the cache, the whole bdi's (also in
+	 *  pwb_wb_ctx_stats()). */
+	uint64_t cache_pages;
+	/** Clean pages freed by the context's flusher after its passes
+	 *  (pwb_bdi_stats: by every flusher and by writers). */
+	uint64_t reclaimed_pages;
+	/** Reclaim runs of the context's flusher (above the high
+	 *  watermark). */
+	uint64_t reclaim_passes;
+	/** pwb_bdi_stats only: clean pages freed by writers and readers that
+	 *  found the cache full (direct reclaim). */
+	uint64_t direct_reclaimed_pages;
 };
 
 /**

@@ -726,6 +726,27 @@ void pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 	}
 }
 
+void pwb__pcache_stats(struct pwb_bdi *bdi, int idx, struct pwb_stats *st)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	unsigned int i;
+
+	if (!pb)
+		return;
+	st->cache_pages = uatomic_read(&pb->nr_pages);
+	if (idx >= 0 && idx < PWB_MAX_WB_CTX) {
+		st->reclaimed_pages = uatomic_read(&pb->reclaimed[idx]);
+		st->reclaim_passes = uatomic_read(&pb->reclaim_passes[idx]);
+		return;
+	}
+	for (i = 0; i < PWB_MAX_WB_CTX; i++) {
+		st->reclaimed_pages += uatomic_read(&pb->reclaimed[i]);
+		st->reclaim_passes += uatomic_read(&pb->reclaim_passes[i]);
+	}
+	st->direct_reclaimed_pages = uatomic_read(&pb->direct_reclaims);
+	st->reclaimed_pages += st->direct_reclaimed_pages;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Set-up and tear-down                                                   */
 

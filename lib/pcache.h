@@ -79,4 +79,8 @@ void pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi,
 			     unsigned int idx) PWB__INTERNAL;
 
+/* Fill the page-cache fields of @st: context @idx's, or the bdi's (-1). */
+void pwb__pcache_stats(struct pwb_bdi *bdi, int idx,
+		       struct pwb_stats *st) PWB__INTERNAL;
+
 #endif /* PWB_PCACHE_H */

@@ -369,6 +369,125 @@ START_TEST(test_small_cache)
 }
 END_TEST
 
+static uint64_t cached_pages_of(struct pwb_inode *inode)
+{
+	long before, after;
+	unsigned long count;
+
+	rcu_read_lock();
+	cds_lfht_count_nodes(inode->pcache->pages, &before, &count, &after);
+	rcu_read_unlock();
+	return count;
+}
+
+/* Each context's flusher reclaims clean pages of its own inodes only,
+ * after its passes, and counts them in its own statistics. */
+START_TEST(test_reclaim_per_context)
+{
+	struct tu_env e;
+	struct pwb_inode *inode[2];
+	struct pwb_stats st[2], all;
+	static unsigned char w[PS];
+	const uint64_t cache_pages = 64, per_inode = 31;
+	uint64_t i, freed[2];
+	int c, tries = 0;
+
+	env_open(&e, 2, cache_pages * PS);
+	inode[0] = open_lib(&e, 0, 0);
+	inode[1] = open_lib(&e, 1, 1);
+	for (i = 0; i < 2 * per_inode; i++)
+		ck_assert_int_eq(pwb_write(inode[i & 1], w, PS, (i / 2) * PS),
+				 PS);
+	ck_assert_int_eq(pwb_inode_wb_ctx(inode[0]), 0);
+	ck_assert_int_eq(pwb_inode_wb_ctx(inode[1]), 1);
+	/* Written and clean: the flushers reclaim after the pass. */
+	tu_writeback_wait(&e, PWB_WB_ALL);
+	do {
+		struct timespec ts = { 0, 2000000 };
+
+		nanosleep(&ts, NULL);
+		ck_assert_int_eq(pwb_bdi_stats(e.bdi, &all), 0);
+	} while (all.cache_pages > cache_pages - cache_pages / 8 &&
+		 ++tries < 2500);
+	ck_assert_uint_le(all.cache_pages, cache_pages - cache_pages / 8);
+	ck_assert_uint_eq(all.direct_reclaimed_pages, 0);
+	for (c = 0; c < 2; c++) {
+		ck_assert_int_eq(pwb_wb_ctx_stats(e.bdi, c, &st[c]), 0);
+		freed[c] = per_inode - cached_pages_of(inode[c]);
+		ck_assert_uint_eq(st[c].reclaimed_pages, freed[c]);
+		ck_assert_uint_eq(st[c].cache_pages, all.cache_pages);
+	}
+	ck_assert_uint_eq(all.reclaimed_pages, freed[0] + freed[1]);
+	ck_assert_uint_ge(all.reclaimed_pages, 2 * per_inode -
+						       (cache_pages -
+							cache_pages / 8));
+	ck_assert_uint_ge(all.reclaim_passes, 1);
+	ck_assert_int_eq(pwb_inode_close(inode[0]), 0);
+	ck_assert_int_eq(pwb_inode_close(inode[1]), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/* Every page dirty and writeback stalled: a writer that needs a page
+ * waits, and fails with -ETIMEDOUT once throttle_timeout_ms passed on
+ * the bdi's clock. */
+struct stall {
+	struct pwb_inode *inode;
+	ssize_t ret;
+	int done;
+};
+
+static void *stall_main(void *arg)
+{
+	struct stall *s = arg;
+	static unsigned char w[PS];
+
+	s->ret = pwb_write(s->inode, w, PS, 40 * PS);
+	uatomic_set(&s->done, 1);
+	return NULL;
+}
+
+START_TEST(test_full_cache_timeout)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct pwb_fault f;
+	struct stall s;
+	pthread_t t;
+	static unsigned char w[PS];
+	int i;
+
+	tu_env_config(&e, 1, "psync");
+	e.cfg.cache_bytes = 16 * PS;
+	e.cfg.throttle_timeout_ms = 1000;
+	tu_env_open(&e, IMG_PAGES);
+	inode = open_lib(&e, 1, 0);
+	memset(&f, 0, sizeof(f));
+	f.kind = PWB_FAULT_EIO;	/* nothing ever becomes clean */
+	f.every = 1;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	for (i = 0; i < 16; i++)
+		ck_assert_int_eq(pwb_write(inode, w, PS, (uint64_t)i * PS), PS);
+	s.inode = inode;
+	s.done = 0;
+	ck_assert_int_eq(pthread_create(&t, NULL, stall_main, &s), 0);
+	for (i = 0; i < 50; i++) {	/* it waits, the clock standing */
+		struct timespec ts = { 0, 2000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_int_eq(uatomic_read(&s.done), 0);
+	tu_clock_advance_ms(&e.clock, 1001);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(s.ret, -ETIMEDOUT);
+	f.kind = PWB_FAULT_NONE;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	ck_assert_int_eq(pwb_inode_discard(inode, 0, UINT64_MAX), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close_expect(&e, -EIO);
+}
+END_TEST
+
 /* Several threads, one inode, random unaligned reads and writes; each
  * operation holds the test's locks of the pages it touches, so the model
  * (ref) and the inode change together. */
@@ -477,6 +596,8 @@ static Suite *pcache_suite(void)
 	tcase_add_test(tc, test_stable_pages);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_small_cache);
+	tcase_add_test(tc, test_reclaim_per_context);
+	tcase_add_test(tc, test_full_cache_timeout);
 	tcase_add_test(tc, test_mt_stress);
 	suite_add_tcase(s, tc);
 	return s;
