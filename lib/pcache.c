@@ -218,6 +218,27 @@ static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
 	return freed;
 }
 
+/* Wake the flusher of every context but @except, to reclaim. */
+static void kick_flushers(struct pwb_bdi *bdi, int except)
+{
+	struct pwb__wb_ctx_array *arr;
+	unsigned int i;
+
+	rcu_read_lock();
+	arr = PWB__RCU_DEREF(bdi->ctxs);
+	for (i = 0; arr && i < arr->nr; i++)
+		if ((int)i != except)
+			pwb__wb_kick_background(arr->ctx[i]);
+	pwb__rcu_read_unlock();
+}
+
+/* The cache crossed its high watermark: wake every flusher to reclaim. */
+static void kick_reclaim(struct pwb_bdi *bdi)
+{
+	if (uatomic_cmpxchg(&bdi->pcache->reclaiming, 0, 1) == 0)
+		kick_flushers(bdi, -1);
+}
+
 void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
@@ -226,15 +247,29 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 	if (!pb || idx >= PWB_MAX_WB_CTX)
 		return;
 	n = uatomic_read(&pb->nr_pages);
-	/* Down to 7/8 of the limit once above 15/16 of it. */
-	if (n <= pb->limit_pages - pb->limit_pages / 16)
-		return;
 	low = pb->limit_pages - pb->limit_pages / 8;
+	/* Hysteresis: reclaim starts above 15/16 of the limit and every
+	 * context takes part (each from its own inodes) until the cache is
+	 * down to 7/8. */
+	if (n > pb->limit_pages - pb->limit_pages / 16)
+		uatomic_set(&pb->reclaiming, 1);
+	if (!uatomic_read(&pb->reclaiming))
+		return;
+	if (n <= low) {
+		uatomic_set(&pb->reclaiming, 0);
+		return;
+	}
 	uatomic_inc(&pb->reclaim_passes[idx]);
 	freed = reclaim(bdi, (int)idx, n - low);
 	if (freed)
 		uatomic_add(&pb->reclaimed[idx], freed);
+	if (uatomic_read(&pb->nr_pages) <= low)
+		uatomic_set(&pb->reclaiming, 0);
+	else if (freed)	/* the others' inodes hold the rest */
+		kick_flushers(bdi, (int)idx);
 }
+
+
 
 /* Charge one page against cache_bytes: reclaim or wait for writeback
  * when the cache is full. 0, or -ETIMEDOUT. */
@@ -250,9 +285,11 @@ static int charge_page(struct pwb_inode *inode)
 		uint64_t freed;
 
 		if (n < pb->limit_pages) {
-			if (uatomic_cmpxchg(&pb->nr_pages, n, n + 1) == n)
-				return 0;
-			continue;
+			if (uatomic_cmpxchg(&pb->nr_pages, n, n + 1) != n)
+				continue;
+			if (n + 1 > pb->limit_pages - pb->limit_pages / 16)
+				kick_reclaim(bdi);
+			return 0;
 		}
 		freed = reclaim(bdi, -1, 8);
 		if (freed) {
