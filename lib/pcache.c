@@ -37,7 +37,12 @@ static int index_match(struct cds_lfht_node *node, const void *key)
 /* The page of a table node; NULL for NULL (no arithmetic on NULL). */
 static struct pwb__page *page_of(struct cds_lfht_node *node)
 {
-	return node ? caa_container_of(node, struct pwb__page, node) : NULL;
+	if (!node)
+		return NULL;
+	/* Pairs with the release before cds_lfht_add_unique(): liburcu's
+	 * own barriers are invisible to TSan. */
+	PWB__TSAN_ACQUIRE(node);
+	return caa_container_of(node, struct pwb__page, node);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -89,7 +94,7 @@ static void page_free_rcu(struct rcu_head *head)
 /* Take a reference unless the page is dead. */
 static bool page_get(struct pwb__page *p)
 {
-	int r = uatomic_read(&p->ref);
+	int r = pwb__aread(&p->ref);
 
 	while (r >= 0) {
 		int old = uatomic_cmpxchg(&p->ref, r, r + 1);
@@ -148,9 +153,9 @@ static uint64_t sweep_inode(struct pwb_inode *inode, uint64_t want)
 	     cds_lfht_next(inode->pcache->pages, &iter)) {
 		if (freed >= want)
 			break;
-		if (uatomic_read(&p->ref) != 0)
+		if (pwb__aread(&p->ref) != 0)
 			continue;
-		if (uatomic_read(&p->flags) & PWB__PG_REF) {
+		if (pwb__aread(&p->flags) & PWB__PG_REF) {
 			uatomic_and(&p->flags, ~PWB__PG_REF);
 			continue;
 		}
@@ -161,7 +166,7 @@ static uint64_t sweep_inode(struct pwb_inode *inode, uint64_t want)
 		if (uatomic_cmpxchg(&p->ref, 0, PWB__PAGE_DEAD) != 0)
 			continue;
 		if (page_busy(inode, p->index)) {
-			uatomic_set(&p->ref, 0);
+			pwb__aset(&p->ref, 0);
 			continue;
 		}
 		cds_lfht_del(inode->pcache->pages, &p->node);
@@ -246,25 +251,25 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 
 	if (!pb || idx >= PWB_MAX_WB_CTX)
 		return;
-	n = uatomic_read(&pb->nr_pages);
+	n = pwb__aread(&pb->nr_pages);
 	low = pb->limit_pages - pb->limit_pages / 8;
 	/* Hysteresis: reclaim starts above 15/16 of the limit and every
 	 * context takes part (each from its own inodes) until the cache is
 	 * down to 7/8. */
 	if (n > pb->limit_pages - pb->limit_pages / 16)
-		uatomic_set(&pb->reclaiming, 1);
-	if (!uatomic_read(&pb->reclaiming))
+		pwb__aset(&pb->reclaiming, 1);
+	if (!pwb__aread(&pb->reclaiming))
 		return;
 	if (n <= low) {
-		uatomic_set(&pb->reclaiming, 0);
+		pwb__aset(&pb->reclaiming, 0);
 		return;
 	}
 	uatomic_inc(&pb->reclaim_passes[idx]);
 	freed = reclaim(bdi, (int)idx, n - low);
 	if (freed)
 		uatomic_add(&pb->reclaimed[idx], freed);
-	if (uatomic_read(&pb->nr_pages) <= low)
-		uatomic_set(&pb->reclaiming, 0);
+	if (pwb__aread(&pb->nr_pages) <= low)
+		pwb__aset(&pb->reclaiming, 0);
 	else if (freed)	/* the others' inodes hold the rest */
 		kick_flushers(bdi, (int)idx);
 }
@@ -281,7 +286,7 @@ static int charge_page(struct pwb_inode *inode)
 
 	timeout = bdi->cfg.throttle_timeout_ms * PWB__NSEC_PER_MSEC;
 	for (;;) {
-		uint64_t n = uatomic_read(&pb->nr_pages);
+		uint64_t n = pwb__aread(&pb->nr_pages);
 		uint64_t freed;
 
 		if (n < pb->limit_pages) {
@@ -334,8 +339,7 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		cds_lfht_lookup(pc->pages, index_hash(index), index_match,
 				&index, &iter);
 		node = cds_lfht_iter_get_node(&iter);
-		p = node ? caa_container_of(node, struct pwb__page, node)
-			 : NULL;
+		p = page_of(node);
 		if (p && page_get(p)) {
 			pwb__rcu_read_unlock();
 			*pp = p;
@@ -456,14 +460,24 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 	if (!node) {
 		ret = -EIO;	/* dropped by a truncate racing a write */
 	} else {
-		p = caa_container_of(node, struct pwb__page, node);
+		p = page_of(node);
 		/* Pairs with the full barrier of the writer's latch: the
 		 * WRITEBACK tag was set before this call. */
 		cmm_smp_mb();
-		if (uatomic_read(&p->flags) & PWB__PG_WLATCH)
+		/* Acquire: a writer that just cleared its latch copied
+		 * before (the data the device reads). */
+		if (__atomic_load_n(&p->flags, __ATOMIC_ACQUIRE) &
+		    PWB__PG_WLATCH) {
 			ret = -EAGAIN;
-		else
+		} else if (pthread_mutex_trylock(&p->lock)) {
+			/* A writer between its latch and its copy, or a
+			 * reader copying out: not now. The lock also orders
+			 * the last copy before the device reads the data. */
+			ret = -EAGAIN;
+		} else {
+			pthread_mutex_unlock(&p->lock);
 			*data = p->data;	/* tagged WRITEBACK: kept */
+		}
 	}
 	pwb__rcu_read_unlock();
 	return ret;
@@ -490,7 +504,7 @@ static int pc_enter(struct pwb_inode *inode, const char *who)
 
 static void size_raise(struct pwb__pcache_inode *pc, uint64_t end)
 {
-	uint64_t s = uatomic_read(&pc->size);
+	uint64_t s = pwb__aread(&pc->size);
 
 	while (s < end) {
 		uint64_t old = uatomic_cmpxchg(&pc->size, s, end);
@@ -525,12 +539,12 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&p->lock);
-	if (!(uatomic_read(&p->flags) & PWB__PG_UPTODATE)) {
+	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
 		if (n == ps) {
 			uatomic_or(&p->flags, PWB__PG_UPTODATE);
 		} else {
 			ret = page_fill_locked(inode, p,
-					       uatomic_read(&inode->pcache->size));
+					       pwb__aread(&inode->pcache->size));
 			if (ret)
 				goto out;
 		}
@@ -638,7 +652,7 @@ static ssize_t read_fast(struct pwb_inode *inode, void *buf, size_t len,
 		pwb__rcu_read_unlock();
 		return -EAGAIN;
 	}
-	size = uatomic_read(&pc->size);
+	size = pwb__aread(&pc->size);
 	if (off >= size) {
 		pwb__rcu_read_unlock();
 		return 0;
@@ -657,13 +671,13 @@ static ssize_t read_fast(struct pwb_inode *inode, void *buf, size_t len,
 		page_put(p);
 		return -EAGAIN;
 	}
-	if (!(uatomic_read(&p->flags) & PWB__PG_UPTODATE)) {
+	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
 		pthread_mutex_unlock(&p->lock);
 		page_put(p);
 		return -EAGAIN;
 	}
 	memcpy(buf, (char *)p->data + pgoff, len);
-	if (!(uatomic_read(&p->flags) & PWB__PG_REF))
+	if (!(pwb__aread(&p->flags) & PWB__PG_REF))
 		uatomic_or(&p->flags, PWB__PG_REF);
 	pthread_mutex_unlock(&p->lock);
 	page_put(p);
@@ -694,7 +708,7 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 	pc = inode->pcache;
 	shift = inode->bdi->page_shift;
 	ps = 1u << shift;
-	size = uatomic_read(&pc->size);
+	size = pwb__aread(&pc->size);
 	if (off >= size)
 		len = 0;
 	else if (len > size - off)
@@ -712,12 +726,12 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 		if (ret)
 			break;
 		pthread_mutex_lock(&p->lock);
-		if (!(uatomic_read(&p->flags) & PWB__PG_UPTODATE))
+		if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE))
 			ret = page_fill_locked(inode, p,
-					       uatomic_read(&pc->size));
+					       pwb__aread(&pc->size));
 		if (!ret) {
 			memcpy((char *)buf + done, (char *)p->data + pgoff, n);
-			if (!(uatomic_read(&p->flags) & PWB__PG_REF))
+			if (!(pwb__aread(&p->flags) & PWB__PG_REF))
 				uatomic_or(&p->flags, PWB__PG_REF);
 		}
 		pthread_mutex_unlock(&p->lock);
@@ -742,7 +756,7 @@ PWB_API int pwb_inode_size(struct pwb_inode *inode, uint64_t *size)
 	ret = pc_enter(inode, "pwb_inode_size");
 	if (ret)
 		return ret;
-	*size = uatomic_read(&inode->pcache->size);
+	*size = pwb__aread(&inode->pcache->size);
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	return 0;
 }
@@ -756,7 +770,7 @@ PWB_API int pwb_inode_set_size(struct pwb_inode *inode, uint64_t size)
 	ret = pc_enter(inode, "pwb_inode_set_size");
 	if (ret)
 		return ret;
-	cur = uatomic_read(&inode->pcache->size);
+	cur = pwb__aread(&inode->pcache->size);
 	if (size >= cur) {
 		size_raise(inode->pcache, size);
 		pwb__inode_exit(inode, PWB__HOLD_REF);
@@ -784,7 +798,7 @@ static void drop_range(struct pwb_inode *inode, uint64_t first,
 		     cds_lfht_next(inode->pcache->pages, &iter)) {
 			if (p->index < first || p->index > last)
 				continue;
-			if (uatomic_read(&p->ref) < 0)
+			if (pwb__aread(&p->ref) < 0)
 				continue;
 			if (!page_kill(inode, p))
 				again = true;
@@ -809,7 +823,7 @@ void pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 		return;
 	/* Truncate: the size, and zeros after it in its last page. */
 	{
-		uint64_t s = uatomic_read(&pc->size);
+		uint64_t s = pwb__aread(&pc->size);
 
 		while (s > off) {
 			uint64_t old = uatomic_cmpxchg(&pc->size, s, off);
@@ -840,17 +854,17 @@ void pwb__pcache_stats(struct pwb_bdi *bdi, int idx, struct pwb_stats *st)
 
 	if (!pb)
 		return;
-	st->cache_pages = uatomic_read(&pb->nr_pages);
+	st->cache_pages = pwb__aread(&pb->nr_pages);
 	if (idx >= 0 && idx < PWB_MAX_WB_CTX) {
-		st->reclaimed_pages = uatomic_read(&pb->reclaimed[idx]);
-		st->reclaim_passes = uatomic_read(&pb->reclaim_passes[idx]);
+		st->reclaimed_pages = pwb__aread(&pb->reclaimed[idx]);
+		st->reclaim_passes = pwb__aread(&pb->reclaim_passes[idx]);
 		return;
 	}
 	for (i = 0; i < PWB_MAX_WB_CTX; i++) {
-		st->reclaimed_pages += uatomic_read(&pb->reclaimed[i]);
-		st->reclaim_passes += uatomic_read(&pb->reclaim_passes[i]);
+		st->reclaimed_pages += pwb__aread(&pb->reclaimed[i]);
+		st->reclaim_passes += pwb__aread(&pb->reclaim_passes[i]);
 	}
-	st->direct_reclaimed_pages = uatomic_read(&pb->direct_reclaims);
+	st->direct_reclaimed_pages = pwb__aread(&pb->direct_reclaims);
 	st->reclaimed_pages += st->direct_reclaimed_pages;
 }
 

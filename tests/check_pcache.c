@@ -342,7 +342,7 @@ START_TEST(test_small_cache)
 		ck_assert_int_eq(pwb_write(inode[i & 1], ref + i * PS, PS,
 					   (uint64_t)(i / 2) * PS),
 				 PS);
-		n = uatomic_read(&e.bdi->pcache->nr_pages);
+		n = pwb__aread(&e.bdi->pcache->nr_pages);
 		if (n > max_seen)
 			max_seen = n;
 	}
@@ -351,8 +351,8 @@ START_TEST(test_small_cache)
 		ck_assert_int_eq(pwb_read(inode[i & 1], buf + i * PS, PS,
 					  (uint64_t)(i / 2) * PS),
 				 PS);
-		if (uatomic_read(&e.bdi->pcache->nr_pages) > max_seen)
-			max_seen = uatomic_read(&e.bdi->pcache->nr_pages);
+		if (pwb__aread(&e.bdi->pcache->nr_pages) > max_seen)
+			max_seen = pwb__aread(&e.bdi->pcache->nr_pages);
 	}
 	ck_assert(!memcmp(buf, ref, total * PS));
 	ck_assert_uint_le(max_seen, cache_pages);
@@ -459,7 +459,7 @@ static void *stall_main(void *arg)
 	static unsigned char w[PS];
 
 	s->ret = pwb_write(s->inode, w, PS, 40 * PS);
-	uatomic_set(&s->done, 1);
+	pwb__aset(&s->done, 1);
 	return NULL;
 }
 
@@ -492,7 +492,7 @@ START_TEST(test_full_cache_timeout)
 
 		nanosleep(&ts, NULL);
 	}
-	ck_assert_int_eq(uatomic_read(&s.done), 0);
+	ck_assert_int_eq(pwb__aread(&s.done), 0);
 	tu_clock_advance_ms(&e.clock, 1001);
 	pthread_join(t, NULL);
 	ck_assert_int_eq(s.ret, -ETIMEDOUT);
