@@ -132,7 +132,7 @@ START_TEST(test_read_past_size)
 	for (int i = 0; i < 1000; i++)
 		ck_assert_int_eq(b[i], 0);
 	ck_assert_int_eq(b[1000], 'y');
-	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	/* Left open: the bdi's close writes and frees it, pages too. */
 	tu_env_close(&e);
 }
 END_TEST
