@@ -91,13 +91,23 @@ static void page_free_rcu(struct rcu_head *head)
 	free(p);
 }
 
+/* The reference count's read-modify-writes, as compiler atomics: every
+ * put happens before the kill that frees the page, for TSan too. Return
+ * the value found (@old on success). */
+static int ref_cmpxchg(struct pwb__page *p, int old, int new)
+{
+	__atomic_compare_exchange_n(&p->ref, &old, new, false,
+				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return old;
+}
+
 /* Take a reference unless the page is dead. */
 static bool page_get(struct pwb__page *p)
 {
-	int r = pwb__aread(&p->ref);
+	int r = __atomic_load_n(&p->ref, __ATOMIC_RELAXED);
 
 	while (r >= 0) {
-		int old = uatomic_cmpxchg(&p->ref, r, r + 1);
+		int old = ref_cmpxchg(p, r, r + 1);
 
 		if (old == r)
 			return true;
@@ -108,7 +118,7 @@ static bool page_get(struct pwb__page *p)
 
 static void page_put(struct pwb__page *p)
 {
-	uatomic_dec(&p->ref);
+	__atomic_fetch_sub(&p->ref, 1, __ATOMIC_SEQ_CST);
 }
 
 /* Remove @p (reference count 0 -> dead): unlink it, free it after a grace
@@ -117,7 +127,7 @@ static bool page_kill(struct pwb_inode *inode, struct pwb__page *p)
 {
 	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
 
-	if (uatomic_cmpxchg(&p->ref, 0, PWB__PAGE_DEAD) != 0)
+	if (ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
 		return false;
 	rcu_read_lock();
 	cds_lfht_del(inode->pcache->pages, &p->node);
@@ -163,10 +173,10 @@ static uint64_t sweep_inode(struct pwb_inode *inode, uint64_t want)
 			continue;
 		/* Dead first, then checked again: a writer needs a
 		 * reference to dirty it, which it cannot take now. */
-		if (uatomic_cmpxchg(&p->ref, 0, PWB__PAGE_DEAD) != 0)
+		if (ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
 			continue;
 		if (page_busy(inode, p->index)) {
-			pwb__aset(&p->ref, 0);
+			__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
 			continue;
 		}
 		cds_lfht_del(inode->pcache->pages, &p->node);
@@ -579,6 +589,71 @@ out:
 	return ret;
 }
 
+/*
+ * The hit path of pwb_write(): a range inside one cached page that is
+ * already dirty and not being written. It needs no new dirtying, no
+ * reservation and no wait, so it holds neither a reference on the inode nor
+ * any lock but the page's and, for the tag check, inode->lock once. Holding
+ * the page lock across check and copy keeps the data stable: a flusher
+ * that takes the page after the check finds the lock taken in get_page and
+ * leaves the page for a later pass; one that took it before is seen by the
+ * check (WRITEBACK), and the slow path waits for its write. -EAGAIN: take
+ * the slow path.
+ */
+static ssize_t write_fast(struct pwb_inode *inode, const void *buf,
+			  size_t len, uint64_t off)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	struct cds_lfht_iter iter;
+	struct cds_lfht *pages;
+	struct pwb__page *p;
+	unsigned int shift, pgoff;
+	uint64_t index;
+	bool ok;
+
+	if (!pc || !buf || PWB__RCU_DEREF(inode->region))
+		return -EAGAIN;
+	shift = inode->bdi->page_shift;
+	pgoff = (unsigned int)(off & ((1u << shift) - 1));
+	if (len > (1u << shift) - pgoff)
+		return -EAGAIN;
+	index = off >> shift;
+	rcu_read_lock();
+	pages = PWB__RCU_DEREF(pc->pages);
+	if (caa_unlikely(!pages)) {
+		pwb__rcu_read_unlock();
+		return -EAGAIN;
+	}
+	cds_lfht_lookup(pages, index_hash(index), index_match, &index, &iter);
+	p = page_of(cds_lfht_iter_get_node(&iter));
+	if (!p || !page_get(p)) {
+		pwb__rcu_read_unlock();
+		return -EAGAIN;
+	}
+	pwb__rcu_read_unlock();
+	if (pthread_mutex_trylock(&p->lock)) {
+		page_put(p);
+		return -EAGAIN;
+	}
+	pthread_mutex_lock(&inode->lock);
+	ok = !(inode->state & PWB__I_FREEING) && !PWB__READ(inode->region) &&
+	     pwb__map_test(&inode->map, PWB__TAG_DIRTY, index) &&
+	     !pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, index);
+	pthread_mutex_unlock(&inode->lock);
+	if (!ok) {
+		pthread_mutex_unlock(&p->lock);
+		page_put(p);
+		return -EAGAIN;
+	}
+	memcpy((char *)p->data + pgoff, buf, len);
+	if (!(pwb__aread(&p->flags) & PWB__PG_REF))
+		uatomic_or(&p->flags, PWB__PG_REF);
+	pthread_mutex_unlock(&p->lock);
+	size_raise(pc, off + len);
+	page_put(p);
+	return (ssize_t)len;
+}
+
 PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
 			  size_t len, uint64_t off)
 {
@@ -587,6 +662,12 @@ PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
 	int ret;
 
 	pwb__err_clear();
+	if (caa_likely(inode && len)) {
+		ssize_t r = write_fast(inode, buf, len, off);
+
+		if (r != -EAGAIN)
+			return r;
+	}
 	if (!buf && len)
 		return pwb__err(-EINVAL, "pwb_write: NULL buf");
 	if (len > SSIZE_MAX)

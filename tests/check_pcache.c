@@ -254,6 +254,11 @@ START_TEST(test_stable_pages)
 		st = pwb_page_state(inode, 0);
 	} while (!(st & PWB_PAGE_WRITEBACK) && ++tries < 5000);
 	ck_assert(st & PWB_PAGE_WRITEBACK);
+	/* Dirty again while in flight (as a write that raced it would
+	 * leave it): pwb_write's hit path must see the write in flight. */
+	ck_assert_int_eq(pwb_mark_dirty(inode, 0, PS), 0);
+	ck_assert_int_eq(pwb_page_state(inode, 0),
+			 PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK);
 	ck_assert_int_eq(pwb_write(inode, b, 10, 0), 10);
 	/* The write in flight ended before pwb_write changed the page. */
 	ck_assert_int_eq(tu_read_device(e.img, 0, dev, PS), 0);
