@@ -1051,16 +1051,17 @@ PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
  * @off: file offset; any offset
  *
  * Serves cached pages and reads the others from the device into the
- * cache. Stops at the inode's size: 0 at or after it. Reads what every
+ * cache (or, when the cache is full of dirty pages, through a bounce
+ * buffer without caching them: a reader never waits for writeback).
+ * Stops at the inode's size: 0 at or after it. Reads what every
  * pwb_write() that returned before it began wrote (read-your-writes).
  *
  * Context: any thread but a flusher (not from an ops callback); sleeps.
  * Return: the bytes read (fewer than @len at the end of the file); 0 at
  *         or past the end; -EINVAL for a NULL @inode, a NULL @buf with
  *         @len > 0 or an application-owned inode; -EBADF if @inode is
- *         being closed; -EDEADLK from an ops callback; -ETIMEDOUT if the
- *         cache stayed full; -ENOMEM; or the error of map_page or of the
- *         device read.
+ *         being closed; -EDEADLK from an ops callback; -ENOMEM; or the
+ *         error of map_page or of the device read.
  */
 PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 			 uint64_t off);

@@ -288,7 +288,7 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 
 /* Charge one page against cache_bytes: reclaim or wait for writeback
  * when the cache is full. 0, or -ETIMEDOUT. */
-static int charge_page(struct pwb_inode *inode)
+static int charge_page(struct pwb_inode *inode, bool wait)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	struct pwb__pcache_bdi *pb = bdi->pcache;
@@ -311,6 +311,8 @@ static int charge_page(struct pwb_inode *inode)
 			uatomic_add(&pb->direct_reclaims, freed);
 			continue;
 		}
+		if (!wait)
+			return -ENOBUFS;	/* no message: not an error */
 		if (!deadline)
 			deadline = pwb__now(bdi) + timeout;
 		else if (timeout && pwb__now(bdi) >= deadline)
@@ -332,10 +334,11 @@ static int charge_page(struct pwb_inode *inode)
 /*
  * Find page @index of @inode with a reference, creating it (not up to
  * date) if absent and @create. 0 and *@pp, -ENOENT (not @create), or
- * -ENOMEM / -ETIMEDOUT (message set).
+ * -ENOMEM / -ETIMEDOUT (message set); without @wait, -ENOBUFS at once
+ * when the cache is full and nothing clean can be reclaimed.
  */
 static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
-		     struct pwb__page **pp)
+		     bool wait, struct pwb__page **pp)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
 	struct pwb_bdi *bdi = inode->bdi;
@@ -362,7 +365,7 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		}
 		if (!create)
 			return -ENOENT;
-		ret = charge_page(inode);
+		ret = charge_page(inode, wait);
 		if (ret)
 			return ret;
 		np = calloc(1, sizeof(*np));
@@ -400,28 +403,44 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 
 /* Fill page @p (locked, not up to date) from the device: zeros at and
  * past @size and for pages the device does not hold. 0 or -errno. */
+static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
+		    uint64_t size);
+
 static int page_fill_locked(struct pwb_inode *inode, struct pwb__page *p,
 			    uint64_t size)
 {
+	int ret = fill_buf(inode, p->index, p->data, size);
+
+	if (!ret)
+		uatomic_or(&p->flags, PWB__PG_UPTODATE);
+	return ret;
+}
+
+/* Fill @data (page_size bytes, aligned for O_DIRECT) with page @index as
+ * the device holds it: zeros at and past @size and for pages the device
+ * does not hold. 0 or -errno (message set). */
+static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
+		    uint64_t size)
+{
 	struct pwb_bdi *bdi = inode->bdi;
 	unsigned int ps = pwb__page_size(bdi);
-	uint64_t start = p->index << bdi->page_shift, dev_off;
+	uint64_t start = index << bdi->page_shift, dev_off;
 	size_t done = 0;
 	int ret;
 
 	if (start >= size) {
-		memset(p->data, 0, ps);
-		goto uptodate;
+		memset(data, 0, ps);
+		return 0;
 	}
-	ret = pcache_dev_lookup(inode, p->index, &dev_off);
+	ret = pcache_dev_lookup(inode, index, &dev_off);
 	if (ret == -ENODATA) {
-		memset(p->data, 0, ps);
-		goto uptodate;
+		memset(data, 0, ps);
+		return 0;
 	}
 	if (ret)
 		return pwb__err(ret < 0 ? ret : -EIO,
 				"map_page of page %llu failed: %s",
-				(unsigned long long)p->index,
+				(unsigned long long)index,
 				pwb_strerror(ret));
 	if ((dev_off & (bdi->lbs - 1)) || dev_off > bdi->capacity ||
 	    bdi->capacity - dev_off < ps)
@@ -429,29 +448,27 @@ static int page_fill_locked(struct pwb_inode *inode, struct pwb__page *p,
 					 "for page %llu: unaligned or past "
 					 "the device",
 				(unsigned long long)dev_off,
-				(unsigned long long)p->index);
+				(unsigned long long)index);
 	while (done < ps) {
-		ssize_t r = pread(bdi->fd, (char *)p->data + done, ps - done,
+		ssize_t r = pread(bdi->fd, (char *)data + done, ps - done,
 				  (off_t)(dev_off + done));
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return pwb__err(-errno, "reading page %llu: %s",
-					(unsigned long long)p->index,
+					(unsigned long long)index,
 					pwb_strerror(-errno));
 		if (r == 0)
 			break;
 		done += (size_t)r;
 	}
 	if (done < ps)
-		memset((char *)p->data + done, 0, ps - done);
+		memset((char *)data + done, 0, ps - done);
 	/* Bytes past the end of the file read as zeros. */
 	if (size - start < ps)
-		memset((char *)p->data + (size - start), 0,
+		memset((char *)data + (size - start), 0,
 		       ps - (size - start));
-uptodate:
-	uatomic_or(&p->flags, PWB__PG_UPTODATE);
 	return 0;
 }
 
@@ -545,7 +562,7 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	ret = pcache_reserve(inode, index, 1);
 	if (ret)
 		return ret;
-	ret = page_find(inode, index, true, &p);
+	ret = page_find(inode, index, true, true, &p);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&p->lock);
@@ -701,6 +718,26 @@ PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
 	return ret;
 }
 
+/* Copy bytes [pgoff, pgoff + n) of page @index to @dst through a bounce
+ * buffer, without caching the page. 0 or -errno. */
+static int read_uncached(struct pwb_inode *inode, uint64_t index,
+			 unsigned int pgoff, unsigned int n, void *dst,
+			 uint64_t size)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	void *bounce;
+	int ret;
+
+	if (posix_memalign(&bounce, PWB__MAX(bdi->lbs, 64u),
+			   pwb__page_size(bdi)))
+		return pwb__err(-ENOMEM, "pwb_read: out of memory");
+	ret = fill_buf(inode, index, bounce, size);
+	if (!ret)
+		memcpy(dst, (char *)bounce + pgoff, n);
+	free(bounce);
+	return ret;
+}
+
 /*
  * The hit path of pwb_read(): a range inside one cached, up-to-date page
  * whose lock is free. No inode lock and no reference on the inode: the
@@ -803,7 +840,18 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 							len - done);
 		struct pwb__page *p;
 
-		ret = page_find(inode, pos >> shift, true, &p);
+		ret = page_find(inode, pos >> shift, true, false, &p);
+		if (ret == -ENOBUFS) {
+			/* The cache is full of dirty pages: read around it
+			 * (the page is not cached, so the device has it). */
+			ret = read_uncached(inode, pos >> shift, pgoff, n,
+					    (char *)buf + done,
+					    pwb__aread(&pc->size));
+			if (ret)
+				break;
+			done += n;
+			continue;
+		}
 		if (ret)
 			break;
 		pthread_mutex_lock(&p->lock);
@@ -918,7 +966,7 @@ void pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 		struct pwb__page *p;
 		bool dirtied;
 
-		if (!page_find(inode, off >> shift, false, &p)) {
+		if (!page_find(inode, off >> shift, false, true, &p)) {
 			page_put(p);
 			write_page(inode, off >> shift,
 				   (unsigned int)(off & (ps - 1)),

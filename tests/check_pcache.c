@@ -498,6 +498,14 @@ START_TEST(test_full_cache_timeout)
 		nanosleep(&ts, NULL);
 	}
 	ck_assert_int_eq(pwb__aread(&s.done), 0);
+	/* A reader does not wait: an uncached page is read around the
+	 * cache (the clock stands still, so a wait would never end). */
+	ck_assert_int_eq(pwb_inode_set_size(inode, 64 * PS), 0);
+	memset(w, 0xee, PS);
+	ck_assert_int_eq(pwb_read(inode, w, PS, 50 * PS), PS);
+	for (i = 0; i < (int)PS; i++)
+		ck_assert_int_eq(w[i], 0);
+	ck_assert_uint_le(e.bdi->pcache->nr_pages, 16);
 	tu_clock_advance_ms(&e.clock, 1001);
 	pthread_join(t, NULL);
 	ck_assert_int_eq(s.ret, -ETIMEDOUT);
