@@ -245,6 +245,17 @@ static inline int pwb__mutex_lock_at(pthread_mutex_t *m, bool nested,
 	return (pthread_mutex_lock)(m);
 }
 
+/* A trylock cannot deadlock; one that succeeds is a held lock. */
+static inline int pwb__mutex_trylock_at(pthread_mutex_t *m, const char *file,
+					int line)
+{
+	int ret = (pthread_mutex_trylock)(m);
+
+	if (!ret)
+		pwb__lockdep_acquire(m, false, file, line);
+	return ret;
+}
+
 static inline int pwb__mutex_unlock_at(pthread_mutex_t *m, const char *file,
 				       int line)
 {
@@ -282,6 +293,7 @@ static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
 #define pthread_mutex_destroy(m) pwb__mutex_destroy_at(m)
 #define pthread_mutex_lock(m) pwb__mutex_lock_at(m, false, __FILE__, __LINE__)
 #define pthread_mutex_unlock(m) pwb__mutex_unlock_at(m, __FILE__, __LINE__)
+#define pthread_mutex_trylock(m) pwb__mutex_trylock_at(m, __FILE__, __LINE__)
 #define pthread_cond_wait(c, m) pwb__cond_wait_at(c, m, NULL, __FILE__, __LINE__)
 #define pthread_cond_timedwait(c, m, t)                                        \
 	pwb__cond_wait_at(c, m, t, __FILE__, __LINE__)
