@@ -81,13 +81,45 @@ static void pcache_punch(struct pwb_inode *inode, uint64_t first,
 /* ---------------------------------------------------------------------- */
 /* Pages                                                                  */
 
+/* A page buffer: from the pool, else allocated. NULL: out of memory. */
+static void *buf_alloc(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	void *b;
+
+	pthread_mutex_lock(&pb->pool_lock);
+	b = pb->pool;
+	if (b) {
+		pb->pool = *(void **)b;
+		pb->pool_len--;
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	if (!b && posix_memalign(&b, PWB__MAX(bdi->lbs, 64u),
+				 pwb__page_size(bdi)))
+		b = NULL;
+	return b;
+}
+
+static void buf_free(struct pwb__pcache_bdi *pb, void *b)
+{
+	pthread_mutex_lock(&pb->pool_lock);
+	if (pb->pool_len < pb->limit_pages) {
+		*(void **)b = pb->pool;
+		pb->pool = b;
+		pb->pool_len++;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	free(b);
+}
+
 static void page_free_rcu(struct rcu_head *head)
 {
 	struct pwb__page *p = caa_container_of(head, struct pwb__page, rcu);
 
 	pwb__rcu_callback_begin(p);
 	pthread_mutex_destroy(&p->lock);
-	free(p->data);
+	buf_free(p->pb, p->data);
 	free(p);
 }
 
@@ -369,9 +401,7 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		if (ret)
 			return ret;
 		np = calloc(1, sizeof(*np));
-		if (np && posix_memalign(&np->data,
-					 PWB__MAX(bdi->lbs, 64u),
-					 pwb__page_size(bdi))) {
+		if (np && !(np->data = buf_alloc(bdi))) {
 			free(np);
 			np = NULL;
 		}
@@ -380,6 +410,7 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 			return pwb__err(-ENOMEM, "page cache: out of memory");
 		}
 		np->index = index;
+		np->pb = bdi->pcache;
 		np->ref = 1;
 		pwb__mutex_init(&np->lock, PWB__LOCK_PAGE);
 		cds_lfht_node_init(&np->node);
@@ -395,7 +426,7 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		}
 		/* Someone else inserted it first: use theirs. */
 		pthread_mutex_destroy(&np->lock);
-		free(np->data);
+		buf_free(bdi->pcache, np->data);
 		free(np);
 		uatomic_dec(&bdi->pcache->nr_pages);
 	}
@@ -1010,13 +1041,29 @@ int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 	if (!bytes)
 		bytes = PWB__MAX(256ull << 20, 2 * bdi->cfg.dirty_bytes);
 	pb->limit_pages = PWB__MAX(bytes >> bdi->page_shift, 16u);
+	pwb__mutex_init(&pb->pool_lock, PWB__LOCK_PAGE_POOL);
 	bdi->pcache = pb;
 	return 0;
 }
 
+/* After the last page was freed (close runs rcu_barrier() first). */
 void pwb__pcache_bdi_fini(struct pwb_bdi *bdi)
 {
-	free(bdi->pcache);
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+
+	if (!pb)
+		return;
+	/* The lock only for TSan, which does not see rcu_barrier(). */
+	pthread_mutex_lock(&pb->pool_lock);
+	while (pb->pool) {
+		void *b = pb->pool;
+
+		pb->pool = *(void **)b;
+		free(b);
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	pthread_mutex_destroy(&pb->pool_lock);
+	free(pb);
 	bdi->pcache = NULL;
 }
 
@@ -1026,9 +1073,11 @@ int pwb__pcache_inode_init(struct pwb_inode *inode)
 
 	if (!pc)
 		return pwb__err(-ENOMEM, "pwb_inode_open: out of memory");
-	pc->pages = cds_lfht_new(16, 16, 0, CDS_LFHT_AUTO_RESIZE |
-						    CDS_LFHT_ACCOUNTING,
-				 NULL);
+	/* 512 buckets (8 KiB) from the start: growing by chain length
+	 * lags behind a cache that fills fast, and long chains made
+	 * lookups most of a miss's cost (measured). No accounting: with it
+	 * the table also shrinks while reclaim empties it. */
+	pc->pages = cds_lfht_new(512, 512, 0, CDS_LFHT_AUTO_RESIZE, NULL);
 	if (!pc->pages) {
 		free(pc);
 		return pwb__err(-ENOMEM, "pwb_inode_open: out of memory");
