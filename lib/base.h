@@ -179,6 +179,10 @@ enum pwb__lock_rank {
 				 * close */
 	PWB__LOCK_FLUSH,	/* bdi->flush_lock: device flushes, held
 				 * across fdatasync */
+	PWB__LOCK_PAGE,		/* page->lock (pcache.c): a library-owned
+				 * page's data; held across device reads
+				 * and stable-page waits, never by a
+				 * flusher (get_page only tries it) */
 	PWB__LOCK_ROUTE,	/* region->route_lock: per-page routing of
 				 * one inode (region.c); never in a flusher */
 	PWB__LOCK_LIST,		/* wb->list_lock: one context's lists */
@@ -192,6 +196,8 @@ enum pwb__lock_rank {
 	PWB__LOCK_COMPLETION,	/* completion->lock: a waiter's counter */
 	PWB__LOCK_AUTOTUNE,	/* autotune->lock: the tuner's stop flag */
 	PWB__LOCK_REGISTRY,	/* registry_lock (policy.c): policies */
+	PWB__LOCK_PAGE_POOL,	/* pcache->pool_lock: free page buffers
+				 * (pcache.c); a leaf */
 	PWB__NR_LOCK_RANKS
 };
 
@@ -245,6 +251,17 @@ static inline int pwb__mutex_lock_at(pthread_mutex_t *m, bool nested,
 	return (pthread_mutex_lock)(m);
 }
 
+/* A trylock cannot deadlock; one that succeeds is a held lock. */
+static inline int pwb__mutex_trylock_at(pthread_mutex_t *m, const char *file,
+					int line)
+{
+	int ret = (pthread_mutex_trylock)(m);
+
+	if (!ret)
+		pwb__lockdep_acquire(m, false, file, line);
+	return ret;
+}
+
 static inline int pwb__mutex_unlock_at(pthread_mutex_t *m, const char *file,
 				       int line)
 {
@@ -282,6 +299,7 @@ static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
 #define pthread_mutex_destroy(m) pwb__mutex_destroy_at(m)
 #define pthread_mutex_lock(m) pwb__mutex_lock_at(m, false, __FILE__, __LINE__)
 #define pthread_mutex_unlock(m) pwb__mutex_unlock_at(m, __FILE__, __LINE__)
+#define pthread_mutex_trylock(m) pwb__mutex_trylock_at(m, __FILE__, __LINE__)
 #define pthread_cond_wait(c, m) pwb__cond_wait_at(c, m, NULL, __FILE__, __LINE__)
 #define pthread_cond_timedwait(c, m, t)                                        \
 	pwb__cond_wait_at(c, m, t, __FILE__, __LINE__)

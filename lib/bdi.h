@@ -140,6 +140,9 @@ struct pwb_bdi {
 	 * count are what they are (pwb_bdi_info). */
 	char backend_reason[PWB_REASON_MAX];
 	char nr_wb_ctx_reason[PWB_REASON_MAX];
+	/* Library-owned page cache (pcache.c): set at open, freed at
+	 * close; its own counters are atomic. */
+	struct pwb__pcache_bdi *pcache;
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)

@@ -114,6 +114,9 @@ struct pwb_inode {
 					 * NULL) */
 	unsigned int slot;		/* read-only: a slice's slot (context
 					 * index when it was made) */
+	/* Library-owned pages (pcache.c): set at open, read-only; NULL
+	 * when the application owns the pages. */
+	struct pwb__pcache_inode *pcache;
 };
 
 /* The inode the application knows: @inode itself, or a slice's parent.
