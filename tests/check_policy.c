@@ -37,21 +37,11 @@
 /* Helpers                                                                */
 
 /* Open @img with @nr contexts and policy @spec; no writeback on its own. */
+/* One write in flight (psync), as these tests were written for. */
 static int open_quiet(const char *img, unsigned int nr, const char *spec,
 		      struct pwb_bdi **bdip)
 {
-	struct pwb_bdi_config cfg;
-
-	pwb_bdi_config_init(&cfg);
-	cfg.nr_wb_ctx = nr;
-	/* One write in flight, as these tests were written for. */
-	cfg.backend = "psync";
-	cfg.policy = spec;
-	cfg.dirty_writeback_ms = 0;
-	cfg.dirty_background_bytes = 0;
-	cfg.dirty_bytes = 0;
-	cfg.dirty_expire_ms = 3600000;
-	return pwb_bdi_open(img, &cfg, bdip);
+	return tu_open_quiet(img, nr, "psync", spec, 0, 0, bdip);
 }
 
 /* Dirty pages [first, first + n) of @st; return the inode's context. */

@@ -27,19 +27,7 @@ static unsigned int g_max_failures;
 static int open_quiet(const char *img, unsigned int nr, const char *spec,
 		      struct pwb_bdi **bdip)
 {
-	struct pwb_bdi_config cfg;
-
-	pwb_bdi_config_init(&cfg);
-	if (g_max_failures)
-		cfg.max_write_failures = g_max_failures;
-	cfg.nr_wb_ctx = nr;
-	cfg.policy = spec;
-	cfg.page_size = PS;
-	cfg.dirty_writeback_ms = 0;
-	cfg.dirty_background_bytes = 0;
-	cfg.dirty_bytes = 0;
-	cfg.dirty_expire_ms = 3600000;
-	return pwb_bdi_open(img, &cfg, bdip);
+	return tu_open_quiet(img, nr, NULL, spec, PS, g_max_failures, bdip);
 }
 
 /* Dirty pages [first, first + n) of @st with new versions. */

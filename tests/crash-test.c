@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "pwb.h"
+#include "crash-util.h"
 
 #define PS 4096u
 #define NR_INODES 32
@@ -87,21 +88,13 @@ struct page_hdr {
 	uint64_t sum;		/* checksum of everything after the header */
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static uint64_t payload_sum(const uint64_t *w, size_t n)
 {
 	uint64_t s = 0xcbf29ce484222325ull;
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		s = mix64(s ^ w[i]);
+		s = ct_mix64(s ^ w[i]);
 	return s;
 }
 
@@ -115,7 +108,7 @@ static void fill_page(void *buf, uint32_t round, uint32_t page,
 		     version;
 
 	for (i = 0; i < n; i++)
-		w[i] = x = mix64(x);
+		w[i] = x = ct_mix64(x);
 	h->magic = MAGIC;
 	h->round = round;
 	h->page = page;
@@ -298,7 +291,7 @@ struct worker {
 
 static uint64_t rnd(uint64_t *s)
 {
-	*s = mix64(*s);
+	*s = ct_mix64(*s);
 	return *s;
 }
 
@@ -369,12 +362,12 @@ static void child_main(const char *dev, uint32_t round, uint64_t seed,
 	C.pipe_fd = fd;
 	pthread_mutex_init(&C.pipe_lock, NULL);
 	pwb_bdi_config_init(&cfg);
-	cfg.nr_wb_ctx = 1 + (unsigned int)(mix64(seed) % 2);
-	cfg.dirty_expire_ms = (unsigned int)(mix64(seed + 1) % 3) * 10;
+	cfg.nr_wb_ctx = 1 + (unsigned int)(ct_mix64(seed) % 2);
+	cfg.dirty_expire_ms = (unsigned int)(ct_mix64(seed + 1) % 3) * 10;
 	cfg.dirty_writeback_ms = 5;
-	cfg.dirty_background_bytes = (mix64(seed + 2) % 2) ? 64 * PS : 0;
+	cfg.dirty_background_bytes = (ct_mix64(seed + 2) % 2) ? 64 * PS : 0;
 	cfg.max_io_bytes = 16 * PS;
-	cfg.backend = (mix64(seed + 3) % 2) ? "io_uring" : NULL;
+	cfg.backend = (ct_mix64(seed + 3) % 2) ? "io_uring" : NULL;
 	rc = pwb_bdi_open(dev, &cfg, &C.bdi);
 	if (rc == -EOPNOTSUPP && cfg.backend) {
 		cfg.backend = NULL;	/* no io_uring here: psync */
@@ -385,7 +378,7 @@ static void child_main(const char *dev, uint32_t round, uint64_t seed,
 			pwb_errmsg());
 		_exit(CHILD_SETUP_FAILED);
 	}
-	spec = fault_specs[mix64(seed + 4) % NR_FAULTS];
+	spec = fault_specs[ct_mix64(seed + 4) % NR_FAULTS];
 	if (spec) {
 		struct pwb_fault f;
 		char s[64];
@@ -403,7 +396,7 @@ static void child_main(const char *dev, uint32_t round, uint64_t seed,
 	}
 	/* Tell the parent what this round runs (kind 3, no pages). */
 	cfg_ent.page = cfg.backend ? 1 : 0;
-	cfg_ent.version = (uint32_t)(mix64(seed + 4) % NR_FAULTS);
+	cfg_ent.version = (uint32_t)(ct_mix64(seed + 4) % NR_FAULTS);
 	child_send(3, &cfg_ent, 1);
 
 	for (i = 0; i < NR_INODES; i++) {
@@ -416,7 +409,7 @@ static void child_main(const char *dev, uint32_t round, uint64_t seed,
 	}
 	for (i = 0; i < NR_THREADS; i++) {
 		w[i].idx = i;
-		w[i].seed = mix64(seed ^ (0x1000 + i));
+		w[i].seed = ct_mix64(seed ^ (0x1000 + i));
 		if (pthread_create(&w[i].thread, NULL, child_worker, &w[i]))
 			_exit(CHILD_SETUP_FAILED);
 	}
@@ -448,14 +441,6 @@ struct totals {
 	unsigned int fault_rounds[NR_FAULTS];
 	unsigned int early_kills;	/* killed before anything was acked */
 };
-
-static void sleep_us(unsigned int us)
-{
-	struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
 
 static double now_s(void)
 {
@@ -525,9 +510,9 @@ static int one_round(const char *dev, uint32_t round, uint64_t seed,
 	/* Not before the child can have started (about 2 ms): a kill
 	 * before the first call covers nothing. */
 	delay = o->max_delay_us / 16 +
-		(unsigned int)(mix64(seed ^ 0xdead) %
+		(unsigned int)(ct_mix64(seed ^ 0xdead) %
 			       (o->max_delay_us - o->max_delay_us / 16 + 1));
-	sleep_us(delay);
+	ct_sleep_us(delay);
 	kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -624,25 +609,6 @@ static int one_round(const char *dev, uint32_t round, uint64_t seed,
 	return 0;
 }
 
-/* Fill @path (a file or device) with zeros, so the writes that follow
- * overwrite allocated blocks. */
-static int zero_device(const char *path, void *buf)
-{
-	int fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	memset(buf, 0, (size_t)NR_PAGES * PS);
-	n = pwrite(fd, buf, (size_t)NR_PAGES * PS, 0);
-	if (n != (ssize_t)NR_PAGES * PS || fdatasync(fd)) {
-		close(fd);
-		return -EIO;
-	}
-	close(fd);
-	return 0;
-}
-
 /* Run @o->kills kill points on @dev; print the variant's line. */
 static int run_variant(const char *name, const char *dev, const struct opts *o,
 		       struct totals *all, void *devbuf)
@@ -651,12 +617,12 @@ static int run_variant(const char *name, const char *dev, const struct opts *o,
 	double t0 = now_s();
 	unsigned int k;
 
-	if (zero_device(dev, devbuf)) {
+	if (ct_zero_file(dev, (size_t)NR_PAGES * PS, devbuf)) {
 		fprintf(stderr, "%s: cannot initialise %s\n", name, dev);
 		return -1;
 	}
 	for (k = 0; k < o->kills; k++) {
-		uint64_t seed = mix64(o->seed ^ ((uint64_t)k << 1) ^
+		uint64_t seed = ct_mix64(o->seed ^ ((uint64_t)k << 1) ^
 				      (uint64_t)(uintptr_t)name[0]);
 
 		if (one_round(dev, k + 1, seed, o, &t, devbuf))

@@ -533,11 +533,29 @@ void tu_config_quiet(struct pwb_bdi_config *cfg, unsigned int nr_wb_ctx,
 	cfg->nr_wb_ctx = nr_wb_ctx;
 	if (backend)
 		cfg->backend = backend;
-	cfg->clock = tu_clock_read;
-	cfg->clock_arg = clock;
+	if (clock) {
+		cfg->clock = tu_clock_read;
+		cfg->clock_arg = clock;
+	}
 	cfg->dirty_writeback_ms = 0;
 	cfg->dirty_background_bytes = 0;
 	cfg->dirty_bytes = 0;
+}
+
+int tu_open_quiet(const char *img, unsigned int nr_wb_ctx, const char *backend,
+		  const char *spec, uint32_t page_size,
+		  unsigned int max_write_failures, struct pwb_bdi **bdip)
+{
+	struct pwb_bdi_config cfg;
+
+	tu_config_quiet(&cfg, nr_wb_ctx, backend, NULL);
+	cfg.policy = spec;
+	if (page_size)
+		cfg.page_size = page_size;
+	if (max_write_failures)
+		cfg.max_write_failures = max_write_failures;
+	cfg.dirty_expire_ms = 3600000;
+	return pwb_bdi_open(img, &cfg, bdip);
 }
 
 void tu_env_config(struct tu_env *e, unsigned int nr_wb_ctx,

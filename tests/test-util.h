@@ -184,8 +184,16 @@ struct tu_env {
 };
 
 /* pwb_bdi_config_init() plus: @nr_wb_ctx contexts, @backend (NULL: the
- * default), time from @clock, no periodic timer, no background writeback,
- * no dirty limit. Page size and expiry stay the library's defaults. */
+ * default), time from @clock (NULL: the real clock), no periodic timer, no
+ * background writeback, no dirty limit. Page size and expiry stay the
+ * library's defaults. */
+/* Open @img with tu_config_quiet() (real clock), policy @spec and an
+ * expiry of an hour: nothing is written unless the test asks. @page_size
+ * and @max_write_failures 0 keep the defaults. Returns pwb_bdi_open()'s. */
+int tu_open_quiet(const char *img, unsigned int nr_wb_ctx, const char *backend,
+		  const char *spec, uint32_t page_size,
+		  unsigned int max_write_failures, struct pwb_bdi **bdip);
+
 void tu_config_quiet(struct pwb_bdi_config *cfg, unsigned int nr_wb_ctx,
 		     const char *backend, struct tu_clock *clock);
 /* Deterministic defaults: @nr_wb_ctx contexts, @backend (NULL: the

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "pwb.h"
+#include "crash-util.h"
 
 #define PS 4096u
 #define NR_PAGES 128u			/* 512 KiB data image, one inode */
@@ -87,17 +88,9 @@ struct ack {
 	uint64_t lsn;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static uint64_t page_sum(uint32_t round, uint32_t page, uint64_t lsn)
 {
-	return mix64(mix64(((uint64_t)round << 32) | page) ^ lsn);
+	return ct_mix64(ct_mix64(((uint64_t)round << 32) | page) ^ lsn);
 }
 
 static void fill_page(void *buf, uint32_t round, uint32_t page, uint64_t lsn)
@@ -107,7 +100,7 @@ static void fill_page(void *buf, uint32_t round, uint32_t page, uint64_t lsn)
 	size_t i;
 
 	for (i = 0; i < (PS - sizeof(*h)) / 8; i++)
-		w[i] = x = mix64(x);
+		w[i] = x = ct_mix64(x);
 	h->magic = MAGIC;
 	h->round = round;
 	h->page = page;
@@ -175,7 +168,7 @@ static int log_commit(void)
 		h->lsn = lsn;
 		h->magic = MAGIC;
 		h->round = c_round;
-		h->check = mix64(lsn ^ c_round);
+		h->check = ct_mix64(lsn ^ c_round);
 		if (pwrite(c_log_fd, c_log_buf, PS, 0) != PS ||
 		    fdatasync(c_log_fd))
 			child_die(4);
@@ -278,7 +271,7 @@ static void *child_worker(void *arg)
 	uint64_t s = (uint64_t)(uintptr_t)arg, k;
 
 	for (k = 1;; k++) {
-		s = mix64(s);
+		s = ct_mix64(s);
 		change_page((uint32_t)(s % NR_PAGES));
 		if (k % COMMIT_EVERY == 0 && log_commit())
 			child_die(4);
@@ -338,7 +331,7 @@ static void child_main(const char *dev, const char *log, uint32_t round,
 		child_die(3);
 	for (i = 0; i < NR_THREADS; i++)
 		if (pthread_create(&th[i], NULL, child_worker,
-				   (void *)(uintptr_t)mix64(seed + i + 1)))
+				   (void *)(uintptr_t)ct_mix64(seed + i + 1)))
 			child_die(3);
 	for (;;)
 		pause();
@@ -352,41 +345,6 @@ struct totals {
 	uint64_t acked, pages_seen, violations, lost, garbage;
 	uint64_t max_log_lsn;
 };
-
-static int zero_file(const char *path, size_t len, void *buf)
-{
-	int fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	memset(buf, 0, len);
-	if (pwrite(fd, buf, len, 0) != (ssize_t)len || fdatasync(fd))
-		ret = -EIO;
-	close(fd);
-	return ret;
-}
-
-static int read_file(const char *path, size_t len, void *buf)
-{
-	int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (pread(fd, buf, len, 0) != (ssize_t)len)
-		ret = -EIO;
-	close(fd);
-	return ret;
-}
-
-static void sleep_us(unsigned int us)
-{
-	struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
 
 static int one_round(const char *dev, const char *log, uint32_t round,
 		     uint64_t seed, unsigned int max_delay_us, bool verbose,
@@ -402,8 +360,8 @@ static int one_round(const char *dev, const char *log, uint32_t round,
 	char c;
 	uint32_t i;
 
-	if (zero_file(dev, (size_t)NR_PAGES * PS, buf) ||
-	    zero_file(log, PS, buf) || pipe(pfd))
+	if (ct_zero_file(dev, (size_t)NR_PAGES * PS, buf) ||
+	    ct_zero_file(log, PS, buf) || pipe(pfd))
 		return -1;
 	pid = fork();
 	if (pid < 0)
@@ -421,7 +379,7 @@ static int one_round(const char *dev, const char *log, uint32_t round,
 		waitpid(pid, &status, 0);
 		return -1;
 	}
-	sleep_us((unsigned int)(mix64(seed) % max_delay_us) + 1);
+	ct_sleep_us((unsigned int)(ct_mix64(seed) % max_delay_us) + 1);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	if (!WIFSIGNALED(status)) {
@@ -456,12 +414,12 @@ static int one_round(const char *dev, const char *log, uint32_t round,
 	}
 	close(pfd[0]);
 
-	if (read_file(log, PS, buf))
+	if (ct_read_file(log, PS, buf))
 		return -1;
 	if (lh->magic == MAGIC && lh->round == round &&
-	    lh->check == mix64(lh->lsn ^ round))
+	    lh->check == ct_mix64(lh->lsn ^ round))
 		log_lsn = lh->lsn;
-	if (read_file(dev, (size_t)NR_PAGES * PS, buf))
+	if (ct_read_file(dev, (size_t)NR_PAGES * PS, buf))
 		return -1;
 	for (i = 0; i < NR_PAGES; i++) {
 		int64_t lsn = page_lsn((char *)buf + (size_t)i * PS, round, i);
@@ -573,7 +531,7 @@ int main(int argc, char **argv)
 	if (fd >= 0)
 		close(fd);
 	for (k = 0; k < kills; k++) {
-		if (one_round(dev, log, k + 1, mix64(seed ^ k), max_delay_us,
+		if (one_round(dev, log, k + 1, ct_mix64(seed ^ k), max_delay_us,
 			      verbose, &t, buf)) {
 			fprintf(stderr, "wal-crash-test: harness error in "
 				"round %u\n", k + 1);
