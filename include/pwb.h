@@ -313,6 +313,12 @@ struct pwb_bdi_config {
 	 *  pwb_bdi_log_durable() covers them. */
 	int (*log_force)(uint64_t lsn, void *arg);
 	void *log_force_arg;
+	/** Allocation groups of the built-in allocator (inodes opened
+	 *  without get_page and map_page): the device is split into this
+	 *  many equal groups, each with its own free-space index and lock.
+	 *  0 means one per GiB of device, at least 1 and at most 64; never
+	 *  more than the device's pages. At most 4096. Default 0. */
+	unsigned int nr_alloc_groups;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */

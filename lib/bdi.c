@@ -3,6 +3,7 @@
  * bdi.c - the backing device: open, geometry, contexts, sync, close
  */
 #include "pwb-internal.h"
+#include "space.h"
 
 #include <fcntl.h>
 #include <stddef.h>
@@ -105,6 +106,9 @@ static int check_config(const struct pwb_bdi_config *cfg)
 	if (cfg->io_depth < 1 || cfg->io_depth > 4096)
 		return pwb__err(-EINVAL, "io_depth %u is outside 1..4096",
 				cfg->io_depth);
+	if (cfg->nr_alloc_groups > 4096)
+		return pwb__err(-EINVAL, "nr_alloc_groups %u is above 4096",
+				cfg->nr_alloc_groups);
 	if (cfg->flags & ~PWB_BDI_FLAGS_ALL)
 		return pwb__err(-EINVAL, "unknown flags 0x%x",
 				cfg->flags & ~PWB_BDI_FLAGS_ALL);
@@ -584,6 +588,11 @@ int pwb__bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		ret = pwb__err(-ENOMEM, "cannot create the inode table");
 		goto fail;
 	}
+	ret = pwb__space_bdi_init(bdi);
+	if (ret) {
+		ret = pwb__err(ret, "cannot set up the allocator");
+		goto fail_table;
+	}
 	nr = choose_nr_wb_ctx(bdi);
 	ret = create_ctxs(bdi, nr);
 	if (ret)
@@ -614,6 +623,7 @@ fail_ctxs:
 	free_ctxs(bdi->ctxs, bdi->ctxs->nr);
 	bdi->ctxs = NULL;
 fail_table:
+	pwb__space_bdi_fini(bdi);
 	cds_lfht_destroy(bdi->inodes, NULL);
 fail:
 	if (bdi->fd >= 0)
@@ -1119,6 +1129,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	cds_lfht_destroy(bdi->inodes, NULL);
 	/* Run the inodes' delayed frees before the caller can exit. */
 	rcu_barrier();
+	pwb__space_bdi_fini(bdi);
 
 	err = pwb__errseq_check_and_advance(&bdi->wb_err, &bdi->sync_cursor);
 	if (!err)

@@ -7,6 +7,7 @@
  * the context's list lock only when a clean inode becomes dirty.
  */
 #include "pwb-internal.h"
+#include "space.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,20 @@ bool pwb__inode_claim_close_rcu(struct pwb_inode *inode)
 	return claim_close_rcu(inode);
 }
 
+/*
+ * INTEGRATION: allocator mode's get_page until the page cache (pcache)
+ * installs its own: there are no library-owned pages yet, so a page
+ * dirtied with pwb_mark_dirty cannot be written.
+ */
+static int space_get_page(struct pwb_inode *inode, uint64_t index,
+			  const void **data)
+{
+	(void)inode;
+	(void)index;
+	(void)data;
+	return -EOPNOTSUPP;
+}
+
 int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		    const struct pwb_inode_ops *ops, void *priv,
 		    struct pwb_inode **inodep)
@@ -125,9 +140,10 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	if (!bdi || !ops || !inodep)
 		return pwb__err(-EINVAL, "pwb_inode_open: NULL %s",
 				!bdi ? "bdi" : !ops ? "ops" : "inodep");
-	if (!ops->get_page || !ops->map_page)
-		return pwb__err(-EINVAL, "pwb_inode_open: ops lack %s",
-				!ops->get_page ? "get_page" : "map_page");
+	if (ops->get_page && !ops->map_page)
+		return pwb__err(-EINVAL, "pwb_inode_open: ops lack map_page");
+	if (!ops->get_page && ops->map_page)
+		return pwb__err(-EINVAL, "pwb_inode_open: ops lack get_page");
 	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_inode_open"))
 		return -ESHUTDOWN;
 	inode = calloc(1, sizeof(*inode));
@@ -139,6 +155,17 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	inode->bdi = bdi;
 	inode->ops = *ops;
 	inode->priv = priv;
+	if (!ops->get_page && !ops->map_page) {
+		/* Allocator mode: device space from the bdi's allocator. */
+		inode->ops.get_page = space_get_page;
+		inode->ops.map_page = pwb__space_map_page;
+		if (pwb__space_inode_alloc(inode)) {
+			free(inode);
+			pwb__bdi_exit(bdi, PWB__HOLD_REF);
+			return pwb__err(-ENOMEM,
+					"pwb_inode_open: out of memory");
+		}
+	}
 	inode->wb_hint = -1;
 	pwb__mutex_init(&inode->lock, PWB__LOCK_INODE);
 	pthread_cond_init(&inode->users_cond, NULL);
@@ -161,6 +188,7 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	pwb__rcu_read_unlock();
 	if (node != &inode->hnode) {
 		pthread_mutex_unlock(&bdi->lock);
+		pwb__space_inode_free(inode);
 		pwb__map_destroy(&inode->map);
 		pthread_cond_destroy(&inode->users_cond);
 		pthread_cond_destroy(&inode->wb_cond);
@@ -172,11 +200,16 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	}
 	bdi->nr_open_inodes++;
 	pthread_mutex_unlock(&bdi->lock);
+	/* Registered: a close of the same ino has put back its record
+	 * (it does so before it unregisters). */
+	if (inode->space)
+		pwb__space_inode_init(inode);
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	*inodep = inode;
 	return 0;
 
 fail_shutdown:
+	pwb__space_inode_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_cond_destroy(&inode->wb_cond);
@@ -193,6 +226,7 @@ static void inode_free_rcu(struct rcu_head *head)
 	pwb__rcu_callback_begin(inode);
 
 	pwb__region_free(inode);
+	pwb__space_inode_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_cond_destroy(&inode->wb_cond);
@@ -848,6 +882,9 @@ int pwb__inode_close(struct pwb_inode *inode)
 		err = inode->failed_err;	/* never cleared */
 	if (!err)
 		err = slices_failed_err(inode);
+	/* Allocator mode: the extents stay, for the next open of the ino;
+	 * before the unregistering (see pwb__space_inode_init). */
+	pwb__space_inode_fini(inode);
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);
 	pwb__rcu_read_unlock();

@@ -1123,6 +1123,9 @@ struct pwb_bdi {
 	 * count are what they are (pwb_bdi_info). */
 	char backend_reason[PWB_REASON_MAX];
 	char nr_wb_ctx_reason[PWB_REASON_MAX];
+
+	struct pwb__space *space;	/* set at open, freed at close: the
+					 * allocator (space.h, own locks) */
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)
@@ -1417,6 +1420,9 @@ struct pwb_inode {
 					 * NULL) */
 	unsigned int slot;		/* read-only: a slice's slot (context
 					 * index when it was made) */
+	struct pwb__space_inode *space;	/* read-only after open: allocator
+					 * mode (space.h; own lock), else
+					 * NULL */
 };
 
 /* The inode the application knows: @inode itself, or a slice's parent.
