@@ -128,6 +128,33 @@ START_TEST(test_growing_file_merges)
 }
 END_TEST
 
+START_TEST(test_goal_beats_best_fit)
+{
+	struct tu_env e;
+	struct pwb_inode *a, *b;
+
+	/* a holds [0,8); b holds [8,68) with holes punched at device 8..16
+	 * (8 units) and 28..32 (4 units). a growing by 4 pages continues at
+	 * unit 8 (its goal), where best fit alone would take the 4-unit
+	 * hole: still one extent. */
+	env_open(&e, 256, 1);
+	a = open_alloc(&e, 1);
+	b = open_alloc(&e, 2);
+	ck_assert_int_eq(pwb__space_reserve(a, 0, 8), 0);
+	ck_assert_uint_eq(map(a, 0), 0);
+	ck_assert_int_eq(pwb__space_reserve(b, 0, 60), 0);
+	ck_assert_uint_eq(map(b, 0), 8);
+	pwb__space_punch(b, 0, 8);
+	pwb__space_punch(b, 20, 4);
+	ck_assert_int_eq(pwb__space_reserve(a, 8, 4), 0);
+	ck_assert_uint_eq(map(a, 8), 8);
+	ck_assert_uint_eq(pwb__extmap_count(&a->space->ext), 1);
+	ck_assert_int_eq(pwb_inode_close(a), 0);
+	ck_assert_int_eq(pwb_inode_close(b), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
 START_TEST(test_punch_frees)
 {
 	struct tu_env e;
@@ -250,6 +277,7 @@ static Suite *space_suite(void)
 	tcase_add_test(tc, test_open_modes);
 	tcase_add_test(tc, test_one_extent_per_delalloc_run);
 	tcase_add_test(tc, test_growing_file_merges);
+	tcase_add_test(tc, test_goal_beats_best_fit);
 	tcase_add_test(tc, test_punch_frees);
 	tcase_add_test(tc, test_enospc_at_reserve);
 	tcase_add_test(tc, test_close_reopen_keeps_extents);
