@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_RUN_BYTES (64ull << 20)
 
@@ -446,4 +447,181 @@ uint64_t pwb__space_delalloc_pages(struct pwb_inode *inode)
 	n = si->dalloc.units;
 	pthread_mutex_unlock(&si->lock);
 	return n;
+}
+
+/* ----------------------------------------------------------- public */
+
+int pwb__bdi_alloc_group_stats(struct pwb_bdi *bdi, unsigned int group,
+			       struct pwb_alloc_group_stats *st)
+{
+	struct pwb__alloc_group_info gi;
+	unsigned int shift;
+
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_alloc_group_stats: NULL bdi");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_alloc_group_stats"))
+		return -ESHUTDOWN;
+	if (group >= bdi->space->alloc.nr_groups) {
+		unsigned int nr = bdi->space->alloc.nr_groups;
+
+		pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+		return pwb__err(-ENOENT, "pwb_bdi_alloc_group_stats: group %u "
+					 "of %u", group, nr);
+	}
+	pwb__alloc_group_info(&bdi->space->alloc, group, &gi);
+	shift = bdi->space->unit_shift;
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+	st->start = gi.start << shift;
+	st->len = gi.len << shift;
+	st->free_bytes = gi.free_units << shift;
+	st->free_extents = gi.free_extents;
+	st->largest_free = gi.largest << shift;
+	return 0;
+}
+
+PWB_API int pwb_inode_extents(struct pwb_inode *inode, struct pwb_extent *ext,
+			      size_t nr, size_t *total)
+{
+	struct pwb__space_inode *si;
+	struct pwb__extent *e;
+	unsigned int shift;
+	size_t i = 0;
+	int ret;
+
+	pwb__err_clear();
+	if (!inode || (!ext && nr))
+		return pwb__err(-EINVAL, "pwb_inode_extents: NULL %s",
+				!inode ? "inode" : "ext");
+	if (!inode->space)
+		return pwb__err(-EINVAL, "pwb_inode_extents: inode %llu is "
+					 "not in allocator mode",
+				(unsigned long long)inode->ino);
+	ret = pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_inode_extents");
+	if (ret)
+		return ret;
+	si = inode->space;
+	shift = inode->bdi->space->unit_shift;
+	pthread_mutex_lock(&si->lock);
+	for (e = pwb__extmap_first(&si->ext); e && i < nr;
+	     e = pwb__extmap_after(e), i++) {
+		ext[i].file_off = e->file << shift;
+		ext[i].dev_off = e->dev << shift;
+		ext[i].len = e->len << shift;
+	}
+	if (total)
+		*total = pwb__extmap_count(&si->ext);
+	pthread_mutex_unlock(&si->lock);
+	pwb__inode_exit(inode, PWB__HOLD_REF);
+	return 0;
+}
+
+static int cmp_ext_file(const void *a, const void *b)
+{
+	const struct pwb_extent *x = a, *y = b;
+
+	return x->file_off < y->file_off ? -1 : x->file_off > y->file_off;
+}
+
+PWB_API int pwb_inode_set_extents(struct pwb_inode *inode,
+				  const struct pwb_extent *ext, size_t nr)
+{
+	struct pwb__space *sp;
+	struct pwb__space_inode *si;
+	struct pwb_extent *v = NULL;
+	uint64_t ps, dirty;
+	size_t i, done = 0;
+	int ret;
+
+	pwb__err_clear();
+	if (!inode || (!ext && nr))
+		return pwb__err(-EINVAL, "pwb_inode_set_extents: NULL %s",
+				!inode ? "inode" : "ext");
+	if (!inode->space)
+		return pwb__err(-EINVAL, "pwb_inode_set_extents: inode %llu "
+					 "is not in allocator mode",
+				(unsigned long long)inode->ino);
+	sp = inode->bdi->space;
+	ps = 1ull << sp->unit_shift;
+	for (i = 0; i < nr; i++) {
+		const struct pwb_extent *x = &ext[i];
+
+		if (!x->len || (x->file_off | x->dev_off | x->len) & (ps - 1) ||
+		    x->dev_off > inode->bdi->capacity ||
+		    x->len > inode->bdi->capacity - x->dev_off ||
+		    x->file_off + x->len < x->file_off)
+			return pwb__err(-EINVAL, "pwb_inode_set_extents: "
+						 "extent %zu is empty, not "
+						 "page aligned or past the "
+						 "device", i);
+	}
+	v = malloc(nr ? nr * sizeof(*v) : 1);
+	if (!v)
+		return pwb__err(-ENOMEM, "pwb_inode_set_extents: out of memory");
+	if (nr)
+		memcpy(v, ext, nr * sizeof(*v));
+	qsort(v, nr, sizeof(*v), cmp_ext_file);
+	for (i = 1; i < nr; i++)
+		if (v[i - 1].file_off + v[i - 1].len > v[i].file_off) {
+			free(v);
+			return pwb__err(-EINVAL, "pwb_inode_set_extents: "
+						 "extents overlap in the file");
+		}
+	ret = pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_inode_set_extents");
+	if (ret) {
+		free(v);
+		return ret;
+	}
+	pthread_mutex_lock(&inode->lock);
+	dirty = inode->map.count[PWB__TAG_DIRTY] +
+		inode->map.count[PWB__TAG_WRITEBACK];
+	pthread_mutex_unlock(&inode->lock);
+	si = inode->space;
+	pthread_mutex_lock(&si->lock);
+	if (dirty || pwb__extmap_count(&si->ext) || si->dalloc.units) {
+		ret = pwb__err(-EBUSY, "pwb_inode_set_extents: inode %llu "
+					"already has extents or dirty pages",
+			       (unsigned long long)inode->ino);
+		goto out;
+	}
+	for (i = 0; i < nr; i++) {
+		uint64_t f = v[i].file_off >> sp->unit_shift;
+		uint64_t d = v[i].dev_off >> sp->unit_shift;
+		uint64_t n = v[i].len >> sp->unit_shift;
+
+		ret = pwb__alloc_mark_used(&sp->alloc, d, n);
+		if (!ret) {
+			ret = pwb__extmap_insert(&si->ext, f, n, d);
+			if (ret)
+				pwb__alloc_free(&sp->alloc, d, n);
+		}
+		if (ret)
+			break;
+		done++;
+	}
+	if (ret) {
+		/* Undo: free what was marked, forget the map. */
+		struct pwb__extent *e;
+
+		for (e = pwb__extmap_first(&si->ext); e;
+		     e = pwb__extmap_after(e))
+			pwb__alloc_free(&sp->alloc, e->dev, e->len);
+		pwb__extmap_destroy(&si->ext);
+		pwb__err(ret, "pwb_inode_set_extents: %s",
+			 ret == -EEXIST ? "a block is already used"
+					: pwb_strerror(ret));
+	} else {
+		uatomic_add(&sp->nr_extents,
+			    (int64_t)pwb__extmap_count(&si->ext));
+		if (si->home == UINT_MAX && nr)
+			PWB__WRITE(si->home,
+				   pwb__alloc_group_of(&sp->alloc,
+						       v[nr - 1].dev_off >>
+							       sp->unit_shift));
+	}
+	(void)done;
+out:
+	pthread_mutex_unlock(&si->lock);
+	pwb__inode_exit(inode, PWB__HOLD_REF);
+	free(v);
+	return ret;
 }

@@ -153,6 +153,9 @@ uint64_t pwb__space_get_size(struct pwb_inode *inode)
 	__attribute__((visibility("hidden")));
 void pwb__space_set_size(struct pwb_inode *inode, uint64_t size)
 	__attribute__((visibility("hidden")));
+int pwb__bdi_alloc_group_stats(struct pwb_bdi *bdi, unsigned int group,
+			       struct pwb_alloc_group_stats *st)
+	__attribute__((visibility("hidden")));
 /* Pages reserved and not allocated (delalloc) of @inode (tests). */
 uint64_t pwb__space_delalloc_pages(struct pwb_inode *inode)
 	__attribute__((visibility("hidden")));

@@ -268,6 +268,82 @@ START_TEST(test_group_info_adds_up)
 }
 END_TEST
 
+START_TEST(test_public_extents_and_rebuild)
+{
+	struct tu_env e;
+	struct pwb_inode *a, *b;
+	struct pwb_extent ext[4], saved[4];
+	struct pwb_alloc_group_stats gs;
+	struct pwb_inode_ops ops = {0};
+	uint64_t sum = 0, off;
+	size_t total = 99, nsaved;
+	unsigned int g;
+
+	env_open(&e, 1024, 4);
+	a = open_alloc(&e, 1);
+	ck_assert_int_eq(pwb__space_reserve(a, 0, 10), 0);
+	map(a, 0);
+	ck_assert_int_eq(pwb__space_reserve(a, 50, 2), 0);
+	map(a, 50);
+	ck_assert_int_eq(pwb_inode_extents(a, NULL, 0, &total), 0);
+	ck_assert_uint_eq(total, 2);
+	ck_assert_int_eq(pwb_inode_extents(a, saved, 4, &nsaved), 0);
+	ck_assert_uint_eq(nsaved, 2);
+	ck_assert_uint_eq(saved[0].file_off, 0);
+	ck_assert_uint_eq(saved[0].len, 10 * TU_PS);
+	ck_assert_uint_eq(saved[1].file_off, 50 * TU_PS);
+	ck_assert_uint_eq(saved[1].dev_off, saved[0].dev_off + 10 * TU_PS);
+	/* An inode with its own map_page is not in allocator mode. */
+	tu_env_close(&e);
+
+	/* A new run: rebuild from the saved list. */
+	env_open(&e, 1024, 4);
+	a = open_alloc(&e, 1);
+	b = open_alloc(&e, 2);
+	ck_assert_int_eq(pwb_inode_set_extents(a, saved, nsaved), 0);
+	ck_assert_int_eq(pwb__space_lookup(a, 51, &off), 0);
+	ck_assert_uint_eq(off, saved[1].dev_off + TU_PS);
+	ck_assert_int_eq(pwb_inode_set_extents(a, saved, nsaved), -EBUSY);
+	/* b claiming a's blocks: refused, nothing changed. */
+	memcpy(ext, saved, sizeof(saved));
+	ext[0].file_off = 100 * TU_PS;
+	ext[0].dev_off = 900 * TU_PS;	/* free */
+	ext[0].len = TU_PS;
+	ext[1] = saved[0];
+	ck_assert_int_eq(pwb_inode_set_extents(b, ext, 2), -EEXIST);
+	ck_assert_int_eq(pwb_inode_extents(b, NULL, 0, &total), 0);
+	ck_assert_uint_eq(total, 0);
+	ck_assert_uint_eq(free_units(&e), 1024 - 12);
+	ext[0].len = TU_PS + 1;
+	ck_assert_int_eq(pwb_inode_set_extents(b, ext, 1), -EINVAL);
+	/* Group stats add up to the device and its free space. */
+	for (g = 0;; g++) {
+		int rc = pwb_bdi_alloc_group_stats(e.bdi, g, &gs);
+
+		if (rc == -ENOENT)
+			break;
+		ck_assert_int_eq(rc, 0);
+		ck_assert_uint_eq(gs.start, sum);
+		sum += gs.len;
+		ck_assert_uint_le(gs.largest_free, gs.free_bytes);
+	}
+	ck_assert_uint_eq(g, 4);
+	ck_assert_uint_eq(sum, 1024 * TU_PS);
+	/* Not allocator mode. */
+	ops.get_page = (void *)1;
+	ops.map_page = (void *)1;
+	{
+		struct pwb_inode *c;
+
+		ck_assert_int_eq(pwb_inode_open(e.bdi, 3, &ops, NULL, &c), 0);
+		ck_assert_int_eq(pwb_inode_extents(c, NULL, 0, &total),
+				 -EINVAL);
+		ck_assert_int_eq(pwb_inode_close(c), 0);
+	}
+	tu_env_close(&e);
+}
+END_TEST
+
 static Suite *space_suite(void)
 {
 	Suite *s = suite_create("space");
@@ -282,6 +358,7 @@ static Suite *space_suite(void)
 	tcase_add_test(tc, test_enospc_at_reserve);
 	tcase_add_test(tc, test_close_reopen_keeps_extents);
 	tcase_add_test(tc, test_group_info_adds_up);
+	tcase_add_test(tc, test_public_extents_and_rebuild);
 	suite_add_tcase(s, tc);
 	return s;
 }
