@@ -1288,6 +1288,15 @@ struct pwb_stats {
 	/** Pages writeback passed over because get_page returned -EAGAIN
 	 *  (latched; counted once per attempt). */
 	uint64_t latched_pages;
+	/* ---- the built-in allocator, pwb_bdi_stats only (0 per context) */
+	/** Now: extents of allocator-mode inodes, open or closed. */
+	uint64_t extents;
+	/** The number of allocation groups (pwb_bdi_alloc_group_stats). */
+	uint64_t alloc_groups;
+	/** Now: bytes reserved for dirty pages not yet given blocks. */
+	uint64_t reserved_bytes;
+	/** Now: bytes of the device not allocated (reserved included). */
+	uint64_t free_bytes;
 };
 
 /**

@@ -625,3 +625,19 @@ out:
 	free(v);
 	return ret;
 }
+
+void pwb__space_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
+{
+	struct pwb__space *sp = bdi->space;
+	int64_t v;
+
+	if (!sp)
+		return;
+	v = uatomic_read(&sp->nr_extents);
+	st->extents = v > 0 ? (uint64_t)v : 0;
+	st->alloc_groups = sp->alloc.nr_groups;
+	v = uatomic_read(&sp->reserved);
+	st->reserved_bytes = v > 0 ? (uint64_t)v << sp->unit_shift : 0;
+	st->free_bytes = pwb__alloc_free_units(&sp->alloc, NULL)
+			 << sp->unit_shift;
+}

@@ -156,6 +156,9 @@ void pwb__space_set_size(struct pwb_inode *inode, uint64_t size)
 int pwb__bdi_alloc_group_stats(struct pwb_bdi *bdi, unsigned int group,
 			       struct pwb_alloc_group_stats *st)
 	__attribute__((visibility("hidden")));
+/* Fill the allocator's fields of @st (pwb_bdi_stats). */
+void pwb__space_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
+	__attribute__((visibility("hidden")));
 /* Pages reserved and not allocated (delalloc) of @inode (tests). */
 uint64_t pwb__space_delalloc_pages(struct pwb_inode *inode)
 	__attribute__((visibility("hidden")));

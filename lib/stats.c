@@ -5,6 +5,7 @@
  * Counters are plain uatomic words in each context; readers never lock.
  */
 #include "pwb-internal.h"
+#include "space.h"
 
 #include <string.h>
 
@@ -40,6 +41,7 @@ int pwb__bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	st->throttle_ns = pwb__aread(&bdi->throttle_ns);
 	st->throttle_events = pwb__aread(&bdi->throttle_events);
 	pwb__autotune_stats(bdi, st);
+	pwb__space_stats(bdi, st);
 	/* The section keeps the bdi alive against a pwb_bdi_close(). */
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;

@@ -329,6 +329,16 @@ START_TEST(test_public_extents_and_rebuild)
 	}
 	ck_assert_uint_eq(g, 4);
 	ck_assert_uint_eq(sum, 1024 * TU_PS);
+	{
+		struct pwb_stats st;
+
+		ck_assert_int_eq(pwb__space_reserve(b, 0, 3), 0);
+		ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+		ck_assert_uint_eq(st.extents, 2);
+		ck_assert_uint_eq(st.alloc_groups, 4);
+		ck_assert_uint_eq(st.reserved_bytes, 3 * TU_PS);
+		ck_assert_uint_eq(st.free_bytes, (1024 - 12) * TU_PS);
+	}
 	/* Not allocator mode. */
 	ops.get_page = (void *)1;
 	ops.map_page = (void *)1;
