@@ -641,3 +641,16 @@ void pwb__space_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	st->free_bytes = pwb__alloc_free_units(&sp->alloc, NULL)
 			 << sp->unit_shift;
 }
+
+int pwb__space_policy_offset(struct pwb_inode *app, uint64_t index,
+			     uint64_t *dev_off)
+{
+	struct pwb__space *sp = app->bdi->space;
+	unsigned int g;
+
+	if (!pwb__space_lookup(app, index, dev_off))
+		return 0;
+	g = pwb__space_inode_group(app, index);
+	*dev_off = sp->alloc.groups[g].start << sp->unit_shift;
+	return 0;
+}

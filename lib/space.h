@@ -156,6 +156,12 @@ void pwb__space_set_size(struct pwb_inode *inode, uint64_t size)
 int pwb__bdi_alloc_group_stats(struct pwb_bdi *bdi, unsigned int group,
 			       struct pwb_alloc_group_stats *st)
 	__attribute__((visibility("hidden")));
+/* For shard policies: the device byte offset of page @index's block, or
+ * of the start of the inode's home group if it has none yet. Never
+ * allocates. 0 always. */
+int pwb__space_policy_offset(struct pwb_inode *app, uint64_t index,
+			     uint64_t *dev_off)
+	__attribute__((visibility("hidden")));
 /* Fill the allocator's fields of @st (pwb_bdi_stats). */
 void pwb__space_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	__attribute__((visibility("hidden")));

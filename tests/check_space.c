@@ -354,6 +354,32 @@ START_TEST(test_public_extents_and_rebuild)
 }
 END_TEST
 
+START_TEST(test_alloc_group_policy_routes_by_allocator_group)
+{
+	struct tu_env e;
+	struct pwb_inode *in[8];
+	unsigned int i;
+
+	/* 4 groups, 2 contexts: each inode's context is its home group
+	 * modulo 2, and routing it allocates nothing. */
+	tu_env_config(&e, 2, "null");
+	e.cfg.nr_alloc_groups = 4;
+	e.cfg.policy = "alloc-group";
+	tu_env_open(&e, 1024);
+	for (i = 0; i < 8; i++) {
+		in[i] = open_alloc(&e, 100 + i);
+		ck_assert_int_eq(pwb__space_reserve(in[i], 0, 1), 0);
+		ck_assert_int_eq(pwb_mark_dirty(in[i], 0, TU_PS), 0);
+		ck_assert_uint_eq(pwb__extmap_count(&in[i]->space->ext), 0);
+		ck_assert_int_eq(pwb_inode_wb_ctx(in[i]),
+				 (int)(pwb__space_inode_group(in[i], 0) % 2));
+		ck_assert_int_eq(pwb_inode_discard(in[i], 0, UINT64_MAX), 0);
+		ck_assert_int_eq(pwb_inode_close(in[i]), 0);
+	}
+	tu_env_close(&e);
+}
+END_TEST
+
 static Suite *space_suite(void)
 {
 	Suite *s = suite_create("space");
@@ -369,6 +395,7 @@ static Suite *space_suite(void)
 	tcase_add_test(tc, test_close_reopen_keeps_extents);
 	tcase_add_test(tc, test_group_info_adds_up);
 	tcase_add_test(tc, test_public_extents_and_rebuild);
+	tcase_add_test(tc, test_alloc_group_policy_routes_by_allocator_group);
 	suite_add_tcase(s, tc);
 	return s;
 }
