@@ -321,6 +321,12 @@ struct pwb_bdi_config {
 	 *  pages are allowed. 0 means the larger of 256 MiB and twice
 	 *  dirty_bytes. Default 0. */
 	uint64_t cache_bytes;
+	/** Allocation groups of the built-in allocator (inodes opened
+	 *  without get_page and map_page): the device is split into this
+	 *  many equal groups, each with its own free-space index and lock.
+	 *  0 means one per GiB of device, at least 1 and at most 64; never
+	 *  more than the device's pages. At most 4096. Default 0. */
+	unsigned int nr_alloc_groups;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -1418,6 +1424,15 @@ struct pwb_stats {
 	/** pwb_bdi_stats only: clean pages freed by writers and readers that
 	 *  found the cache full (direct reclaim). */
 	uint64_t direct_reclaimed_pages;
+	/* ---- the built-in allocator, pwb_bdi_stats only (0 per context) */
+	/** Now: extents of allocator-mode inodes, open or closed. */
+	uint64_t extents;
+	/** The number of allocation groups (pwb_bdi_alloc_group_stats). */
+	uint64_t alloc_groups;
+	/** Now: bytes reserved for dirty pages not yet given blocks. */
+	uint64_t reserved_bytes;
+	/** Now: bytes of the device not allocated (reserved included). */
+	uint64_t free_bytes;
 };
 
 /**
@@ -1500,6 +1515,93 @@ PWB_API int pwb_wb_ctx_stats(const struct pwb_bdi *bdi, unsigned int idx,
 			     struct pwb_stats *st, size_t st_sz);
 #define pwb_wb_ctx_stats(bdi, idx, st)                                         \
 	pwb_wb_ctx_stats((bdi), (idx), (st), sizeof(struct pwb_stats))
+
+/*
+ * The built-in allocator. An inode opened with neither get_page nor
+ * map_page gets device space from the bdi's extent allocator: a page is
+ * given a block when it is written back (delayed allocation), and the pages
+ * one pass writes for one inode get one contiguous extent where free space
+ * allows. libpwb keeps no on-disk metadata: to keep a file across runs the
+ * application saves its extent list (pwb_inode_extents()) and loads it into
+ * the freshly opened inode of the next run (pwb_inode_set_extents()).
+ */
+
+/** One extent of an allocator-mode inode; bytes, multiples of page_size. */
+struct pwb_extent {
+	uint64_t file_off;	/* offset in the inode */
+	uint64_t dev_off;	/* offset on the device */
+	uint64_t len;
+};
+
+/**
+ * pwb_inode_extents() - list an allocator-mode inode's extents
+ * @inode: an inode opened with neither get_page nor map_page
+ * @ext: room for @nr extents (may be NULL if @nr is 0)
+ * @nr: how many to copy at most
+ * @total: set to how many extents the inode has (may be NULL)
+ *
+ * Copies the first min(@nr, *@total) extents in file order. Pages dirtied
+ * but not yet written have no extent yet. Call with @nr 0 to size @ext.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL @inode, a NULL @ext with @nr > 0, or an
+ *         inode that is not in allocator mode; -EBADF if @inode is closing.
+ */
+PWB_API int pwb_inode_extents(struct pwb_inode *inode, struct pwb_extent *ext,
+			      size_t nr, size_t *total);
+
+/**
+ * pwb_inode_set_extents() - load saved extents into an allocator-mode inode
+ * @inode: a freshly opened allocator-mode inode (no extents, nothing dirty)
+ * @ext: the extents, as pwb_inode_extents() gave them (any order)
+ * @nr: how many
+ *
+ * Marks the extents' device blocks used and maps the inode's pages to
+ * them: the way to rebuild the allocator's state after a restart.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL argument, an inode not in allocator mode,
+ *         an extent of length 0, not page aligned, past the device, or
+ *         overlapping another in the file; -EBUSY if the inode already has
+ *         extents or dirty pages; -EEXIST if a block is already used
+ *         (another inode's, or twice in @ext): nothing is changed then;
+ *         -ENOSPC if free blocks are reserved by dirty pages; -ENOMEM.
+ */
+PWB_API int pwb_inode_set_extents(struct pwb_inode *inode,
+				  const struct pwb_extent *ext, size_t nr);
+
+/**
+ * struct pwb_alloc_group_stats - one allocation group (bytes)
+ *
+ * May grow at the end, like struct pwb_stats.
+ */
+struct pwb_alloc_group_stats {
+	uint64_t start;		/* device offset of the group */
+	uint64_t len;		/* its length */
+	uint64_t free_bytes;	/* free (reserved or not) */
+	uint64_t free_extents;	/* free extents (fragmentation) */
+	uint64_t largest_free;	/* length of the largest free extent */
+};
+
+/**
+ * pwb_bdi_alloc_group_stats() - free space of one allocation group
+ * @bdi: the bdi
+ * @group: 0 up to the number of groups (pwb_stats.alloc_groups) - 1
+ * @st: filled in
+ * @st_sz: sizeof(struct pwb_alloc_group_stats) as the caller was compiled;
+ *         the macro of the same name passes it
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL argument or a too small @st_sz; -ENOENT
+ *         past the last group; -ESHUTDOWN if @bdi is closing.
+ */
+PWB_API int pwb_bdi_alloc_group_stats(const struct pwb_bdi *bdi,
+				      unsigned int group,
+				      struct pwb_alloc_group_stats *st,
+				      size_t st_sz);
+#define pwb_bdi_alloc_group_stats(bdi, group, st)                              \
+	pwb_bdi_alloc_group_stats((bdi), (group), (st),                        \
+				  sizeof(struct pwb_alloc_group_stats))
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@
 #include "bdi.h"
 #include "inode.h"
 #include "abi.h"
+#include "space.h"
 
 #include <string.h>
 PWB_API int pwb__sized_fault_parse(const char *spec, struct pwb_fault *fault,
@@ -198,5 +199,27 @@ int pwb__sized_fault_parse(const char *spec, struct pwb_fault *fault,
 	ret = pwb__fault_parse(spec, fault ? &full : NULL);
 	if (!ret)
 		abi_copy_out(fault, fault_sz, &full, sizeof(full));
+	return ret;
+}
+
+PWB__SIZED(pwb__sized_bdi_alloc_group_stats, pwb_bdi_alloc_group_stats);
+int pwb__sized_bdi_alloc_group_stats(const struct pwb_bdi *bdi,
+				     unsigned int group,
+				     struct pwb_alloc_group_stats *st,
+				     size_t st_sz)
+{
+	struct pwb_alloc_group_stats full;
+	int ret;
+
+	pwb__err_clear();
+	if (!st)
+		return pwb__err(-EINVAL, "pwb_bdi_alloc_group_stats: NULL st");
+	ret = abi_check_out(st, st_sz, PWB__AGSTATS_SZ_0_1_0,
+			    "pwb_bdi_alloc_group_stats", "pwb_alloc_group_stats");
+	if (ret)
+		return ret;
+	ret = pwb__bdi_alloc_group_stats((struct pwb_bdi *)bdi, group, &full);
+	if (!ret)
+		abi_copy_out(st, st_sz, &full, sizeof(full));
 	return ret;
 }

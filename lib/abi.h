@@ -26,6 +26,8 @@
 #define PWB__STATS_SZ_0_1 PWB__OFFSETOFEND(struct pwb_stats, rate_limited_ns)
 #define PWB__INFO_SZ_0_1 PWB__OFFSETOFEND(struct pwb_bdi_info, atomic_writes)
 #define PWB__FAULT_SZ_0_1 PWB__OFFSETOFEND(struct pwb_fault, max_hits)
+#define PWB__AGSTATS_SZ_0_1_0                                                  \
+	PWB__OFFSETOFEND(struct pwb_alloc_group_stats, largest_free)
 
 /*
  * The sized entry points are defined as pwb__sized_<name> and bound to
@@ -60,6 +62,9 @@ PWB_API int pwb__sized_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 PWB_API int pwb__sized_bdi_inject_fault(struct pwb_bdi *bdi,
 					const struct pwb_fault *fault,
 					size_t fault_sz);
+PWB_API int pwb__sized_bdi_alloc_group_stats(
+	const struct pwb_bdi *bdi, unsigned int group,
+	struct pwb_alloc_group_stats *st, size_t st_sz);
 PWB_API int pwb__sized_fault_parse(const char *spec, struct pwb_fault *fault,
 				   size_t fault_sz);
 

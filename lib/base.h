@@ -163,6 +163,9 @@ static inline void pwb__rcu_callback_begin(void *obj)
  *   list_lock    -> work_lock      (a pass under list_lock asks whether
  *                                   work is queued: none_pass_done,
  *                                   wb_writeback_shared)
+ *   space_inode->lock -> alloc_group->lock  (allocating, freeing or
+ *                                   marking the blocks of one inode's
+ *                                   extents; one group at a time; space.c)
  *
  * inode->lock and every rank after it take no other lock today (the
  * whole suite runs so under lockdep): keep them leaves if you can.
@@ -195,6 +198,13 @@ enum pwb__lock_rank {
 	PWB__LOCK_CURSOR,	/* bdi->cursor_lock: pwb_sync's error cursor */
 	PWB__LOCK_COMPLETION,	/* completion->lock: a waiter's counter */
 	PWB__LOCK_AUTOTUNE,	/* autotune->lock: the tuner's stop flag */
+	PWB__LOCK_SPACE_RECORDS, /* space->records_lock: closed allocator-
+				 * mode inodes' extents (space.c) */
+	PWB__LOCK_SPACE,	/* space_inode->lock: one inode's extent map
+				 * and delalloc runs (space.c) */
+	PWB__LOCK_ALLOC_GROUP,	/* group->lock: one allocation group's free
+				 * space (alloc.c); taken alone or under
+				 * the inode's space lock */
 	PWB__LOCK_REGISTRY,	/* registry_lock (policy.c): policies */
 	PWB__LOCK_PAGE_POOL,	/* pcache->pool_lock: free page buffers
 				 * (pcache.c); a leaf */

@@ -13,6 +13,7 @@
 #include "inode.h"
 #include "writeback.h"
 #include "pcache.h"
+#include "space.h"
 
 #include <fcntl.h>
 #include <stddef.h>
@@ -116,6 +117,9 @@ static int check_config(const struct pwb_bdi_config *cfg)
 	if (cfg->io_depth < 1 || cfg->io_depth > 4096)
 		return pwb__err(-EINVAL, "io_depth %u is outside 1..4096",
 				cfg->io_depth);
+	if (cfg->nr_alloc_groups > 4096)
+		return pwb__err(-EINVAL, "nr_alloc_groups %u is above 4096",
+				cfg->nr_alloc_groups);
 	if (cfg->flags & ~PWB_BDI_FLAGS_ALL)
 		return pwb__err(-EINVAL, "unknown flags 0x%x",
 				cfg->flags & ~PWB_BDI_FLAGS_ALL);
@@ -598,6 +602,11 @@ int pwb__bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		ret = pwb__err(-ENOMEM, "cannot create the inode table");
 		goto fail;
 	}
+	ret = pwb__space_bdi_init(bdi);
+	if (ret) {
+		ret = pwb__err(ret, "cannot set up the allocator");
+		goto fail_table;
+	}
 	nr = choose_nr_wb_ctx(bdi);
 	ret = create_ctxs(bdi, nr);
 	if (ret)
@@ -628,6 +637,7 @@ fail_ctxs:
 	free_ctxs(bdi->ctxs, bdi->ctxs->nr);
 	bdi->ctxs = NULL;
 fail_table:
+	pwb__space_bdi_fini(bdi);
 	cds_lfht_destroy(bdi->inodes, NULL);
 fail:
 	pwb__pcache_bdi_fini(bdi);
@@ -1076,6 +1086,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	/* Run the inodes' delayed frees before the caller can exit. */
 	rcu_barrier();
 	pwb__pcache_bdi_fini(bdi);
+	pwb__space_bdi_fini(bdi);
 
 	err = pwb__errseq_check_and_advance(&bdi->wb_err, &bdi->sync_cursor);
 	if (!err)

@@ -143,6 +143,8 @@ struct pwb_bdi {
 	/* Library-owned page cache (pcache.c): set at open, freed at
 	 * close; its own counters are atomic. */
 	struct pwb__pcache_bdi *pcache;
+	struct pwb__space *space;	/* set at open, freed at close: the
+					 * allocator (space.h, own locks) */
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)

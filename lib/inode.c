@@ -17,6 +17,7 @@
 #include "region.h"
 #include "writeback.h"
 #include "pcache.h"
+#include "space.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -65,13 +66,11 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		return pwb__err(-EINVAL, "pwb_inode_open: NULL %s",
 				!bdi ? "bdi" : !ops ? "ops" : "inodep");
 	/* get_page NULL: library-owned pages (pcache.c); map_page NULL
-	 * too: device space from the built-in allocator. */
-	if (!ops->get_page && !ops->map_page)
-		return pwb__err(-EOPNOTSUPP, "pwb_inode_open: neither get_page "
-					     "nor map_page (allocator mode) is "
-					     "not supported yet");
-	if (!ops->map_page)
-		return pwb__err(-EINVAL, "pwb_inode_open: ops lack map_page");
+	 * too: device space from the built-in allocator (space.c). */
+	if (ops->get_page && !ops->map_page)
+		return pwb__err(-EINVAL, "pwb_inode_open: ops lack map_page "
+					 "(an application's get_page needs its "
+					 "map_page)");
 	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_inode_open"))
 		return -ESHUTDOWN;
 	inode = calloc(1, sizeof(*inode));
@@ -83,6 +82,17 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	inode->bdi = bdi;
 	inode->ops = *ops;
 	inode->priv = priv;
+	if (!ops->map_page) {
+		/* Allocator mode: device space from the bdi's allocator,
+		 * pages from the page cache (below). */
+		inode->ops.map_page = pwb__space_map_page;
+		if (pwb__space_inode_alloc(inode)) {
+			free(inode);
+			pwb__bdi_exit(bdi, PWB__HOLD_REF);
+			return pwb__err(-ENOMEM,
+					"pwb_inode_open: out of memory");
+		}
+	}
 	inode->wb_hint = -1;
 	pwb__mutex_init(&inode->lock, PWB__LOCK_INODE);
 	pthread_cond_init(&inode->users_cond, NULL);
@@ -93,6 +103,7 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	if (!ops->get_page) {
 		inode->ops.get_page = pwb__pcache_get_page;
 		if (pwb__pcache_inode_init(inode)) {
+			pwb__space_inode_free(inode);
 			pwb__map_destroy(&inode->map);
 			pthread_cond_destroy(&inode->users_cond);
 			pthread_cond_destroy(&inode->wb_cond);
@@ -119,6 +130,7 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		pthread_mutex_unlock(&bdi->lock);
 		pwb__pcache_inode_close(inode);
 		pwb__pcache_inode_free(inode);
+		pwb__space_inode_free(inode);
 		pwb__map_destroy(&inode->map);
 		pthread_cond_destroy(&inode->users_cond);
 		pthread_cond_destroy(&inode->wb_cond);
@@ -130,6 +142,12 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	}
 	bdi->nr_open_inodes++;
 	pthread_mutex_unlock(&bdi->lock);
+	/* Registered: a close of the same ino has put back its record
+	 * (it does so before it unregisters). */
+	if (inode->space) {
+		pwb__space_inode_init(inode);
+		pwb__pcache_size_load(inode, pwb__space_get_size(inode));
+	}
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	*inodep = inode;
 	return 0;
@@ -137,6 +155,7 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 fail_shutdown:
 	pwb__pcache_inode_close(inode);
 	pwb__pcache_inode_free(inode);
+	pwb__space_inode_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_cond_destroy(&inode->wb_cond);
@@ -154,6 +173,7 @@ static void inode_free_rcu(struct rcu_head *head)
 
 	pwb__region_free(inode);
 	pwb__pcache_inode_free(inode);
+	pwb__space_inode_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_cond_destroy(&inode->wb_cond);
@@ -825,6 +845,11 @@ int pwb__inode_close(struct pwb_inode *inode)
 		err = inode->failed_err;	/* never cleared */
 	if (!err)
 		err = slices_failed_err(inode);
+	/* Allocator mode: the extents stay, for the next open of the ino;
+	 * before the unregistering (see pwb__space_inode_init). */
+	if (inode->space)
+		pwb__space_set_size(inode, pwb__pcache_size(inode));
+	pwb__space_inode_fini(inode);
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);
 	pwb__rcu_read_unlock();

@@ -117,6 +117,9 @@ struct pwb_inode {
 	/* Library-owned pages (pcache.c): set at open, read-only; NULL
 	 * when the application owns the pages. */
 	struct pwb__pcache_inode *pcache;
+	struct pwb__space_inode *space;	/* read-only after open: allocator
+					 * mode (space.h; own lock), else
+					 * NULL */
 };
 
 /* The inode the application knows: @inode itself, or a slice's parent.

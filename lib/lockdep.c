@@ -37,6 +37,9 @@ static const char *const rank_names[PWB__NR_LOCK_RANKS] = {
 	[PWB__LOCK_CURSOR] = "bdi->cursor_lock",
 	[PWB__LOCK_COMPLETION] = "completion->lock",
 	[PWB__LOCK_AUTOTUNE] = "autotune->lock",
+	[PWB__LOCK_SPACE_RECORDS] = "space->records_lock",
+	[PWB__LOCK_SPACE] = "space_inode->lock",
+	[PWB__LOCK_ALLOC_GROUP] = "alloc_group->lock",
 	[PWB__LOCK_REGISTRY] = "registry_lock",
 	[PWB__LOCK_PAGE_POOL] = "pcache->pool_lock",
 };

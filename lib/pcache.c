@@ -11,6 +11,7 @@
  * with -ETIMEDOUT. So the cache never holds more than cache_bytes.
  */
 #include "pcache.h"
+#include "space.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -48,34 +49,43 @@ static struct pwb__page *page_of(struct cds_lfht_node *node)
 /* ---------------------------------------------------------------------- */
 /* Integration points (the lead wires the space layer in here)           */
 
-/* INTEGRATION: before pages [first, first + nr) are dirtied. Allocator
- * mode will call pwb__space_reserve(inode, first, nr) (-ENOSPC). */
+/*
+ * The space layer (space.c), for inodes opened without map_page
+ * (allocator mode, inode->space set); user-map inodes have none.
+ */
+
+/* Before pages [first, first + nr) are dirtied: reserve device space for
+ * those not yet allocated, so -ENOSPC reaches pwb_write(). */
 static int pcache_reserve(struct pwb_inode *inode, uint64_t first,
 			  uint64_t nr)
 {
-	(void)inode;
-	(void)first;
-	(void)nr;
-	return 0;
+	if (!inode->space)
+		return 0;
+	return pwb__space_reserve(inode, first, nr);
 }
 
-/* INTEGRATION: the device offset of page @index before it is read.
- * User-map mode: every page below the size exists, at map_page's offset.
- * Allocator mode will call pwb__space_lookup() (-ENODATA: zeros). */
+/* The device offset of page @index before it is read. User-map mode:
+ * every page below the size exists, at map_page's offset. Allocator mode:
+ * only allocated pages (-ENODATA: a hole or never written, zeros); the
+ * allocator's map_page would allocate. */
 static int pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
 			     uint64_t *dev_off)
 {
+	if (inode->space)
+		return pwb__space_lookup(inode, index, dev_off);
 	return inode->ops.map_page(inode, index, dev_off);
 }
 
-/* INTEGRATION: pages [first, last] were discarded or truncated away.
- * Allocator mode will call pwb__space_punch(inode, first, nr). */
+/* Pages [first, last] were discarded or truncated away: free their
+ * blocks and reservations. */
 static void pcache_punch(struct pwb_inode *inode, uint64_t first,
 			 uint64_t last)
 {
-	(void)inode;
-	(void)first;
-	(void)last;
+	if (!inode->space)
+		return;
+	pwb__space_punch(inode, first,
+			 last == UINT64_MAX ? UINT64_MAX - first
+					    : last - first + 1);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1134,4 +1144,15 @@ void pwb__pcache_inode_free(struct pwb_inode *inode)
 {
 	free(inode->pcache);
 	inode->pcache = NULL;
+}
+
+uint64_t pwb__pcache_size(struct pwb_inode *inode)
+{
+	return inode->pcache ? pwb__aread(&inode->pcache->size) : 0;
+}
+
+void pwb__pcache_size_load(struct pwb_inode *inode, uint64_t size)
+{
+	if (inode->pcache)
+		pwb__aset(&inode->pcache->size, size);
 }

@@ -93,4 +93,11 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi,
 void pwb__pcache_stats(struct pwb_bdi *bdi, int idx,
 		       struct pwb_stats *st) PWB__INTERNAL;
 
+/* The inode's size (0 for application-owned pages). Any thread. */
+uint64_t pwb__pcache_size(struct pwb_inode *inode) PWB__INTERNAL;
+/* Set the size of a just-opened inode (the space layer's closed-inode
+ * record), before the application can see it. */
+void pwb__pcache_size_load(struct pwb_inode *inode, uint64_t size)
+	PWB__INTERNAL;
+
 #endif /* PWB_PCACHE_H */

@@ -22,6 +22,8 @@
 #include "base.h"
 #include "policy-int.h"
 #include "bdi.h"
+#include "inode.h"
+#include "space.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +129,12 @@ static int alloc_group_select(void *state, const struct pwb_policy_inode *info,
 
 	if (info->hint >= 0)
 		return (int)((unsigned int)info->hint % nr_wb_ctx);
+	/* Allocator mode: the allocator's own group of the page (or the
+	 * inode's home group); the context owning it is group % contexts. */
+	if (pwb__inode_app(info->inode)->space)
+		return (int)(pwb__space_inode_group(pwb__inode_app(info->inode),
+						    info->index) %
+			     nr_wb_ctx);
 	/* The application's map_page: we hold no lock (see inode.c). */
 	if (pwb__policy_map_page(info->inode, info->index, &off))
 		return (int)pwb__policy_hash(info->ino, nr_wb_ctx);

@@ -25,6 +25,7 @@
 #include "policy-int.h"
 #include "bdi.h"
 #include "inode.h"
+#include "space.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -634,7 +635,14 @@ int pwb__policy_map_page(struct pwb_inode *inode, uint64_t index,
 	uint64_t off = 0;
 	int ret;
 
-	ret = inode->ops.map_page(pwb__inode_app(inode), index, &off);
+	/* Allocator mode: never allocate to route a page (that would undo
+	 * delayed allocation); its block if it has one, else the start of
+	 * the inode's home group. */
+	if (pwb__inode_app(inode)->space)
+		ret = pwb__space_policy_offset(pwb__inode_app(inode), index,
+					       &off);
+	else
+		ret = inode->ops.map_page(pwb__inode_app(inode), index, &off);
 	if (ret)
 		return ret < 0 ? ret : -EIO;
 	if (off % bdi->lbs || off > bdi->capacity ||

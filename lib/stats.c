@@ -9,6 +9,7 @@
 #include "autotune.h"
 #include "bdi.h"
 #include "pcache.h"
+#include "space.h"
 
 #include <string.h>
 
@@ -45,6 +46,7 @@ int pwb__bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	st->throttle_events = pwb__aread(&bdi->throttle_events);
 	pwb__autotune_stats(bdi, st);
 	pwb__pcache_stats(bdi, -1, st);
+	pwb__space_stats(bdi, st);
 	/* The section keeps the bdi alive against a pwb_bdi_close(). */
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;

@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * space.c - delayed allocation for allocator-mode inodes; space.h has the
+ * picture and the contract.
+ */
+#include "pwb-internal.h"
+#include "space.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RUN_BYTES (64ull << 20)
+
+/* A closed allocator-mode inode's state, in space->records by ino. */
+struct space_record {
+	struct pwb__avl_node node;
+	uint64_t ino;
+	struct pwb__extmap ext;
+	unsigned int home;
+	uint64_t size;
+};
+
+#define REC(n) caa_container_of(n, struct space_record, node)
+
+static int cmp_ino(const struct pwb__avl_node *a, const struct pwb__avl_node *b)
+{
+	return REC(a)->ino < REC(b)->ino ? -1 : REC(a)->ino > REC(b)->ino;
+}
+
+int pwb__space_bdi_init(struct pwb_bdi *bdi)
+{
+	struct pwb__space *sp = calloc(1, sizeof(*sp));
+	int ret;
+
+	if (!sp)
+		return -ENOMEM;
+	ret = pwb__alloc_init(&sp->alloc, bdi->capacity >> bdi->page_shift,
+			      pwb__page_size(bdi), bdi->cfg.nr_alloc_groups);
+	if (ret) {
+		free(sp);
+		return ret;
+	}
+	sp->unit_shift = bdi->page_shift;
+	sp->max_run = PWB__MAX(MAX_RUN_BYTES >> bdi->page_shift, 1);
+	pwb__mutex_init(&sp->records_lock, PWB__LOCK_SPACE_RECORDS);
+	pwb__avl_init(&sp->records);
+	bdi->space = sp;
+	return 0;
+}
+
+void pwb__space_bdi_fini(struct pwb_bdi *bdi)
+{
+	struct pwb__space *sp = bdi->space;
+	struct pwb__avl_node *n;
+
+	if (!sp)
+		return;
+	while ((n = pwb__avl_first(&sp->records))) {
+		pwb__avl_remove(&sp->records, n);
+		pwb__extmap_destroy(&REC(n)->ext);
+		free(REC(n));
+	}
+	pwb__alloc_destroy(&sp->alloc);
+	pthread_mutex_destroy(&sp->records_lock);
+	free(sp);
+	bdi->space = NULL;
+}
+
+int pwb__space_inode_alloc(struct pwb_inode *inode)
+{
+	struct pwb__space_inode *si = calloc(1, sizeof(*si));
+
+	if (!si)
+		return -ENOMEM;
+	pwb__mutex_init(&si->lock, PWB__LOCK_SPACE);
+	pwb__extmap_init(&si->ext, true);
+	pwb__extmap_init(&si->dalloc, false);
+	si->home = UINT_MAX;
+	inode->space = si;
+	return 0;
+}
+
+int pwb__space_inode_init(struct pwb_inode *inode)
+{
+	struct pwb__space *sp = inode->bdi->space;
+	struct pwb__space_inode *si = inode->space;
+	struct space_record key = {.ino = inode->ino}, *r = NULL;
+	struct pwb__avl_node *n;
+
+	if (!si && pwb__space_inode_alloc(inode))
+		return -ENOMEM;
+	si = inode->space;
+	pthread_mutex_lock(&sp->records_lock);
+	n = pwb__avl_floor(&sp->records, &key.node, cmp_ino);
+	if (n && REC(n)->ino == inode->ino) {
+		r = REC(n);
+		pwb__avl_remove(&sp->records, n);
+	}
+	pthread_mutex_unlock(&sp->records_lock);
+	if (r) {
+		pthread_mutex_lock(&si->lock);
+		pwb__extmap_destroy(&si->ext);
+		pwb__extmap_move(&si->ext, &r->ext);
+		si->home = r->home;
+		si->size = r->size;
+		pthread_mutex_unlock(&si->lock);
+		free(r);
+	}
+	return 0;
+}
+
+void pwb__space_inode_fini(struct pwb_inode *inode)
+{
+	struct pwb__space *sp = inode->bdi->space;
+	struct pwb__space_inode *si = inode->space;
+	struct space_record *r;
+	uint64_t unused;
+
+	if (!si)
+		return;
+	pthread_mutex_lock(&si->lock);
+	unused = si->dalloc.units;
+	pwb__extmap_destroy(&si->dalloc);
+	pwb__alloc_unreserve(&sp->alloc, unused);
+	uatomic_add(&sp->reserved, -(int64_t)unused);
+	if (!pwb__extmap_count(&si->ext) && !si->size) {
+		pthread_mutex_unlock(&si->lock);
+		return;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		/* Without a record the blocks stay used but unreachable
+		 * until the bdi closes; say so through the stats. */
+		pthread_mutex_unlock(&si->lock);
+		return;
+	}
+	r->ino = inode->ino;
+	pwb__extmap_move(&r->ext, &si->ext);
+	r->home = si->home;
+	r->size = si->size;
+	pthread_mutex_unlock(&si->lock);
+	pthread_mutex_lock(&sp->records_lock);
+	pwb__avl_insert(&sp->records, &r->node, cmp_ino);
+	pthread_mutex_unlock(&sp->records_lock);
+}
+
+void pwb__space_inode_free(struct pwb_inode *inode)
+{
+	struct pwb__space_inode *si = inode->space;
+	struct pwb__space *sp = inode->bdi->space;
+
+	if (!si)
+		return;
+	/* Only a never-finished open gets here with extents. */
+	if (pwb__extmap_count(&si->ext) && sp)
+		uatomic_add(&sp->nr_extents,
+			    -(int64_t)pwb__extmap_count(&si->ext));
+	pwb__extmap_destroy(&si->ext);
+	pwb__extmap_destroy(&si->dalloc);
+	pthread_mutex_destroy(&si->lock);
+	free(si);
+	inode->space = NULL;
+}
+
+/* Caller holds si->lock: pick the home group once, the least full. */
+static unsigned int home_locked(struct pwb__space *sp,
+				struct pwb__space_inode *si, uint64_t ino)
+{
+	unsigned int i, h, best, n = sp->alloc.nr_groups;
+	uint64_t best_free;
+
+	if (si->home != UINT_MAX)
+		return si->home;
+	/* The freest group, ties broken by the ino's hash (so that equal
+	 * groups spread inodes). */
+	h = (unsigned int)((ino * 0x9e3779b97f4a7c15ull) >> 32) % n;
+	best = h;
+	best_free = PWB__READ(sp->alloc.groups[h].free_units);
+	for (i = 1; i < n; i++) {
+		unsigned int g = (h + i) % n;
+		uint64_t f = PWB__READ(sp->alloc.groups[g].free_units);
+
+		if (f > best_free) {
+			best_free = f;
+			best = g;
+		}
+	}
+	PWB__WRITE(si->home, best);
+	return best;
+}
+
+int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
+{
+	struct pwb__space *sp = inode->bdi->space;
+	struct pwb__space_inode *si = inode->space;
+	uint64_t end, idx, need = 0;
+	int ret = 0;
+
+	if (!si)
+		return -EINVAL;
+	if (!nr)
+		return 0;
+	if (nr > UINT64_MAX - first)
+		return -EINVAL;
+	end = first + nr;
+	pthread_mutex_lock(&si->lock);
+	home_locked(sp, si, inode->ino);
+	/* Count the pages neither allocated nor reserved. */
+	for (idx = first; idx < end;) {
+		struct pwb__extent *a = pwb__extmap_next(&si->ext, idx);
+		struct pwb__extent *d = pwb__extmap_next(&si->dalloc, idx);
+		uint64_t stop = end;
+
+		if (a && a->file <= idx) {
+			idx = a->file + a->len;
+			continue;
+		}
+		if (d && d->file <= idx) {
+			idx = d->file + d->len;
+			continue;
+		}
+		if (a)
+			stop = PWB__MIN(stop, a->file);
+		if (d)
+			stop = PWB__MIN(stop, d->file);
+		need += stop - idx;
+		idx = stop;
+	}
+	if (!need)
+		goto out;
+	ret = pwb__alloc_reserve(&sp->alloc, need);
+	if (ret)
+		goto out;
+	for (idx = first; idx < end && !ret;) {
+		struct pwb__extent *a = pwb__extmap_next(&si->ext, idx);
+		struct pwb__extent *d = pwb__extmap_next(&si->dalloc, idx);
+		uint64_t stop = end;
+
+		if (a && a->file <= idx) {
+			idx = a->file + a->len;
+			continue;
+		}
+		if (d && d->file <= idx) {
+			idx = d->file + d->len;
+			continue;
+		}
+		if (a)
+			stop = PWB__MIN(stop, a->file);
+		if (d)
+			stop = PWB__MIN(stop, d->file);
+		ret = pwb__extmap_insert(&si->dalloc, idx, stop - idx, 0);
+		if (!ret) {
+			need -= stop - idx;
+			uatomic_add(&sp->reserved, (int64_t)(stop - idx));
+		}
+		idx = stop;
+	}
+	/* Out of memory part way: keep what was recorded (reserve is
+	 * idempotent: a retry reserves the rest), return the rest. */
+	pwb__alloc_unreserve(&sp->alloc, need);
+out:
+	pthread_mutex_unlock(&si->lock);
+	return ret;
+}
+
+/* Caller holds si->lock. Allocate the delalloc run from @index (or, for
+ * a page never reserved, reserve it now). */
+static int allocate_locked(struct pwb__space *sp, struct pwb__space_inode *si,
+			   uint64_t ino, uint64_t index, uint64_t *dev)
+{
+	struct pwb__extent *d = pwb__extmap_find(&si->dalloc, index);
+	struct pwb__extent *prev;
+	uint64_t want, goal = UINT64_MAX, start, got;
+	unsigned int home = home_locked(sp, si, ino);
+	int ret;
+
+	if (d) {
+		want = PWB__MIN(d->file + d->len - index, sp->max_run);
+	} else {
+		/* Dirtied without pwb__space_reserve (a caller that marks
+		 * pages itself): reserve the one page now. */
+		ret = pwb__alloc_reserve(&sp->alloc, 1);
+		if (ret)
+			return ret;
+		ret = pwb__extmap_insert(&si->dalloc, index, 1, 0);
+		if (ret) {
+			pwb__alloc_unreserve(&sp->alloc, 1);
+			return ret;
+		}
+		uatomic_add(&sp->reserved, 1);
+		want = 1;
+	}
+	if (index && (prev = pwb__extmap_find(&si->ext, index - 1)))
+		goal = prev->dev + (index - 1 - prev->file) + 1;
+	else
+		goal = sp->alloc.groups[home].start;
+	ret = pwb__alloc_extent(&sp->alloc, goal, home, want, &start, &got);
+	if (ret)
+		return ret;
+	{
+		uint64_t before = pwb__extmap_count(&si->ext);
+
+		ret = pwb__extmap_insert(&si->ext, index, got, start);
+		if (ret) {
+			/* Give the blocks back, still reserved. */
+			pwb__alloc_free(&sp->alloc, start, got);
+			pwb__alloc_reserve(&sp->alloc, got);
+			return ret;
+		}
+		uatomic_add(&sp->nr_extents,
+			    (int64_t)pwb__extmap_count(&si->ext) -
+				    (int64_t)before);
+	}
+	/* Cannot fail: the run starts or ends at @index, or holds it (then a
+	 * split: after the insert above, so undoing is not possible; the
+	 * node is small and the removal's failure leaves pages both
+	 * allocated and delalloc, which punch and close handle). */
+	if (pwb__extmap_remove(&si->dalloc, index, got, NULL, NULL) > 0)
+		uatomic_add(&sp->reserved, -(int64_t)got);
+	*dev = start;
+	return 0;
+}
+
+int pwb__space_map_page(struct pwb_inode *app, uint64_t index,
+			uint64_t *dev_off)
+{
+	struct pwb__space *sp = app->bdi->space;
+	struct pwb__space_inode *si = app->space;
+	struct pwb__extent *e;
+	uint64_t dev;
+	int ret = 0;
+
+	if (!si)
+		return -EINVAL;
+	pthread_mutex_lock(&si->lock);
+	e = pwb__extmap_find(&si->ext, index);
+	if (e)
+		dev = e->dev + (index - e->file);
+	else
+		ret = allocate_locked(sp, si, app->ino, index, &dev);
+	pthread_mutex_unlock(&si->lock);
+	if (!ret)
+		*dev_off = dev << sp->unit_shift;
+	return ret;
+}
+
+int pwb__space_lookup(struct pwb_inode *inode, uint64_t index,
+		      uint64_t *dev_off)
+{
+	struct pwb__space_inode *si = inode->space;
+	struct pwb__extent *e;
+	int ret = -ENODATA;
+
+	if (!si)
+		return -EINVAL;
+	pthread_mutex_lock(&si->lock);
+	e = pwb__extmap_find(&si->ext, index);
+	if (e) {
+		*dev_off = (e->dev + (index - e->file))
+			   << inode->bdi->space->unit_shift;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&si->lock);
+	return ret;
+}
+
+static void free_piece(void *arg, uint64_t file, uint64_t dev, uint64_t len)
+{
+	(void)file;
+	pwb__alloc_free(arg, dev, len);
+}
+
+void pwb__space_punch(struct pwb_inode *inode, uint64_t first, uint64_t nr)
+{
+	struct pwb__space *sp = inode->bdi->space;
+	struct pwb__space_inode *si = inode->space;
+	uint64_t before;
+	int64_t n;
+
+	if (!si || !nr)
+		return;
+	pthread_mutex_lock(&si->lock);
+	before = pwb__extmap_count(&si->ext);
+	pwb__extmap_remove(&si->ext, first, nr, free_piece, &sp->alloc);
+	uatomic_add(&sp->nr_extents, (int64_t)pwb__extmap_count(&si->ext) -
+					     (int64_t)before);
+	n = pwb__extmap_remove(&si->dalloc, first, nr, NULL, NULL);
+	if (n > 0) {
+		pwb__alloc_unreserve(&sp->alloc, (uint64_t)n);
+		uatomic_add(&sp->reserved, -n);
+	}
+	pthread_mutex_unlock(&si->lock);
+}
+
+unsigned int pwb__space_inode_group(struct pwb_inode *inode, uint64_t index)
+{
+	struct pwb__space *sp = inode->bdi->space;
+	struct pwb__space_inode *si = inode->space;
+	struct pwb__extent *e;
+	unsigned int g;
+
+	if (!si)
+		return 0;
+	pthread_mutex_lock(&si->lock);
+	e = pwb__extmap_find(&si->ext, index);
+	if (e)
+		g = pwb__alloc_group_of(&sp->alloc, e->dev + (index - e->file));
+	else
+		g = home_locked(sp, si, inode->ino);
+	pthread_mutex_unlock(&si->lock);
+	return g;
+}
+
+uint64_t pwb__space_get_size(struct pwb_inode *inode)
+{
+	struct pwb__space_inode *si = inode->space;
+	uint64_t size;
+
+	if (!si)
+		return 0;
+	pthread_mutex_lock(&si->lock);
+	size = si->size;
+	pthread_mutex_unlock(&si->lock);
+	return size;
+}
+
+void pwb__space_set_size(struct pwb_inode *inode, uint64_t size)
+{
+	struct pwb__space_inode *si = inode->space;
+
+	if (!si)
+		return;
+	pthread_mutex_lock(&si->lock);
+	si->size = size;
+	pthread_mutex_unlock(&si->lock);
+}
+
+uint64_t pwb__space_delalloc_pages(struct pwb_inode *inode)
+{
+	struct pwb__space_inode *si = inode->space;
+	uint64_t n;
+
+	if (!si)
+		return 0;
+	pthread_mutex_lock(&si->lock);
+	n = si->dalloc.units;
+	pthread_mutex_unlock(&si->lock);
+	return n;
+}
+
+/* ----------------------------------------------------------- public */
+
+int pwb__bdi_alloc_group_stats(struct pwb_bdi *bdi, unsigned int group,
+			       struct pwb_alloc_group_stats *st)
+{
+	struct pwb__alloc_group_info gi;
+	unsigned int shift;
+
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_alloc_group_stats: NULL bdi");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_alloc_group_stats"))
+		return -ESHUTDOWN;
+	if (group >= bdi->space->alloc.nr_groups) {
+		unsigned int nr = bdi->space->alloc.nr_groups;
+
+		pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+		return pwb__err(-ENOENT, "pwb_bdi_alloc_group_stats: group %u "
+					 "of %u", group, nr);
+	}
+	pwb__alloc_group_info(&bdi->space->alloc, group, &gi);
+	shift = bdi->space->unit_shift;
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+	st->start = gi.start << shift;
+	st->len = gi.len << shift;
+	st->free_bytes = gi.free_units << shift;
+	st->free_extents = gi.free_extents;
+	st->largest_free = gi.largest << shift;
+	return 0;
+}
+
+PWB_API int pwb_inode_extents(struct pwb_inode *inode, struct pwb_extent *ext,
+			      size_t nr, size_t *total)
+{
+	struct pwb__space_inode *si;
+	struct pwb__extent *e;
+	unsigned int shift;
+	size_t i = 0;
+	int ret;
+
+	pwb__err_clear();
+	if (!inode || (!ext && nr))
+		return pwb__err(-EINVAL, "pwb_inode_extents: NULL %s",
+				!inode ? "inode" : "ext");
+	if (!inode->space)
+		return pwb__err(-EINVAL, "pwb_inode_extents: inode %llu is "
+					 "not in allocator mode",
+				(unsigned long long)inode->ino);
+	ret = pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_inode_extents");
+	if (ret)
+		return ret;
+	si = inode->space;
+	shift = inode->bdi->space->unit_shift;
+	pthread_mutex_lock(&si->lock);
+	for (e = pwb__extmap_first(&si->ext); e && i < nr;
+	     e = pwb__extmap_after(e), i++) {
+		ext[i].file_off = e->file << shift;
+		ext[i].dev_off = e->dev << shift;
+		ext[i].len = e->len << shift;
+	}
+	if (total)
+		*total = pwb__extmap_count(&si->ext);
+	pthread_mutex_unlock(&si->lock);
+	pwb__inode_exit(inode, PWB__HOLD_REF);
+	return 0;
+}
+
+static int cmp_ext_file(const void *a, const void *b)
+{
+	const struct pwb_extent *x = a, *y = b;
+
+	return x->file_off < y->file_off ? -1 : x->file_off > y->file_off;
+}
+
+PWB_API int pwb_inode_set_extents(struct pwb_inode *inode,
+				  const struct pwb_extent *ext, size_t nr)
+{
+	struct pwb__space *sp;
+	struct pwb__space_inode *si;
+	struct pwb_extent *v = NULL;
+	uint64_t ps, dirty;
+	size_t i, done = 0;
+	int ret;
+
+	pwb__err_clear();
+	if (!inode || (!ext && nr))
+		return pwb__err(-EINVAL, "pwb_inode_set_extents: NULL %s",
+				!inode ? "inode" : "ext");
+	if (!inode->space)
+		return pwb__err(-EINVAL, "pwb_inode_set_extents: inode %llu "
+					 "is not in allocator mode",
+				(unsigned long long)inode->ino);
+	sp = inode->bdi->space;
+	ps = 1ull << sp->unit_shift;
+	for (i = 0; i < nr; i++) {
+		const struct pwb_extent *x = &ext[i];
+
+		if (!x->len || (x->file_off | x->dev_off | x->len) & (ps - 1) ||
+		    x->dev_off > inode->bdi->capacity ||
+		    x->len > inode->bdi->capacity - x->dev_off ||
+		    x->file_off + x->len < x->file_off)
+			return pwb__err(-EINVAL, "pwb_inode_set_extents: "
+						 "extent %zu is empty, not "
+						 "page aligned or past the "
+						 "device", i);
+	}
+	v = malloc(nr ? nr * sizeof(*v) : 1);
+	if (!v)
+		return pwb__err(-ENOMEM, "pwb_inode_set_extents: out of memory");
+	if (nr)
+		memcpy(v, ext, nr * sizeof(*v));
+	qsort(v, nr, sizeof(*v), cmp_ext_file);
+	for (i = 1; i < nr; i++)
+		if (v[i - 1].file_off + v[i - 1].len > v[i].file_off) {
+			free(v);
+			return pwb__err(-EINVAL, "pwb_inode_set_extents: "
+						 "extents overlap in the file");
+		}
+	ret = pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_inode_set_extents");
+	if (ret) {
+		free(v);
+		return ret;
+	}
+	pthread_mutex_lock(&inode->lock);
+	dirty = inode->map.count[PWB__TAG_DIRTY] +
+		inode->map.count[PWB__TAG_WRITEBACK];
+	pthread_mutex_unlock(&inode->lock);
+	si = inode->space;
+	pthread_mutex_lock(&si->lock);
+	if (dirty || pwb__extmap_count(&si->ext) || si->dalloc.units) {
+		ret = pwb__err(-EBUSY, "pwb_inode_set_extents: inode %llu "
+					"already has extents or dirty pages",
+			       (unsigned long long)inode->ino);
+		goto out;
+	}
+	for (i = 0; i < nr; i++) {
+		uint64_t f = v[i].file_off >> sp->unit_shift;
+		uint64_t d = v[i].dev_off >> sp->unit_shift;
+		uint64_t n = v[i].len >> sp->unit_shift;
+
+		ret = pwb__alloc_mark_used(&sp->alloc, d, n);
+		if (!ret) {
+			ret = pwb__extmap_insert(&si->ext, f, n, d);
+			if (ret)
+				pwb__alloc_free(&sp->alloc, d, n);
+		}
+		if (ret)
+			break;
+		done++;
+	}
+	if (ret) {
+		/* Undo: free what was marked, forget the map. */
+		struct pwb__extent *e;
+
+		for (e = pwb__extmap_first(&si->ext); e;
+		     e = pwb__extmap_after(e))
+			pwb__alloc_free(&sp->alloc, e->dev, e->len);
+		pwb__extmap_destroy(&si->ext);
+		pwb__err(ret, "pwb_inode_set_extents: %s",
+			 ret == -EEXIST ? "a block is already used"
+					: pwb_strerror(ret));
+	} else {
+		uatomic_add(&sp->nr_extents,
+			    (int64_t)pwb__extmap_count(&si->ext));
+		if (si->home == UINT_MAX && nr)
+			PWB__WRITE(si->home,
+				   pwb__alloc_group_of(&sp->alloc,
+						       v[nr - 1].dev_off >>
+							       sp->unit_shift));
+	}
+	(void)done;
+out:
+	pthread_mutex_unlock(&si->lock);
+	pwb__inode_exit(inode, PWB__HOLD_REF);
+	free(v);
+	return ret;
+}
+
+void pwb__space_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
+{
+	struct pwb__space *sp = bdi->space;
+	int64_t v;
+
+	if (!sp)
+		return;
+	v = uatomic_read(&sp->nr_extents);
+	st->extents = v > 0 ? (uint64_t)v : 0;
+	st->alloc_groups = sp->alloc.nr_groups;
+	v = uatomic_read(&sp->reserved);
+	st->reserved_bytes = v > 0 ? (uint64_t)v << sp->unit_shift : 0;
+	st->free_bytes = pwb__alloc_free_units(&sp->alloc, NULL)
+			 << sp->unit_shift;
+}
+
+int pwb__space_policy_offset(struct pwb_inode *app, uint64_t index,
+			     uint64_t *dev_off)
+{
+	struct pwb__space *sp = app->bdi->space;
+	unsigned int g;
+
+	if (!pwb__space_lookup(app, index, dev_off))
+		return 0;
+	g = pwb__space_inode_group(app, index);
+	*dev_off = sp->alloc.groups[g].start << sp->unit_shift;
+	return 0;
+}
