@@ -456,7 +456,7 @@ START_TEST(test_four_threads)
 	static struct conc c;
 	struct worker w[CONC_THREADS];
 	pthread_t th[CONC_THREADS];
-	unsigned long enospc = 0;
+	unsigned long enospc = 0, allocs = 0;
 	uint64_t ext;
 	unsigned int i;
 
@@ -472,12 +472,15 @@ START_TEST(test_four_threads)
 		pthread_join(th[i], NULL);
 	for (i = 0; i < CONC_THREADS; i++) {
 		ck_assert_uint_eq(w[i].errors, 0);
-		ck_assert_uint_gt(w[i].allocs, 0);
+		allocs += w[i].allocs;
 		enospc += w[i].enospc;
 	}
 	/* The threads fill the device (about 4 x 10000 x 8.5 units asked
 	 * for, at most 4096 held): reservations were refused. */
 	ck_assert_uint_gt(enospc, 0);
+	/* Not per thread: one scheduled late can find the device full for
+	 * all its steps while the others churn. */
+	ck_assert_uint_gt(allocs, 0);
 	ck_assert_int_eq(pwb__alloc_check(&c.a), 0);
 	ck_assert_uint_eq(pwb__alloc_free_units(&c.a, &ext), CONC_UNITS);
 	ck_assert_uint_eq(ext, 4);
