@@ -105,6 +105,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -313,6 +314,13 @@ struct pwb_bdi_config {
 	 *  pwb_bdi_log_durable() covers them. */
 	int (*log_force)(uint64_t lsn, void *arg);
 	void *log_force_arg;
+	/** Most memory, in bytes, of the page cache of library-owned
+	 *  inodes (pwb_write(), pwb_read()); clean pages are reclaimed by
+	 *  the writeback contexts, and a writer that finds the cache full
+	 *  waits for writeback (up to throttle_timeout_ms). At least 16
+	 *  pages are allowed. 0 means the larger of 256 MiB and twice
+	 *  dirty_bytes. Default 0. */
+	uint64_t cache_bytes;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -744,8 +752,13 @@ struct pwb_inode_ops {
  *
  * Context: any thread. The caller owns the inode and closes it with
  * pwb_inode_close() (or pwb_bdi_close()).
- * Return: 0; -EINVAL for a NULL argument, an ops table without get_page or
- *         map_page, or @ops_sz smaller than the first layout of the struct;
+ * With get_page NULL the inode's pages are owned by libpwb (pwb_write(),
+ * pwb_read(), see "Library-owned pages" below).
+ *
+ * Return: 0; -EINVAL for a NULL argument, an ops table without map_page,
+ *         or @ops_sz smaller than the first layout of the struct;
+ *         -EOPNOTSUPP for an ops table without get_page and map_page
+ *         (device space from a built-in allocator: not in this build);
  *         -E2BIG if @ops is larger than this library's struct and sets an
  *         op this library does not know; -EEXIST if @ino is already open on @bdi; -ESHUTDOWN if
  *         @bdi is closing; -ENOMEM.
@@ -988,6 +1001,106 @@ PWB_API int pwb_fsync(struct pwb_inode *inode);
 PWB_API int pwb_sync(struct pwb_bdi *bdi);
 
 /* ---------------------------------------------------------------------- */
+/* Library-owned pages: write, read, size                                 */
+
+/*
+ * An inode opened with get_page == NULL (and a map_page) has its pages
+ * owned by libpwb: a page cache of page_size pages aligned for O_DIRECT,
+ * bounded by cache_bytes. The application calls pwb_write() and
+ * pwb_read() instead of changing memory and calling pwb_mark_dirty();
+ * map_page still gives each page's device offset, and end_write and
+ * write_inode still apply. Stable pages: a pwb_write() into a page whose
+ * write is in flight waits for that write, so the device never receives a
+ * page that changes under it.
+ */
+
+/**
+ * pwb_write() - copy bytes into a library-owned inode and dirty them
+ * @inode: an inode opened without get_page
+ * @buf: the bytes
+ * @len: how many; any length (at most SSIZE_MAX are taken)
+ * @off: file offset of the first byte; any offset
+ *
+ * Copies into the cached pages and marks them dirty for writeback. A page
+ * the write covers in part and that lies below the inode's size is read
+ * from the device first (map_page gives its place). The size grows to
+ * @off + @len if that is more. Waits for a write in flight of a page it
+ * changes (stable pages), and when the cache is full for writeback to
+ * make clean pages it can reclaim. With PWB_BDI_THROTTLE it is throttled
+ * like pwb_mark_dirty(). Concurrent calls on one inode are safe; each
+ * page is changed atomically with respect to pwb_read().
+ *
+ * Context: any thread but a flusher (not from an ops callback); sleeps.
+ * Return: the bytes written (@len, or fewer if an error stopped it after
+ *         some pages: those are dirty); 0 for @len 0; -EINVAL for a NULL
+ *         @inode, a NULL @buf with @len > 0 or an inode whose pages the
+ *         application owns; -EFBIG if @off + @len wraps past 2^64;
+ *         -EBADF if @inode is being closed; -EDEADLK from an ops
+ *         callback; -ETIMEDOUT if the cache stayed full for
+ *         throttle_timeout_ms; -ENOMEM; the error of map_page or of the
+ *         device read of a partial page.
+ */
+PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
+			  size_t len, uint64_t off);
+
+/**
+ * pwb_read() - copy bytes out of a library-owned inode
+ * @inode: an inode opened without get_page
+ * @buf: where to copy
+ * @len: how many; any length
+ * @off: file offset; any offset
+ *
+ * Serves cached pages and reads the others from the device into the
+ * cache (or, when the cache is full of dirty pages, through a bounce
+ * buffer without caching them: a reader never waits for writeback).
+ * Stops at the inode's size: 0 at or after it. Reads what every
+ * pwb_write() that returned before it began wrote (read-your-writes).
+ *
+ * Context: any thread but a flusher (not from an ops callback); sleeps.
+ * Return: the bytes read (fewer than @len at the end of the file); 0 at
+ *         or past the end; -EINVAL for a NULL @inode, a NULL @buf with
+ *         @len > 0 or an application-owned inode; -EBADF if @inode is
+ *         being closed; -EDEADLK from an ops callback; -ENOMEM; or the
+ *         error of map_page or of the device read.
+ */
+PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
+			 uint64_t off);
+
+/**
+ * pwb_inode_size() - the size of a library-owned inode
+ * @inode: an inode opened without get_page
+ * @size: filled with the size in bytes
+ *
+ * The size is the end of the furthest pwb_write(), or what
+ * pwb_inode_set_size() or a truncate (pwb_inode_discard() with @len
+ * UINT64_MAX) made it. It starts at 0 when the inode is opened: an
+ * application that reopens a file restores it with pwb_inode_set_size().
+ *
+ * Context: any thread but a flusher.
+ * Return: 0; -EINVAL for a NULL argument or an application-owned inode;
+ *         -EBADF if @inode is being closed; -EDEADLK from an ops callback.
+ */
+PWB_API int pwb_inode_size(struct pwb_inode *inode, uint64_t *size);
+
+/**
+ * pwb_inode_set_size() - truncate or extend a library-owned inode
+ * @inode: an inode opened without get_page
+ * @size: the new size in bytes
+ *
+ * Shrinking is pwb_inode_discard(@inode, @size, UINT64_MAX): the pages
+ * wholly past @size lose their dirty state and leave the cache, and the
+ * bytes past @size in the last page become zeros (that page is dirtied).
+ * Growing only moves the size: with an application's map_page the pages
+ * below the new size read from the device, so reopening a file restores
+ * its size this way.
+ *
+ * Context: any thread but a flusher; sleeps.
+ * Return: 0; -EINVAL for a NULL @inode or an application-owned inode;
+ *         -EBADF if @inode is being closed; -EDEADLK from an ops callback.
+ */
+PWB_API int pwb_inode_set_size(struct pwb_inode *inode, uint64_t size);
+
+/* ---------------------------------------------------------------------- */
 /* Discard and stable pages                                               */
 
 /**
@@ -1014,6 +1127,11 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi);
  *
  * Deleting an inode's data is pwb_inode_discard(@inode, 0, UINT64_MAX)
  * followed by pwb_inode_close().
+ *
+ * On an inode with library-owned pages (pwb_write()) the pages wholly
+ * inside the range also leave the cache, and @len UINT64_MAX truncates:
+ * the size becomes @off if it was larger, and the bytes from @off to the
+ * end of its page become zeros (pwb_inode_set_size()).
  *
  * Errors of discarded pages (errors are recorded per inode, not per page,
  * as in the kernel's errseq_t; see pwb_fsync()):
@@ -1282,6 +1400,19 @@ struct pwb_stats {
 	/** Pages writeback passed over because get_page returned -EAGAIN
 	 *  (latched; counted once per attempt). */
 	uint64_t latched_pages;
+	/* ---- the page cache of library-owned inodes (pwb_write) ---- */
+	/** Now: pages in the cache, the whole bdi's (also in
+	 *  pwb_wb_ctx_stats()). */
+	uint64_t cache_pages;
+	/** Clean pages freed by the context's flusher after its passes
+	 *  (pwb_bdi_stats: by every flusher and by writers). */
+	uint64_t reclaimed_pages;
+	/** Reclaim runs of the context's flusher (above the high
+	 *  watermark). */
+	uint64_t reclaim_passes;
+	/** pwb_bdi_stats only: clean pages freed by writers and readers that
+	 *  found the cache full (direct reclaim). */
+	uint64_t direct_reclaimed_pages;
 };
 
 /**

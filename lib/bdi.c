@@ -3,6 +3,7 @@
  * bdi.c - the backing device: open, geometry, contexts, sync, close
  */
 #include "pwb-internal.h"
+#include "pcache.h"
 
 #include <fcntl.h>
 #include <stddef.h>
@@ -66,6 +67,7 @@ void pwb__bdi_config_defaults(struct pwb_bdi_config *cfg)
 	cfg->io_depth = 32;
 	cfg->throttle_timeout_ms = 30000;
 	cfg->max_write_failures = 8;
+	cfg->cache_bytes = 0;
 }
 
 static bool is_pow2(uint64_t v)
@@ -577,6 +579,9 @@ int pwb__bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		ret = probe_atomic_writes(bdi, path);
 	if (ret)
 		goto fail;
+	ret = pwb__pcache_bdi_init(bdi);
+	if (ret)
+		goto fail;
 	bdi->inodes = cds_lfht_new(64, 64, 0,
 				   CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
 				   NULL);
@@ -616,6 +621,7 @@ fail_ctxs:
 fail_table:
 	cds_lfht_destroy(bdi->inodes, NULL);
 fail:
+	pwb__pcache_bdi_fini(bdi);
 	if (bdi->fd >= 0)
 		close(bdi->fd);
 	free(bdi->path);
@@ -1119,6 +1125,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	cds_lfht_destroy(bdi->inodes, NULL);
 	/* Run the inodes' delayed frees before the caller can exit. */
 	rcu_barrier();
+	pwb__pcache_bdi_fini(bdi);
 
 	err = pwb__errseq_check_and_advance(&bdi->wb_err, &bdi->sync_cursor);
 	if (!err)

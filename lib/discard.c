@@ -30,6 +30,7 @@
  * inode never wait for each other crosswise.
  */
 #include "pwb-internal.h"
+#include "pcache.h"
 
 /* Pages of [@off, @off + @len) for a public range call: every page the
  * range touches (@whole false), or only the pages wholly inside it (@whole
@@ -330,6 +331,8 @@ PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
 		detach[i] = discard_begin(h[i], first, last, all);
 	for (i = 0; i < nr; i++)
 		discard_end(h[i], first, last, detach[i]);
+	if (inode->pcache)
+		pwb__pcache_discarded(inode, off, len, first, last);
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	return 0;
 }

@@ -7,6 +7,7 @@
  * the context's list lock only when a clean inode becomes dirty.
  */
 #include "pwb-internal.h"
+#include "pcache.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -125,9 +126,14 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	if (!bdi || !ops || !inodep)
 		return pwb__err(-EINVAL, "pwb_inode_open: NULL %s",
 				!bdi ? "bdi" : !ops ? "ops" : "inodep");
-	if (!ops->get_page || !ops->map_page)
-		return pwb__err(-EINVAL, "pwb_inode_open: ops lack %s",
-				!ops->get_page ? "get_page" : "map_page");
+	/* get_page NULL: library-owned pages (pcache.c); map_page NULL
+	 * too: device space from the built-in allocator. */
+	if (!ops->get_page && !ops->map_page)
+		return pwb__err(-EOPNOTSUPP, "pwb_inode_open: neither get_page "
+					     "nor map_page (allocator mode) is "
+					     "not supported yet");
+	if (!ops->map_page)
+		return pwb__err(-EINVAL, "pwb_inode_open: ops lack map_page");
 	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_inode_open"))
 		return -ESHUTDOWN;
 	inode = calloc(1, sizeof(*inode));
@@ -146,6 +152,18 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	pwb__map_init(&inode->map);
 	CDS_INIT_LIST_HEAD(&inode->io_list);
 	cds_lfht_node_init(&inode->hnode);
+	if (!ops->get_page) {
+		inode->ops.get_page = pwb__pcache_get_page;
+		if (pwb__pcache_inode_init(inode)) {
+			pwb__map_destroy(&inode->map);
+			pthread_cond_destroy(&inode->users_cond);
+			pthread_cond_destroy(&inode->wb_cond);
+			pthread_mutex_destroy(&inode->lock);
+			free(inode);
+			pwb__bdi_exit(bdi, PWB__HOLD_REF);
+			return -ENOMEM;
+		}
+	}
 
 	pthread_mutex_lock(&bdi->lock);
 	if (bdi->closing) {
@@ -161,6 +179,8 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	pwb__rcu_read_unlock();
 	if (node != &inode->hnode) {
 		pthread_mutex_unlock(&bdi->lock);
+		pwb__pcache_inode_close(inode);
+		pwb__pcache_inode_free(inode);
 		pwb__map_destroy(&inode->map);
 		pthread_cond_destroy(&inode->users_cond);
 		pthread_cond_destroy(&inode->wb_cond);
@@ -177,6 +197,8 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	return 0;
 
 fail_shutdown:
+	pwb__pcache_inode_close(inode);
+	pwb__pcache_inode_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_cond_destroy(&inode->wb_cond);
@@ -193,6 +215,7 @@ static void inode_free_rcu(struct rcu_head *head)
 	pwb__rcu_callback_begin(inode);
 
 	pwb__region_free(inode);
+	pwb__pcache_inode_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
 	pthread_cond_destroy(&inode->wb_cond);
@@ -842,6 +865,8 @@ int pwb__inode_close(struct pwb_inode *inode)
 	pwb__rcu_read_unlock();
 	for (i = 0; i < nh; i++)
 		pwb__inode_unlink(h[i]);
+	/* No call and no write uses the pages any more. */
+	pwb__pcache_inode_close(inode);
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
 					    &inode->fsync_cursor);
 	if (!err)

@@ -25,6 +25,7 @@ static const char *const rank_names[PWB__NR_LOCK_RANKS] = {
 	[PWB__LOCK_BDI] = "bdi->lock",
 	[PWB__LOCK_RESHARD] = "bdi->reshard_lock",
 	[PWB__LOCK_FLUSH] = "bdi->flush_lock",
+	[PWB__LOCK_PAGE] = "page->lock",
 	[PWB__LOCK_ROUTE] = "region->route_lock",
 	[PWB__LOCK_LIST] = "wb->list_lock",
 	[PWB__LOCK_INODE] = "inode->lock",

@@ -175,6 +175,10 @@ enum pwb__lock_rank {
 				 * close */
 	PWB__LOCK_FLUSH,	/* bdi->flush_lock: device flushes, held
 				 * across fdatasync */
+	PWB__LOCK_PAGE,		/* page->lock (pcache.c): a library-owned
+				 * page's data; held across device reads
+				 * and stable-page waits, never by a
+				 * flusher (get_page only tries it) */
 	PWB__LOCK_ROUTE,	/* region->route_lock: per-page routing of
 				 * one inode (region.c); never in a flusher */
 	PWB__LOCK_LIST,		/* wb->list_lock: one context's lists */
@@ -241,6 +245,17 @@ static inline int pwb__mutex_lock_at(pthread_mutex_t *m, bool nested,
 	return (pthread_mutex_lock)(m);
 }
 
+/* A trylock cannot deadlock; one that succeeds is a held lock. */
+static inline int pwb__mutex_trylock_at(pthread_mutex_t *m, const char *file,
+					int line)
+{
+	int ret = (pthread_mutex_trylock)(m);
+
+	if (!ret)
+		pwb__lockdep_acquire(m, false, file, line);
+	return ret;
+}
+
 static inline int pwb__mutex_unlock_at(pthread_mutex_t *m, const char *file,
 				       int line)
 {
@@ -278,6 +293,7 @@ static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
 #define pthread_mutex_destroy(m) pwb__mutex_destroy_at(m)
 #define pthread_mutex_lock(m) pwb__mutex_lock_at(m, false, __FILE__, __LINE__)
 #define pthread_mutex_unlock(m) pwb__mutex_unlock_at(m, __FILE__, __LINE__)
+#define pthread_mutex_trylock(m) pwb__mutex_trylock_at(m, __FILE__, __LINE__)
 #define pthread_cond_wait(c, m) pwb__cond_wait_at(c, m, NULL, __FILE__, __LINE__)
 #define pthread_cond_timedwait(c, m, t)                                        \
 	pwb__cond_wait_at(c, m, t, __FILE__, __LINE__)
@@ -1113,6 +1129,9 @@ struct pwb_bdi {
 	 * count are what they are (pwb_bdi_info). */
 	char backend_reason[PWB_REASON_MAX];
 	char nr_wb_ctx_reason[PWB_REASON_MAX];
+	/* Library-owned page cache (pcache.c): set at open, freed at
+	 * close; its own counters are atomic. */
+	struct pwb__pcache_bdi *pcache;
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)
@@ -1407,6 +1426,9 @@ struct pwb_inode {
 					 * NULL) */
 	unsigned int slot;		/* read-only: a slice's slot (context
 					 * index when it was made) */
+	/* Library-owned pages (pcache.c): set at open, read-only; NULL
+	 * when the application owns the pages. */
+	struct pwb__pcache_inode *pcache;
 };
 
 /* The inode the application knows: @inode itself, or a slice's parent.

@@ -5,6 +5,7 @@
  * Counters are plain uatomic words in each context; readers never lock.
  */
 #include "pwb-internal.h"
+#include "pcache.h"
 
 #include <string.h>
 
@@ -40,6 +41,7 @@ int pwb__bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	st->throttle_ns = pwb__aread(&bdi->throttle_ns);
 	st->throttle_events = pwb__aread(&bdi->throttle_events);
 	pwb__autotune_stats(bdi, st);
+	pwb__pcache_stats(bdi, -1, st);
 	/* The section keeps the bdi alive against a pwb_bdi_close(). */
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;
@@ -65,6 +67,8 @@ int pwb__wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
 			       idx, arr->nr);
 	else
 		pwb__wb_stats_read(arr->ctx[idx], st);
+	if (!ret)
+		pwb__pcache_stats(bdi, (int)idx, st);
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return ret;
 }

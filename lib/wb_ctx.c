@@ -19,6 +19,7 @@
  * re-shard may move inodes between contexts and replace the array.
  */
 #include "pwb-internal.h"
+#include "pcache.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -301,6 +302,8 @@ static bool serve_ctx(struct pwb__flusher *fl, struct pwb__wb_ctx *wb)
 		if (bg)
 			pwb__wb_check_background_flush(wb);
 		pwb__wb_check_old_data_flush(wb);
+		/* Clean pages of this context's inodes, after its passes. */
+		pwb__pcache_reclaim_ctx(wb->bdi, wb->idx);
 		if (empty)
 			return true;
 		served = 0;

@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * check_pcache.c - library-owned pages: pwb_write(), pwb_read(), the size,
+ * truncate, stable pages, the cache_bytes bound and reclaim (issue 12)
+ *
+ * The inodes map page i to device byte i * page_size + base (a real image
+ * file opened O_DIRECT by the bdi), so the device can be checked with
+ * plain reads.
+ */
+#include "pwb-internal.h"
+#include "pcache.h"
+#include "test-util.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PS 4096u
+#define IMG_PAGES 2048u
+
+static int ident_map(struct pwb_inode *inode, uint64_t index,
+		     uint64_t *dev_off)
+{
+	uint64_t base = (uint64_t)(uintptr_t)pwb_inode_priv(inode);
+
+	if (index >= IMG_PAGES / 4)
+		return -ERANGE;
+	*dev_off = base + index * PS;
+	return 0;
+}
+
+static const struct pwb_inode_ops lib_ops = { .map_page = ident_map };
+
+/* Inode @ino, library-owned, at device quarter @q of the image. */
+static struct pwb_inode *open_lib(struct tu_env *e, uint64_t ino,
+				  unsigned int q)
+{
+	struct pwb_inode *inode = NULL;
+
+	ck_assert_int_eq(pwb_inode_open(e->bdi, ino, &lib_ops,
+					(void *)(uintptr_t)((uint64_t)q *
+							    (IMG_PAGES / 4) *
+							    PS),
+					&inode),
+			 0);
+	return inode;
+}
+
+static void env_open(struct tu_env *e, unsigned int nr_ctx,
+		     uint64_t cache_bytes)
+{
+	tu_env_config(e, nr_ctx, "psync");
+	e->cfg.cache_bytes = cache_bytes;
+	tu_env_open(e, IMG_PAGES);
+}
+
+static void fill_rand(uint64_t *seed, unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)tu_rand(seed);
+}
+
+#define FILE_MAX (256u * PS)
+
+START_TEST(test_unaligned_rw)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	unsigned char *ref = calloc(1, FILE_MAX), *buf = malloc(FILE_MAX);
+	uint64_t seed = 42, size = 0, got;
+	int i;
+
+	env_open(&e, 2, 0);
+	inode = open_lib(&e, 1, 0);
+	for (i = 0; i < 400; i++) {
+		uint64_t off = tu_rand(&seed) % (FILE_MAX - 20000);
+		size_t len = 1 + tu_rand(&seed) % 20000;
+
+		if (tu_rand(&seed) % 3) {
+			fill_rand(&seed, ref + off, len);
+			ck_assert_int_eq(pwb_write(inode, ref + off, len, off),
+					 (ssize_t)len);
+			if (off + len > size)
+				size = off + len;
+		} else {
+			ssize_t want = off >= size ? 0
+				     : (ssize_t)PWB__MIN(len, size - off);
+
+			ck_assert_int_eq(pwb_read(inode, buf, len, off), want);
+			ck_assert(!memcmp(buf, ref + off, (size_t)want));
+		}
+		if (i == 200)	/* half of it from the device */
+			ck_assert_int_eq(pwb_fsync(inode), 0);
+	}
+	ck_assert_int_eq(pwb_inode_size(inode, &got), 0);
+	ck_assert_uint_eq(got, size);
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+
+	/* Reopened: nothing cached, every byte from the device. */
+	inode = open_lib(&e, 1, 0);
+	ck_assert_int_eq(pwb_inode_set_size(inode, size), 0);
+	ck_assert_int_eq(pwb_read(inode, buf, FILE_MAX, 0), (ssize_t)size);
+	ck_assert(!memcmp(buf, ref, size));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+	free(ref);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_read_past_size)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	char b[8192], w[5000];
+
+	env_open(&e, 1, 0);
+	inode = open_lib(&e, 1, 0);
+	ck_assert_int_eq(pwb_read(inode, b, 10, 0), 0);
+	memset(w, 'x', sizeof(w));
+	ck_assert_int_eq(pwb_write(inode, w, sizeof(w), 0), 5000);
+	ck_assert_int_eq(pwb_read(inode, b, 100, 4990), 10);
+	ck_assert_int_eq(pwb_read(inode, b, 100, 5000), 0);
+	ck_assert_int_eq(pwb_read(inode, b, 100, 1ull << 40), 0);
+	ck_assert_int_eq(pwb_read(inode, b, sizeof(b), 0), 5000);
+	ck_assert_int_eq(pwb_read(inode, b, 0, 0), 0);
+	/* A write past the end leaves a hole of zeros in its page. */
+	ck_assert_int_eq(pwb_write(inode, "y", 1, 6000), 1);
+	ck_assert_int_eq(pwb_read(inode, b, 1001, 5000), 1001);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_int_eq(b[i], 0);
+	ck_assert_int_eq(b[1000], 'y');
+	/* Left open: the bdi's close writes and frees it, pages too. */
+	tu_env_close(&e);
+}
+END_TEST
+
+START_TEST(test_partial_page_read_first)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char ref[3 * PS], buf[3 * PS];
+	static unsigned char dev[PS] __attribute__((aligned(PS)));
+	uint64_t seed = 7;
+
+	env_open(&e, 1, 0);
+	inode = open_lib(&e, 5, 1);
+	fill_rand(&seed, ref, sizeof(ref));
+	ck_assert_int_eq(pwb_write(inode, ref, sizeof(ref), 0),
+			 (ssize_t)sizeof(ref));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+
+	inode = open_lib(&e, 5, 1);
+	ck_assert_int_eq(pwb_inode_set_size(inode, sizeof(ref)), 0);
+	/* Ten bytes in the middle of page 1, which is not cached. */
+	memset(ref + PS + 100, 0x5a, 10);
+	ck_assert_int_eq(pwb_write(inode, ref + PS + 100, 10, PS + 100), 10);
+	ck_assert_int_eq(pwb_read(inode, buf, sizeof(buf), 0),
+			 (ssize_t)sizeof(buf));
+	ck_assert(!memcmp(buf, ref, sizeof(ref)));
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(tu_read_device(e.img, (IMG_PAGES / 4) * PS + PS,
+					dev, PS),
+			 0);
+	ck_assert(!memcmp(dev, ref + PS, PS));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+START_TEST(test_truncate)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char w[3 * PS];
+	static unsigned char b[3 * PS] __attribute__((aligned(PS)));
+	uint64_t size;
+
+	env_open(&e, 1, 0);
+	inode = open_lib(&e, 1, 0);
+	memset(w, 0xaa, sizeof(w));
+	ck_assert_int_eq(pwb_write(inode, w, sizeof(w), 0),
+			 (ssize_t)sizeof(w));
+	ck_assert_int_eq(pwb_inode_set_size(inode, 5000), 0);
+	ck_assert_int_eq(pwb_inode_size(inode, &size), 0);
+	ck_assert_uint_eq(size, 5000);
+	ck_assert_int_eq(pwb_read(inode, b, sizeof(b), 0), 5000);
+	/* Page 2 was dropped with its dirty state. */
+	ck_assert_int_eq(pwb_page_state(inode, 2), 0);
+	/* Growing again: the tail of the old last page reads as zeros. */
+	ck_assert_int_eq(pwb_inode_set_size(inode, 2 * PS), 0);
+	ck_assert_int_eq(pwb_read(inode, b, sizeof(b), 0), 2 * PS);
+	for (unsigned int i = 0; i < 2 * PS; i++)
+		ck_assert_int_eq(b[i], i < 5000 ? 0xaa : 0);
+	/* Truncate through the discard path. */
+	ck_assert_int_eq(pwb_inode_discard(inode, 100, UINT64_MAX), 0);
+	ck_assert_int_eq(pwb_inode_size(inode, &size), 0);
+	ck_assert_uint_eq(size, 100);
+	ck_assert_int_eq(pwb_read(inode, b, sizeof(b), 0), 100);
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	/* The zeros after the size reached the device too. */
+	ck_assert_int_eq(tu_read_device(e.img, 0, b, PS), 0);
+	for (unsigned int i = 0; i < PS; i++)
+		ck_assert_int_eq(b[i], i < 100 ? 0xaa : 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/* A write of page 0 is held in flight (delay fault); pwb_write into it
+ * must wait, so the device gets the old content from that write. */
+struct bg_writer {
+	struct pwb_bdi *bdi;
+	int ret;
+};
+
+static void *kick_main(void *arg)
+{
+	struct bg_writer *k = arg;
+
+	k->ret = pwb_bdi_writeback(k->bdi, PWB_WB_ALL, PWB_WB_WAIT);
+	return NULL;
+}
+
+START_TEST(test_stable_pages)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct pwb_fault f;
+	struct bg_writer k;
+	pthread_t t;
+	static unsigned char a[PS], b[PS];
+	static unsigned char dev[PS] __attribute__((aligned(PS)));
+	int st, tries = 0;
+
+	env_open(&e, 1, 0);
+	inode = open_lib(&e, 1, 0);
+	memset(a, 'A', PS);
+	memset(b, 'B', PS);
+	ck_assert_int_eq(pwb_write(inode, a, PS, 0), PS);
+	memset(&f, 0, sizeof(f));
+	f.kind = PWB_FAULT_DELAY;
+	f.every = 1;
+	f.delay_ms = 300;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	k.bdi = e.bdi;
+	ck_assert_int_eq(pthread_create(&t, NULL, kick_main, &k), 0);
+	do {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+		st = pwb_page_state(inode, 0);
+	} while (!(st & PWB_PAGE_WRITEBACK) && ++tries < 5000);
+	ck_assert(st & PWB_PAGE_WRITEBACK);
+	/* Dirty again while in flight (as a write that raced it would
+	 * leave it): pwb_write's hit path must see the write in flight. */
+	ck_assert_int_eq(pwb_mark_dirty(inode, 0, PS), 0);
+	ck_assert_int_eq(pwb_page_state(inode, 0),
+			 PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK);
+	ck_assert_int_eq(pwb_write(inode, b, 10, 0), 10);
+	/* The write in flight ended before pwb_write changed the page. */
+	ck_assert_int_eq(tu_read_device(e.img, 0, dev, PS), 0);
+	ck_assert(!memcmp(dev, a, PS));
+	pthread_join(t, NULL);
+	ck_assert_int_eq(k.ret, 0);
+	f.kind = PWB_FAULT_NONE;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(tu_read_device(e.img, 0, dev, PS), 0);
+	ck_assert(!memcmp(dev, b, 10));
+	ck_assert(!memcmp(dev + 10, a + 10, PS - 10));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+static int cb_get(struct pwb_inode *inode, uint64_t index, const void **d)
+{
+	(void)inode;
+	(void)index;
+	(void)d;
+	return -EIO;
+}
+
+START_TEST(test_errors)
+{
+	struct tu_env e;
+	struct pwb_inode *inode, *cb = NULL;
+	struct pwb_inode_ops none = { 0 }, nomap = { .get_page = cb_get };
+	struct pwb_inode_ops both = { .get_page = cb_get,
+				      .map_page = ident_map };
+	char b[16];
+	uint64_t size;
+
+	env_open(&e, 1, 0);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 9, &none, NULL, &cb),
+			 -EOPNOTSUPP);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 9, &nomap, NULL, &cb), -EINVAL);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 9, &both, NULL, &cb), 0);
+	ck_assert_int_eq(pwb_write(cb, "x", 1, 0), -EINVAL);
+	ck_assert(strstr(pwb_errmsg(), "application-owned"));
+	ck_assert_int_eq(pwb_read(cb, b, 1, 0), -EINVAL);
+	ck_assert_int_eq(pwb_inode_size(cb, &size), -EINVAL);
+	ck_assert_int_eq(pwb_inode_set_size(cb, 0), -EINVAL);
+	inode = open_lib(&e, 1, 0);
+	ck_assert_int_eq(pwb_write(NULL, "x", 1, 0), -EINVAL);
+	ck_assert_int_eq(pwb_read(NULL, b, 1, 0), -EINVAL);
+	ck_assert_int_eq(pwb_write(inode, NULL, 1, 0), -EINVAL);
+	ck_assert_int_eq(pwb_read(inode, NULL, 1, 0), -EINVAL);
+	ck_assert_int_eq(pwb_inode_size(inode, NULL), -EINVAL);
+	ck_assert_int_eq(pwb_inode_size(NULL, &size), -EINVAL);
+	ck_assert_int_eq(pwb_inode_set_size(NULL, 0), -EINVAL);
+	ck_assert_int_eq(pwb_write(inode, b, 16, UINT64_MAX - 4), -EFBIG);
+	ck_assert_int_eq(pwb_write(inode, NULL, 0, 0), 0);
+	/* map_page refuses the page: its error, nothing written. */
+	ck_assert_int_eq(pwb_write(inode, b, 16, (uint64_t)IMG_PAGES * PS),
+			 16);	/* a whole-page-less write needs no read */
+	ck_assert_int_eq(pwb_fsync(inode), -ERANGE);
+	ck_assert_int_eq(pwb_inode_discard(inode, 0, UINT64_MAX), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	ck_assert_int_eq(pwb_inode_close(cb), 0);
+	/* pwb_sync's own cursor still has the error (pwb_inode_discard). */
+	tu_env_close_expect(&e, -ERANGE);
+}
+END_TEST
+
+/* Write 4x cache_bytes, then read it all back: reclaim makes room, the
+ * cache never holds more than its bound. */
+START_TEST(test_small_cache)
+{
+	struct tu_env e;
+	struct pwb_inode *inode[2];
+	const uint64_t cache_pages = 64, total = 4 * cache_pages;
+	unsigned char *ref = malloc(total * PS), *buf = malloc(total * PS);
+	uint64_t seed = 3, max_seen = 0, reclaimed = 0;
+	unsigned int i;
+
+	env_open(&e, 2, cache_pages * PS);
+	inode[0] = open_lib(&e, 0, 0);
+	inode[1] = open_lib(&e, 1, 1);
+	fill_rand(&seed, ref, total * PS);
+	for (i = 0; i < total; i++) {
+		uint64_t n;
+
+		ck_assert_int_eq(pwb_write(inode[i & 1], ref + i * PS, PS,
+					   (uint64_t)(i / 2) * PS),
+				 PS);
+		n = pwb__aread(&e.bdi->pcache->nr_pages);
+		if (n > max_seen)
+			max_seen = n;
+	}
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+	for (i = 0; i < total; i++) {
+		ck_assert_int_eq(pwb_read(inode[i & 1], buf + i * PS, PS,
+					  (uint64_t)(i / 2) * PS),
+				 PS);
+		if (pwb__aread(&e.bdi->pcache->nr_pages) > max_seen)
+			max_seen = pwb__aread(&e.bdi->pcache->nr_pages);
+	}
+	ck_assert(!memcmp(buf, ref, total * PS));
+	ck_assert_uint_le(max_seen, cache_pages);
+	ck_assert_uint_ge(max_seen, cache_pages - 8);
+	for (i = 0; i < PWB_MAX_WB_CTX; i++)
+		reclaimed += e.bdi->pcache->reclaimed[i];
+	reclaimed += e.bdi->pcache->direct_reclaims;
+	ck_assert_uint_ge(reclaimed, total - cache_pages);
+	ck_assert_int_eq(pwb_inode_close(inode[0]), 0);
+	ck_assert_int_eq(pwb_inode_close(inode[1]), 0);
+	tu_env_close(&e);
+	free(ref);
+	free(buf);
+}
+END_TEST
+
+static uint64_t cached_pages_of(struct pwb_inode *inode)
+{
+	long before, after;
+	unsigned long count;
+
+	rcu_read_lock();
+	cds_lfht_count_nodes(inode->pcache->pages, &before, &count, &after);
+	rcu_read_unlock();
+	return count;
+}
+
+/* Each context's flusher reclaims clean pages of its own inodes only,
+ * after its passes, and counts them in its own statistics. Which flusher
+ * gets there first varies: the case runs a few times. */
+static void reclaim_per_context_once(void)
+{
+	struct tu_env e;
+	struct pwb_inode *inode[2];
+	struct pwb_stats st[2], all;
+	static unsigned char w[PS];
+	/* Inode 1 has too few pages for its context to reach the low
+	 * watermark alone: a context that took other contexts' pages
+	 * would take inode 0's. */
+	const uint64_t cache_pages = 64, nr[2] = { 60, 2 };
+	uint64_t i, freed[2];
+	int c, tries = 0;
+
+	/* One flusher thread serves both contexts, in order. */
+	tu_env_config(&e, 2, "psync");
+	e.cfg.cache_bytes = cache_pages * PS;
+	e.cfg.nr_flushers = 1;
+	tu_env_open(&e, IMG_PAGES);
+	inode[0] = open_lib(&e, 0, 0);
+	inode[1] = open_lib(&e, 1, 1);
+	for (c = 0; c < 2; c++)
+		for (i = 0; i < nr[c]; i++)
+			ck_assert_int_eq(pwb_write(inode[c], w, PS, i * PS),
+					 PS);
+	ck_assert_int_eq(pwb_inode_wb_ctx(inode[0]), 0);
+	ck_assert_int_eq(pwb_inode_wb_ctx(inode[1]), 1);
+	/* Written and clean: the flushers reclaim after the pass. */
+	tu_writeback_wait(&e, PWB_WB_ALL);
+	do {
+		struct timespec ts = { 0, 2000000 };
+
+		nanosleep(&ts, NULL);
+		ck_assert_int_eq(pwb_bdi_stats(e.bdi, &all), 0);
+	} while (all.cache_pages > cache_pages - cache_pages / 8 &&
+		 ++tries < 2500);
+	ck_assert_uint_le(all.cache_pages, cache_pages - cache_pages / 8);
+	ck_assert_uint_eq(all.direct_reclaimed_pages, 0);
+	for (c = 0; c < 2; c++) {
+		ck_assert_int_eq(pwb_wb_ctx_stats(e.bdi, c, &st[c]), 0);
+		freed[c] = nr[c] - cached_pages_of(inode[c]);
+
+		ck_assert_uint_eq(st[c].reclaimed_pages, freed[c]);
+		ck_assert_uint_eq(st[c].cache_pages, all.cache_pages);
+	}
+	ck_assert_uint_eq(all.reclaimed_pages, freed[0] + freed[1]);
+	ck_assert_uint_ge(all.reclaimed_pages, nr[0] + nr[1] -
+						       (cache_pages -
+							cache_pages / 8));
+	ck_assert_uint_ge(all.reclaim_passes, 1);
+	ck_assert_int_eq(pwb_inode_close(inode[0]), 0);
+	ck_assert_int_eq(pwb_inode_close(inode[1]), 0);
+	tu_env_close(&e);
+}
+
+START_TEST(test_reclaim_per_context)
+{
+	for (int i = 0; i < 6; i++)
+		reclaim_per_context_once();
+}
+END_TEST
+
+/* Every page dirty and writeback stalled: a writer that needs a page
+ * waits, and fails with -ETIMEDOUT once throttle_timeout_ms passed on
+ * the bdi's clock. */
+struct stall {
+	struct pwb_inode *inode;
+	ssize_t ret;
+	int done;
+};
+
+static void *stall_main(void *arg)
+{
+	struct stall *s = arg;
+	static unsigned char w[PS];
+
+	s->ret = pwb_write(s->inode, w, PS, 40 * PS);
+	pwb__aset(&s->done, 1);
+	return NULL;
+}
+
+START_TEST(test_full_cache_timeout)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct pwb_fault f;
+	struct stall s;
+	pthread_t t;
+	static unsigned char w[PS];
+	int i;
+
+	tu_env_config(&e, 1, "psync");
+	e.cfg.cache_bytes = 16 * PS;
+	e.cfg.throttle_timeout_ms = 1000;
+	tu_env_open(&e, IMG_PAGES);
+	inode = open_lib(&e, 1, 0);
+	memset(&f, 0, sizeof(f));
+	f.kind = PWB_FAULT_EIO;	/* nothing ever becomes clean */
+	f.every = 1;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	for (i = 0; i < 16; i++)
+		ck_assert_int_eq(pwb_write(inode, w, PS, (uint64_t)i * PS), PS);
+	s.inode = inode;
+	s.done = 0;
+	ck_assert_int_eq(pthread_create(&t, NULL, stall_main, &s), 0);
+	for (i = 0; i < 50; i++) {	/* it waits, the clock standing */
+		struct timespec ts = { 0, 2000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_int_eq(pwb__aread(&s.done), 0);
+	/* A reader does not wait: an uncached page is read around the
+	 * cache (the clock stands still, so a wait would never end). */
+	ck_assert_int_eq(pwb_inode_set_size(inode, 64 * PS), 0);
+	memset(w, 0xee, PS);
+	ck_assert_int_eq(pwb_read(inode, w, PS, 50 * PS), PS);
+	for (i = 0; i < (int)PS; i++)
+		ck_assert_int_eq(w[i], 0);
+	ck_assert_uint_le(e.bdi->pcache->nr_pages, 16);
+	tu_clock_advance_ms(&e.clock, 1001);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(s.ret, -ETIMEDOUT);
+	f.kind = PWB_FAULT_NONE;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	ck_assert_int_eq(pwb_inode_discard(inode, 0, UINT64_MAX), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close_expect(&e, -EIO);
+}
+END_TEST
+
+/* Several threads, one inode, random unaligned reads and writes; each
+ * operation holds the test's locks of the pages it touches, so the model
+ * (ref) and the inode change together. */
+#define MT_PAGES 64u
+#define MT_THREADS 4
+#define MT_OPS 3000
+
+struct mt {
+	struct pwb_bdi *bdi;
+	struct pwb_inode *inode;
+	unsigned char ref[MT_PAGES * PS];
+	pthread_mutex_t lock[MT_PAGES];
+};
+
+struct mt_arg {
+	struct mt *m;
+	uint64_t seed;
+	long bad;
+};
+
+static void *mt_main(void *arg)
+{
+	struct mt_arg *a = arg;
+	struct mt *m = a->m;
+	unsigned char buf[3 * PS], mine[3 * PS];
+
+	for (int i = 0; i < MT_OPS; i++) {
+		uint64_t off = tu_rand(&a->seed) % (MT_PAGES * PS - 3 * PS);
+		size_t len = 1 + tu_rand(&a->seed) % (2 * PS);
+		uint64_t p0 = off / PS, p1 = (off + len - 1) / PS, p;
+
+		for (p = p0; p <= p1; p++)
+			pthread_mutex_lock(&m->lock[p]);
+		if (tu_rand(&a->seed) & 1) {
+			for (size_t j = 0; j < len; j++)
+				mine[j] = (unsigned char)tu_rand(&a->seed);
+			if (pwb_write(m->inode, mine, len, off) != (ssize_t)len)
+				a->bad++;
+			memcpy(m->ref + off, mine, len);
+		} else {
+			/* Written size only grows: all of it is there. */
+			if (pwb_read(m->inode, buf, len, off) != (ssize_t)len ||
+			    memcmp(buf, m->ref + off, len))
+				a->bad++;
+		}
+		for (p = p0; p <= p1; p++)
+			pthread_mutex_unlock(&m->lock[p]);
+		if (i % 500 == 0)
+			pwb_bdi_writeback(m->bdi, PWB_WB_ALL, 0);
+	}
+	return NULL;
+}
+
+START_TEST(test_mt_stress)
+{
+	struct tu_env e;
+	struct mt *m = calloc(1, sizeof(*m));
+	struct mt_arg a[MT_THREADS];
+	pthread_t t[MT_THREADS];
+	unsigned int i;
+	unsigned char *buf = malloc(MT_PAGES * PS);
+
+	/* A small cache: reclaim runs under the threads too. */
+	env_open(&e, 2, 32 * PS);
+	m->bdi = e.bdi;
+	m->inode = open_lib(&e, 1, 0);
+	for (i = 0; i < MT_PAGES; i++)
+		pthread_mutex_init(&m->lock[i], NULL);
+	ck_assert_int_eq(pwb_write(m->inode, m->ref, sizeof(m->ref), 0),
+			 (ssize_t)sizeof(m->ref));
+	for (i = 0; i < MT_THREADS; i++) {
+		a[i].m = m;
+		a[i].seed = 100 + i;
+		a[i].bad = 0;
+		ck_assert_int_eq(pthread_create(&t[i], NULL, mt_main, &a[i]),
+				 0);
+	}
+	for (i = 0; i < MT_THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < MT_THREADS; i++)
+		ck_assert_int_eq(a[i].bad, 0);
+	ck_assert_int_eq(pwb_fsync(m->inode), 0);
+	ck_assert_int_eq(pwb_inode_close(m->inode), 0);
+	m->inode = open_lib(&e, 1, 0);
+	ck_assert_int_eq(pwb_inode_set_size(m->inode, sizeof(m->ref)), 0);
+	ck_assert_int_eq(pwb_read(m->inode, buf, MT_PAGES * PS, 0),
+			 (ssize_t)(MT_PAGES * PS));
+	ck_assert(!memcmp(buf, m->ref, MT_PAGES * PS));
+	ck_assert_int_eq(pwb_inode_close(m->inode), 0);
+	tu_env_close(&e);
+	free(buf);
+	free(m);
+}
+END_TEST
+
+static Suite *pcache_suite(void)
+{
+	Suite *s = suite_create("pcache");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_unaligned_rw);
+	tcase_add_test(tc, test_read_past_size);
+	tcase_add_test(tc, test_partial_page_read_first);
+	tcase_add_test(tc, test_truncate);
+	tcase_add_test(tc, test_stable_pages);
+	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_small_cache);
+	tcase_add_test(tc, test_reclaim_per_context);
+	tcase_add_test(tc, test_full_cache_timeout);
+	tcase_add_test(tc, test_mt_stress);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(pcache_suite(), true);
+}
