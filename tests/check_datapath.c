@@ -410,9 +410,9 @@ static void dp_run(unsigned int nr_ctx, unsigned int flags)
 	unsigned int i;
 	int rc;
 
-	if (!DP_HAVE_API()) {
-		tu_skip("the library has no data path (pwb_write, "
-			"pwb_inode_extents)");
+	if (DP_ALLOC && !DP_HAVE_ALLOC()) {
+		tu_skip("the library has no allocator (pwb_inode_extents, "
+			"pwb_inode_set_extents)");
 		free(r);
 		return;
 	}
