@@ -71,12 +71,13 @@
 
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
-		WL_WAL, WL_PCWRITE, WL_PCREAD, WL_RECLAIM, NR_WL };
+		WL_WAL, WL_PCWRITE, WL_PCREAD, WL_RECLAIM,
+		WL_PCUNCACHED, WL_FRAG, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
 	"memory", "one-file-seq", "one-file-rand", "wal", "pcache-write",
-	"pcache-read", "reclaim",
+	"pcache-read", "reclaim", "pcache-uncached", "frag",
 };
 
 /* The one-file workloads: one inode, written by every context under the
@@ -832,6 +833,9 @@ static bool have_fio(void)
 
 /* Run fio with the job options @job, ending with an fsync if @end_fsync;
  * return the write bandwidth in MiB/s or -1. */
+/* The JSON section fio_run() takes its bandwidth from. */
+static const char *g_fio_dir = "\"write\"";
+
 static double fio_run(const char *job, bool end_fsync)
 {
 	char cmd[2048];
@@ -865,8 +869,8 @@ static double fio_run(const char *job, bool end_fsync)
 	pclose(f);
 	/* With group_reporting, jobs[0] holds the sum over all jobs: find
 	 * its "write" : { section ("rw" : "write" comes earlier). */
-	for (p = strstr(out, "\"write\""); p; p = strstr(p + 1, "\"write\"")) {
-		const char *q = p + 7;
+	for (p = strstr(out, g_fio_dir); p; p = strstr(p + 1, g_fio_dir)) {
+		const char *q = p + strlen(g_fio_dir);
 
 		q += strspn(q, " \t");
 		if (*q != ':')
@@ -2293,6 +2297,162 @@ static void bench_dp_reclaim(void)
 	}
 }
 
+/*
+ * pcache-uncached: T threads, each pwb_read()s 4 KiB pages of its own
+ * inode at random from a cold cache (bounded to a sixteenth of the data,
+ * so that most reads go to the device), one read in flight per thread;
+ * against fio O_DIRECT rw=randread bs=4k, numjobs = T, iodepth 1 (psync),
+ * over the same bytes. MiB/s.
+ */
+static void bench_dp_uncached(void)
+{
+	unsigned int T = o.threads, i, run;
+	uint64_t per = o.size / PS / T, seed = 11;
+	double p[MAX_RUNS], f[MAX_RUNS];
+	struct result r = { .wl = WL_PCUNCACHED, .backend = o.backend,
+			    .ctx = o.sweep[0], .depth = 1, .threads = T,
+			    .bytes = o.size, .kern = -1, .unit = "MiB/s" };
+
+	for (run = 0; run < o.runs; run++) {
+		struct pwb_bdi *bdi = dp_bdi_open(g_img, o.backend, o.sweep[0],
+						  o.size / 16, false);
+		struct dp_thread t[MAX_THREADS];
+		struct dp_inode d[MAX_THREADS];
+		char job[512];
+
+		for (i = 0; i < T; i++) {
+			d[i].base = i * per * PS;
+			if (pwb_inode_open(bdi, i + 1, &dp_usermap_ops, &d[i],
+					   &d[i].inode))
+				die("pwb_inode_open: %s", pwb_errmsg());
+			/* The application knows the size of its files. */
+			if (pwb_inode_set_size(d[i].inode, per * PS))
+				die("pwb_inode_set_size: %s", pwb_errmsg());
+			t[i] = (struct dp_thread){ .inode = d[i].inode,
+						   .order = dp_order(per, &seed),
+						   .n = per, .read = true };
+		}
+		p[run] = dp_run_threads(t, T) * PS / MIB;
+		for (i = 0; i < T; i++) {
+			pwb_inode_close(d[i].inode);
+			free(t[i].order);
+		}
+		pwb_bdi_close(bdi);
+		f[run] = -1;
+		if (!o.no_fio && have_fio()) {
+			snprintf(job, sizeof(job),
+				 "--ioengine=psync --iodepth=1 --numjobs=%u "
+				 "--rw=randread --bs=4k --size=%" PRIu64
+				 " --offset_increment=%" PRIu64, T, per * PS,
+				 per * PS);
+			g_fio_dir = "\"read\"";
+			f[run] = fio_run(job, false);
+			g_fio_dir = "\"write\"";
+		}
+	}
+	r.pwb = median(p, o.runs);
+	r.fio = median(f, o.runs);
+	snprintf(r.note, sizeof(r.note), "random 4 KiB pwb_read, cache 1/16 "
+		 "of the data, vs fio randread O_DIRECT; goal pwb/fio >= 0.9");
+	add_result(&r);
+}
+
+/*
+ * frag: the kernel series' fragmentation table. Allocator mode: T
+ * threads, one inode each, write o.size / T bytes each through
+ * pwb_write(), with background writeback running (so allocations of the
+ * threads' inodes interleave); "seq" in 1 MiB sequential writes (the seed
+ * pattern), "rand" in 4 KiB writes of every page in random order. Then
+ * pwb_sync() and pwb_inode_extents(): total extents and per inode, on
+ * 1 context and on N (--contexts, or each count of --sweep).
+ */
+static uint64_t dp_frag_once(unsigned int ctx, bool rnd, char *per_ino,
+			     size_t n)
+{
+	unsigned int T = o.threads, i;
+	uint64_t per = o.size / PS / T, seed = 5, total = 0, mn = UINT64_MAX,
+		 mx = 0;
+	struct pwb_bdi *bdi = dp_bdi_open(g_img, o.backend, ctx, 0, true);
+	struct dp_thread t[MAX_THREADS];
+	struct pwb_inode *ino[MAX_THREADS];
+	static const struct pwb_inode_ops alloc_ops = { 0 };
+
+	for (i = 0; i < T; i++) {
+		if (pwb_inode_open(bdi, i + 1, &alloc_ops, NULL, &ino[i]))
+			die("pwb_inode_open (allocator mode): %s",
+			    pwb_errmsg());
+		t[i] = (struct dp_thread){ .inode = ino[i],
+					   .order = dp_order(per, &seed),
+					   .n = per };
+		if (!rnd)	/* sequential: pages in order */
+			for (uint64_t j = 0; j < per; j++)
+				t[i].order[j] = j;
+	}
+	dp_run_threads(t, T);
+	if (pwb_sync(bdi))
+		die("pwb_sync failed");
+	for (i = 0; i < T; i++) {
+		size_t cnt = 0;
+
+		if (pwb_inode_extents(ino[i], NULL, 0, &cnt))
+			die("pwb_inode_extents: %s", pwb_errmsg());
+		total += cnt;
+		mn = cnt < mn ? cnt : mn;
+		mx = cnt > mx ? cnt : mx;
+		pwb_inode_close(ino[i]);
+		free(t[i].order);
+	}
+	pwb_bdi_close(bdi);
+	snprintf(per_ino, n, "%s; extents per inode min %" PRIu64 " mean %.1f"
+		 " max %" PRIu64, rnd ? "rand 4 KiB" : "seq", mn,
+		 (double)total / T, mx);
+	return total;
+}
+
+static void bench_dp_frag(void)
+{
+	unsigned int counts[MAX_SWEEP], n = 0, i, pat;
+	uint64_t ext[2][MAX_SWEEP];
+
+	if (!DP_HAVE_ALLOC()) {
+		fprintf(stderr, "pwb-bench: frag: the library has no allocator "
+			"(pwb_inode_extents); skipped\n");
+		return;
+	}
+	counts[n++] = 1;
+	if (o.nr_sweep > 1) {
+		for (i = 0; i < o.nr_sweep; i++)
+			if (o.sweep[i] > 1)
+				counts[n++] = o.sweep[i];
+	} else {
+		counts[n++] = o.sweep[0] > 1 ? o.sweep[0] : 2;
+	}
+	for (pat = 0; pat < 2; pat++)
+		for (i = 0; i < n; i++) {
+			struct result r = { .wl = WL_FRAG,
+					    .backend = o.backend,
+					    .ctx = counts[i], .depth = o.depth,
+					    .threads = o.threads,
+					    .bytes = o.size, .fio = -1,
+					    .kern = -1, .unit = "extents" };
+
+			ext[pat][i] = dp_frag_once(counts[i], pat, r.note,
+						   sizeof(r.note));
+			r.pwb = (double)ext[pat][i];
+			if (i && ext[pat][i] > ext[pat][0])
+				snprintf(r.note + strlen(r.note),
+					 sizeof(r.note) - strlen(r.note),
+					 "; MORE than 1 ctx (%" PRIu64 ")",
+					 ext[pat][0]);
+			add_result(&r);
+		}
+	snprintf(g_summary[WL_FRAG], sizeof(g_summary[WL_FRAG]),
+		 "frag: total extents seq %" PRIu64 " (1 ctx) -> %" PRIu64
+		 " (%u ctx), rand %" PRIu64 " -> %" PRIu64 "; N contexts "
+		 "must not make more than 1", ext[0][0], ext[0][n - 1],
+		 counts[n - 1], ext[1][0], ext[1][n - 1]);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Output                                                                 */
 
@@ -2833,7 +2993,7 @@ int main(int argc, char **argv)
 	if (o.wl[WL_SEED] || o.wl[WL_RAND4K] || o.wl[WL_SKEW] ||
 	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE] || o.wl[WL_ONEFILE_SEQ] ||
 	    o.wl[WL_ONEFILE_RAND] || o.wl[WL_WAL] || o.wl[WL_PCWRITE] ||
-	    o.wl[WL_PCREAD]) {
+	    o.wl[WL_PCREAD] || o.wl[WL_PCUNCACHED] || o.wl[WL_FRAG]) {
 		if (o.device) {
 			g_img = strdup(o.device);
 			img = device_size(g_img);
@@ -2900,6 +3060,10 @@ int main(int argc, char **argv)
 			bench_dp_cached((enum workload)i);
 		else if (i == WL_RECLAIM)
 			bench_dp_reclaim();
+		else if (i == WL_PCUNCACHED)
+			bench_dp_uncached();
+		else if (i == WL_FRAG)
+			bench_dp_frag();
 		else
 			bench_io((enum workload)i);
 	}
