@@ -22,7 +22,7 @@
  * Built twice: tests/check_datapath (user-map mode: get_page NULL, an
  * identity map_page into a fixed region per inode) and
  * tests/check_datapath_alloc (-DDP_ALLOC=1: get_page and map_page NULL,
- * the built-in allocator). Each exits 77 when the library lacks the data
+ * the built-in allocator, plus a device filled to ENOSPC). Each exits 77 when the library lacks the data
  * path. The seed is printed; PWB_DP_SEED=N reproduces a run.
  */
 #define _GNU_SOURCE
@@ -575,6 +575,80 @@ START_TEST(test_model_reshard)
 }
 END_TEST
 
+#if DP_ALLOC
+/*
+ * ENOSPC reaches the writer at pwb_write() time: one inode fills a small
+ * image in 64 KiB writes until the allocator refuses (a short count, then
+ * -ENOSPC; or -ENOSPC at once). Everything acknowledged is synced (no
+ * dirty data stranded) and reads back after the inode is reopened.
+ */
+START_TEST(test_enospc)
+{
+	const uint64_t img_bytes = 4 * MiB, chunk = 64 * 1024;
+	struct dp_run *r = calloc(1, sizeof(*r));
+	struct dp_file *f;
+	uint8_t *buf = malloc(chunk), *back;
+	uint64_t acked = 0, s, i, dirty, size;
+	ssize_t got = 0;
+	char fail[256];
+
+	if (!DP_HAVE_ALLOC()) {
+		tu_skip("the library has no allocator");
+		free(r);
+		free(buf);
+		return;
+	}
+	ck_assert_ptr_nonnull(r);
+	ck_assert_ptr_nonnull(buf);
+	f = &r->f[0];
+	r->seed = s = dp_seed();
+	printf("check_datapath_alloc: ENOSPC: PWB_DP_SEED=%#" PRIx64 "\n", s);
+	r->img = tu_image_create(img_bytes);
+	pwb_bdi_config_init(&r->cfg);
+	r->cfg.nr_wb_ctx = 2;
+	dp_open_bdi(r);
+	f->ino = 1;
+	f->model = calloc(1, 2 * img_bytes);
+	ck_assert_ptr_nonnull(f->model);
+	dp_open_inode(r, f);
+	while (acked < 2 * img_bytes) {
+		for (i = 0; i < chunk; i++)
+			buf[i] = (uint8_t)tu_rand(&s);
+		got = pwb_write(f->inode, buf, chunk, acked);
+		if (got <= 0)
+			break;
+		ck_assert_uint_le((uint64_t)got, chunk);
+		memcpy(f->model + acked, buf, (size_t)got);
+		acked += (uint64_t)got;
+		f->size = acked;
+	}
+	ck_assert_msg(got == -ENOSPC, "pwb_write at %" PRIu64 " of a %" PRIu64
+		      "-byte device: %zd, expected -ENOSPC", acked, img_bytes,
+		      got);
+	ck_assert_uint_gt(acked, img_bytes / 2);
+	ck_assert_uint_le(acked, img_bytes);
+	ck_assert_int_eq(pwb_sync(r->bdi), 0);
+	ck_assert_int_eq(pwb_inode_dirty_pages(f->inode, &dirty), 0);
+	ck_assert_uint_eq(dirty, 0);
+	ck_assert_int_eq(pwb_inode_close(f->inode), 0);
+	dp_open_inode(r, f);
+	ck_assert_int_eq(pwb_inode_size(f->inode, &size), 0);
+	ck_assert_uint_eq(size, acked);
+	back = malloc(acked + PS);
+	ck_assert_ptr_nonnull(back);
+	ck_assert_msg(!dp_check_read(f, 0, acked + PS, back, fail,
+				     sizeof(fail)), "%s", fail);
+	free(back);
+	ck_assert_int_eq(pwb_inode_close(f->inode), 0);
+	ck_assert_int_eq(pwb_bdi_close(r->bdi), 0);
+	tu_image_remove(r->img);
+	free(f->model);
+	free(buf);
+	free(r);
+}
+END_TEST
+#endif
+
 static Suite *datapath_suite(void)
 {
 	Suite *s = suite_create(DP_ALLOC ? "datapath_alloc" : "datapath");
@@ -586,6 +660,9 @@ static Suite *datapath_suite(void)
 	tcase_add_test(tc, test_model_8ctx);
 	tcase_add_test(tc, test_model_small_cache);
 	tcase_add_test(tc, test_model_reshard);
+#if DP_ALLOC
+	tcase_add_test(tc, test_enospc);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }
