@@ -38,6 +38,7 @@ static const char *const rank_names[PWB__NR_LOCK_RANKS] = {
 	[PWB__LOCK_COMPLETION] = "completion->lock",
 	[PWB__LOCK_AUTOTUNE] = "autotune->lock",
 	[PWB__LOCK_REGISTRY] = "registry_lock",
+	[PWB__LOCK_PAGE_POOL] = "pcache->pool_lock",
 };
 
 /* A mutex and the rank it was given, found by address. */

@@ -81,13 +81,45 @@ static void pcache_punch(struct pwb_inode *inode, uint64_t first,
 /* ---------------------------------------------------------------------- */
 /* Pages                                                                  */
 
+/* A page buffer: from the pool, else allocated. NULL: out of memory. */
+static void *buf_alloc(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	void *b;
+
+	pthread_mutex_lock(&pb->pool_lock);
+	b = pb->pool;
+	if (b) {
+		pb->pool = *(void **)b;
+		pb->pool_len--;
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	if (!b && posix_memalign(&b, PWB__MAX(bdi->lbs, 64u),
+				 pwb__page_size(bdi)))
+		b = NULL;
+	return b;
+}
+
+static void buf_free(struct pwb__pcache_bdi *pb, void *b)
+{
+	pthread_mutex_lock(&pb->pool_lock);
+	if (pb->pool_len < pb->limit_pages) {
+		*(void **)b = pb->pool;
+		pb->pool = b;
+		pb->pool_len++;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	free(b);
+}
+
 static void page_free_rcu(struct rcu_head *head)
 {
 	struct pwb__page *p = caa_container_of(head, struct pwb__page, rcu);
 
 	pwb__rcu_callback_begin(p);
 	pthread_mutex_destroy(&p->lock);
-	free(p->data);
+	buf_free(p->pb, p->data);
 	free(p);
 }
 
@@ -156,11 +188,15 @@ static uint64_t sweep_inode(struct pwb_inode *inode, uint64_t want)
 	struct cds_lfht_iter iter;
 	struct pwb__page *p;
 	uint64_t freed = 0;
+	unsigned int held = 0;	/* pages visited under inode->lock */
+	bool locked = false;
 
 	rcu_read_lock();
 	for (cds_lfht_first(inode->pcache->pages, &iter);
 	     (p = page_of(cds_lfht_iter_get_node(&iter))) != NULL;
 	     cds_lfht_next(inode->pcache->pages, &iter)) {
+		bool busy;
+
 		if (freed >= want)
 			break;
 		if (pwb__aread(&p->ref) != 0)
@@ -169,22 +205,46 @@ static uint64_t sweep_inode(struct pwb_inode *inode, uint64_t want)
 			uatomic_and(&p->flags, ~PWB__PG_REF);
 			continue;
 		}
-		if (page_busy(inode, p->index))
-			continue;
-		/* Dead first, then checked again: a writer needs a
-		 * reference to dirty it, which it cannot take now. */
+		/*
+		 * Whole inodes (no region slices): the tags are read under
+		 * inode->lock, held over up to 64 pages at a time, instead
+		 * of pwb_page_state()'s two lock rounds per page.
+		 */
+		if (!locked && !PWB__RCU_DEREF(inode->region)) {
+			pthread_mutex_lock(&inode->lock);
+			locked = !inode->region;
+			if (!locked)
+				pthread_mutex_unlock(&inode->lock);
+			held = 0;
+		}
+		/* Dead first, then checked: a writer needs a reference to
+		 * dirty it, which it cannot take now. */
 		if (ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
-			continue;
-		if (page_busy(inode, p->index)) {
+			goto next;
+		if (locked)
+			busy = pwb__map_test(&inode->map, PWB__TAG_DIRTY,
+					     p->index) ||
+			       pwb__map_test(&inode->map, PWB__TAG_WRITEBACK,
+					     p->index);
+		else
+			busy = page_busy(inode, p->index);
+		if (busy) {
 			__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
-			continue;
+			goto next;
 		}
 		cds_lfht_del(inode->pcache->pages, &p->node);
 		PWB__TSAN_RELEASE(p);
 		pwb__call_rcu(&p->rcu, page_free_rcu);
 		uatomic_dec(&inode->bdi->pcache->nr_pages);
 		freed++;
+next:
+		if (locked && ++held >= 64) {
+			pthread_mutex_unlock(&inode->lock);
+			locked = false;
+		}
 	}
+	if (locked)
+		pthread_mutex_unlock(&inode->lock);
 	pwb__rcu_read_unlock();
 	return freed;
 }
@@ -369,9 +429,7 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		if (ret)
 			return ret;
 		np = calloc(1, sizeof(*np));
-		if (np && posix_memalign(&np->data,
-					 PWB__MAX(bdi->lbs, 64u),
-					 pwb__page_size(bdi))) {
+		if (np && !(np->data = buf_alloc(bdi))) {
 			free(np);
 			np = NULL;
 		}
@@ -380,6 +438,7 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 			return pwb__err(-ENOMEM, "page cache: out of memory");
 		}
 		np->index = index;
+		np->pb = bdi->pcache;
 		np->ref = 1;
 		pwb__mutex_init(&np->lock, PWB__LOCK_PAGE);
 		cds_lfht_node_init(&np->node);
@@ -395,7 +454,7 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		}
 		/* Someone else inserted it first: use theirs. */
 		pthread_mutex_destroy(&np->lock);
-		free(np->data);
+		buf_free(bdi->pcache, np->data);
 		free(np);
 		uatomic_dec(&bdi->pcache->nr_pages);
 	}
@@ -1010,13 +1069,29 @@ int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 	if (!bytes)
 		bytes = PWB__MAX(256ull << 20, 2 * bdi->cfg.dirty_bytes);
 	pb->limit_pages = PWB__MAX(bytes >> bdi->page_shift, 16u);
+	pwb__mutex_init(&pb->pool_lock, PWB__LOCK_PAGE_POOL);
 	bdi->pcache = pb;
 	return 0;
 }
 
+/* After the last page was freed (close runs rcu_barrier() first). */
 void pwb__pcache_bdi_fini(struct pwb_bdi *bdi)
 {
-	free(bdi->pcache);
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+
+	if (!pb)
+		return;
+	/* The lock only for TSan, which does not see rcu_barrier(). */
+	pthread_mutex_lock(&pb->pool_lock);
+	while (pb->pool) {
+		void *b = pb->pool;
+
+		pb->pool = *(void **)b;
+		free(b);
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	pthread_mutex_destroy(&pb->pool_lock);
+	free(pb);
 	bdi->pcache = NULL;
 }
 
@@ -1026,9 +1101,11 @@ int pwb__pcache_inode_init(struct pwb_inode *inode)
 
 	if (!pc)
 		return pwb__err(-ENOMEM, "pwb_inode_open: out of memory");
-	pc->pages = cds_lfht_new(16, 16, 0, CDS_LFHT_AUTO_RESIZE |
-						    CDS_LFHT_ACCOUNTING,
-				 NULL);
+	/* 512 buckets (8 KiB) from the start: growing by chain length
+	 * lags behind a cache that fills fast, and long chains made
+	 * lookups most of a miss's cost (measured). No accounting: with it
+	 * the table also shrinks while reclaim empties it. */
+	pc->pages = cds_lfht_new(512, 512, 0, CDS_LFHT_AUTO_RESIZE, NULL);
 	if (!pc->pages) {
 		free(pc);
 		return pwb__err(-ENOMEM, "pwb_inode_open: out of memory");

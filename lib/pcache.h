@@ -32,6 +32,7 @@
 
 struct pwb__page {
 	struct cds_lfht_node node;	/* pcache->pages: RCU */
+	struct pwb__pcache_bdi *pb;	/* read-only: for the buffer pool */
 	uint64_t index;			/* read-only */
 	void *data;			/* read-only pointer, page_size bytes
 					 * aligned to the logical block size */
@@ -54,6 +55,13 @@ struct pwb__pcache_bdi {
 	uint64_t direct_reclaims;	/* uatomic: pages freed by writers */
 	int reclaiming;			/* uatomic: above the high watermark,
 					 * not yet down to the low one */
+	/* Page buffers of freed pages, kept for reuse (malloc of aligned
+	 * pages was most of the cost of a cache miss); at most the cache's
+	 * limit, so they are memory the cache may use anyway. */
+	pthread_mutex_t pool_lock;
+	void *pool;			/* pool_lock: a stack linked through
+					 * each buffer's first word */
+	uint64_t pool_len;		/* pool_lock */
 };
 
 /* bdi open and close. */

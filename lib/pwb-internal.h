@@ -192,6 +192,8 @@ enum pwb__lock_rank {
 	PWB__LOCK_COMPLETION,	/* completion->lock: a waiter's counter */
 	PWB__LOCK_AUTOTUNE,	/* autotune->lock: the tuner's stop flag */
 	PWB__LOCK_REGISTRY,	/* registry_lock (policy.c): policies */
+	PWB__LOCK_PAGE_POOL,	/* pcache->pool_lock: free page buffers
+				 * (pcache.c); a leaf */
 	PWB__NR_LOCK_RANKS
 };
 
