@@ -57,6 +57,7 @@
 
 #include "pwb.h"
 #include "pwb-policy.h"
+#include "dp-api.h"
 
 #define PS 4096u
 #define MIB (1024.0 * 1024.0)
@@ -70,11 +71,13 @@
 
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
-		WL_WAL, NR_WL };
+		WL_WAL, WL_PCWRITE, WL_PCREAD, WL_RECLAIM,
+		WL_PCUNCACHED, WL_FRAG, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
-	"memory", "one-file-seq", "one-file-rand", "wal",
+	"memory", "one-file-seq", "one-file-rand", "wal", "pcache-write",
+	"pcache-read", "reclaim", "pcache-uncached", "frag",
 };
 
 /* The one-file workloads: one inode, written by every context under the
@@ -830,6 +833,9 @@ static bool have_fio(void)
 
 /* Run fio with the job options @job, ending with an fsync if @end_fsync;
  * return the write bandwidth in MiB/s or -1. */
+/* The JSON section fio_run() takes its bandwidth from. */
+static const char *g_fio_dir = "\"write\"";
+
 static double fio_run(const char *job, bool end_fsync)
 {
 	char cmd[2048];
@@ -863,8 +869,8 @@ static double fio_run(const char *job, bool end_fsync)
 	pclose(f);
 	/* With group_reporting, jobs[0] holds the sum over all jobs: find
 	 * its "write" : { section ("rw" : "write" comes earlier). */
-	for (p = strstr(out, "\"write\""); p; p = strstr(p + 1, "\"write\"")) {
-		const char *q = p + 7;
+	for (p = strstr(out, g_fio_dir); p; p = strstr(p + 1, g_fio_dir)) {
+		const char *q = p + strlen(g_fio_dir);
 
 		q += strspn(q, " \t");
 		if (*q != ':')
@@ -1979,6 +1985,483 @@ static void bench_wal(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* The data path (issue 12): library-owned pages and the allocator        */
+
+/* Inodes with library-owned pages: user-map mode (an identity map_page
+ * into a region per inode) or, with @ops NULL, allocator mode. */
+struct dp_inode {
+	uint64_t base;		/* user-map mode: device offset of page 0 */
+	struct pwb_inode *inode;
+};
+
+static int dp_map_page(struct pwb_inode *inode, uint64_t index,
+		       uint64_t *dev_off)
+{
+	const struct dp_inode *d = pwb_inode_priv(inode);
+
+	*dev_off = d->base + index * PS;
+	return 0;
+}
+
+static const struct pwb_inode_ops dp_usermap_ops = { .map_page = dp_map_page };
+
+/* A bdi for the data path: @cache bytes of cache, writeback only when
+ * asked unless @writeback. */
+static struct pwb_bdi *dp_bdi_open(const char *path, const char *backend,
+				   unsigned int ctx, uint64_t cache,
+				   bool writeback)
+{
+	struct pwb_bdi_config cfg;
+	struct pwb_bdi *bdi;
+	int rc;
+
+	pwb_bdi_config_init(&cfg);
+	cfg.nr_wb_ctx = ctx;
+	cfg.policy = o.policy;
+	cfg.backend = backend;
+	cfg.io_depth = o.depth;
+	DP_SET_CACHE_BYTES(&cfg, cache);
+	if (!writeback) {
+		cfg.dirty_background_bytes = 0;
+		cfg.dirty_bytes = 0;
+		cfg.dirty_writeback_ms = 0;
+	}
+	rc = pwb_bdi_open(path, &cfg, &bdi);
+	if (rc)
+		die("pwb_bdi_open(%s, backend %s, %u contexts): %s: %s", path,
+		    backend, ctx, pwb_strerror(rc), pwb_errmsg());
+	return bdi;
+}
+
+struct dp_thread {
+	pthread_t tid;
+	struct pwb_inode *inode;	/* libpwb contender */
+	int fd;				/* kernel contender */
+	uint64_t base;			/* kernel: the file region */
+	uint64_t *order;		/* page indexes, in order of access */
+	uint64_t n;
+	bool read;
+	pthread_barrier_t *bar;
+	double t0, t1;
+	int err;
+};
+
+static void *dp_thread_fn(void *arg)
+{
+	struct dp_thread *t = arg;
+	uint8_t *buf;
+	uint64_t i;
+
+	if (posix_memalign((void **)&buf, 4096, PS))
+		die("out of memory");
+	memset(buf, 0x5a, PS);	/* g_src exists only with an image */
+	pthread_barrier_wait(t->bar);
+	t->t0 = now_s();
+	for (i = 0; i < t->n && !t->err; i++) {
+		uint64_t off = t->order[i] * PS;
+		ssize_t r;
+
+		if (t->inode)
+			r = t->read ? pwb_read(t->inode, buf, PS, off)
+				    : pwb_write(t->inode, buf, PS, off);
+		else
+			r = t->read ? pread(t->fd, buf, PS,
+					    (off_t)(t->base + off))
+				    : pwrite(t->fd, buf, PS,
+					     (off_t)(t->base + off));
+		if (r != (ssize_t)PS)
+			t->err = r < 0 ? (t->inode ? (int)-r : errno) : EIO;
+	}
+	t->t1 = now_s();
+	free(buf);
+	return NULL;
+}
+
+/* Start the threads together; 4 KiB calls per second over all of them
+ * (from the first start to the last end). */
+static double dp_run_threads(struct dp_thread *t, unsigned int n)
+{
+	pthread_barrier_t bar;
+	double t0 = 1e300, t1 = 0;
+	uint64_t calls = 0;
+	unsigned int i;
+
+	pthread_barrier_init(&bar, NULL, n);
+	for (i = 0; i < n; i++) {
+		t[i].bar = &bar;
+		if (pthread_create(&t[i].tid, NULL, dp_thread_fn, &t[i]))
+			die("pthread_create failed");
+	}
+	for (i = 0; i < n; i++) {
+		pthread_join(t[i].tid, NULL);
+		if (t[i].err)
+			die("data path: a %s failed: %s",
+			    t[i].read ? "read" : "write", strerror(t[i].err));
+		t0 = t[i].t0 < t0 ? t[i].t0 : t0;
+		t1 = t[i].t1 > t1 ? t[i].t1 : t1;
+		calls += t[i].n;
+	}
+	pthread_barrier_destroy(&bar);
+	return (double)calls / (t1 - t0);
+}
+
+/* Thread i's pages of its own file: 0 .. per - 1, shuffled. */
+static uint64_t *dp_order(uint64_t per, uint64_t *seed)
+{
+	uint64_t *v = malloc(per * sizeof(*v)), i;
+
+	if (!v)
+		die("out of memory");
+	for (i = 0; i < per; i++)
+		v[i] = i;
+	for (i = per; i > 1; i--) {
+		uint64_t j = xrand(seed) % i, x = v[i - 1];
+
+		v[i - 1] = v[j];
+		v[j] = x;
+	}
+	return v;
+}
+
+/*
+ * pcache-write: T threads, each pwb_write()s every 4 KiB page of its own
+ * inode once in random order into a cold cache big enough for all of it
+ * (no writeback meanwhile), and again into the warm cache (every page
+ * cached and clean); against the same pwrite() calls through the kernel's
+ * page cache of the image (its cache dropped first), no fsync in either
+ * timing. pcache-read: the same pages read back from a warm cache
+ * with pwb_read() and with pread().
+ */
+static void dp_cached_once(bool read, bool warm, double *pwb, double *kern)
+{
+	unsigned int T = o.threads, i;
+	uint64_t per = o.size / PS / T, seed = 42;
+	struct dp_thread t[MAX_THREADS];
+	struct dp_inode d[MAX_THREADS];
+	struct pwb_bdi *bdi;
+	int fd;
+
+	bdi = dp_bdi_open(g_img, o.backend, o.sweep[0], 2 * o.size + (64 << 20),
+			  false);
+	for (i = 0; i < T; i++) {
+		d[i].base = i * per * PS;
+		if (pwb_inode_open(bdi, i + 1, &dp_usermap_ops, &d[i],
+				   &d[i].inode))
+			die("pwb_inode_open: %s", pwb_errmsg());
+		t[i] = (struct dp_thread){ .inode = d[i].inode,
+					   .order = dp_order(per, &seed),
+					   .n = per, .read = false };
+	}
+	if (warm) {
+		dp_run_threads(t, T);	/* the cache warm, all dirty */
+		if (pwb_sync(bdi))
+			die("pwb_sync failed");
+		for (i = 0; i < T; i++)
+			t[i].read = read;
+	}
+	*pwb = dp_run_threads(t, T);
+	for (i = 0; i < T; i++)
+		pwb_inode_close(d[i].inode);
+	pwb_bdi_close(bdi);
+
+	*kern = -1;
+	if (!o.no_kernel) {
+		drop_cache(g_img);
+		fd = open(g_img, O_RDWR);
+		if (fd < 0)
+			die("%s: %s", g_img, strerror(errno));
+		for (i = 0; i < T; i++) {
+			t[i].inode = NULL;
+			t[i].fd = fd;
+			t[i].base = i * per * PS;
+			t[i].read = false;
+		}
+		if (warm) {
+			dp_run_threads(t, T);
+			fdatasync(fd);
+			for (i = 0; i < T; i++)
+				t[i].read = read;
+		}
+		*kern = dp_run_threads(t, T);
+		fdatasync(fd);
+		close(fd);
+	}
+	for (i = 0; i < T; i++)
+		free(t[i].order);
+}
+
+static void bench_dp_cached(enum workload wl)
+{
+	double p[MAX_RUNS], k[MAX_RUNS];
+	unsigned int run, pass;
+	bool read = wl == WL_PCREAD;
+
+	/* pcache-write: a cold cache (every page new), then a warm one
+	 * (every page cached and clean: the overwrite of a database page). */
+	for (pass = read ? 1 : 0; pass < 2; pass++) {
+		struct result r = { .wl = wl, .backend = o.backend,
+				    .ctx = o.sweep[0], .depth = o.depth,
+				    .threads = o.threads, .bytes = o.size,
+				    .fio = -1, .unit = "kcalls/s" };
+
+		for (run = 0; run < o.runs; run++)
+			dp_cached_once(read, pass, &p[run], &k[run]);
+		r.pwb = median(p, o.runs) / 1e3;
+		r.kern = o.no_kernel ? -1 : median(k, o.runs) / 1e3;
+		snprintf(r.note, sizeof(r.note), "4 KiB %s, random order, %s "
+			 "cache; goal pwb/kern >= %s", read ?
+			 "pwb_read vs pread" : "pwb_write vs pwrite",
+			 pass ? "warm" : "cold", read ? "3" : "2");
+		add_result(&r);
+	}
+}
+
+/*
+ * reclaim: T threads stream pwb_write() over 4 x cache_bytes of their own
+ * inodes (null backend: a written page is clean at once), so the cache
+ * stays full and the contexts' flushers reclaim after every pass. Pages
+ * the contexts reclaimed per second of the run, per context, on 1 context
+ * and on 2 (or the sweep). The writers' own direct reclaim is not
+ * counted (pwb_stats.direct_reclaimed_pages).
+ */
+static double dp_reclaim_once(unsigned int ctx, struct result *res)
+{
+	unsigned int T = o.threads, i;
+	uint64_t cache = o.size / 4, per = o.size / PS / T, seed = 7;
+	struct dp_thread t[MAX_THREADS];
+	struct dp_inode d[MAX_THREADS];
+	struct pwb_bdi *bdi = dp_bdi_open(g_sparse, "null", ctx, cache, true);
+	struct pwb_stats st;
+	double t0, t1;
+
+	for (i = 0; i < T; i++) {
+		d[i].base = i * per * PS;
+		if (pwb_inode_open(bdi, i + 1, &dp_usermap_ops, &d[i],
+				   &d[i].inode))
+			die("pwb_inode_open: %s", pwb_errmsg());
+		t[i] = (struct dp_thread){ .inode = d[i].inode,
+					   .order = dp_order(per, &seed),
+					   .n = per };
+		for (uint64_t j = 0; j < per; j++)
+			t[i].order[j] = j;	/* sequential streams */
+	}
+	t0 = now_s();
+	dp_run_threads(t, T);
+	t1 = now_s();
+	pwb_bdi_stats(bdi, &st);
+	res->secs = t1 - t0;
+	res->written_pages = st.written_pages;
+	snprintf(res->note, sizeof(res->note), "%" PRIu64 " reclaimed by "
+		 "contexts, %" PRIu64 " by writers", DP_STAT_RECLAIMED(&st) -
+		 st.direct_reclaimed_pages, st.direct_reclaimed_pages);
+	for (i = 0; i < T; i++) {
+		pwb_inode_close(d[i].inode);
+		free(t[i].order);
+	}
+	pwb_bdi_close(bdi);
+	return (double)(DP_STAT_RECLAIMED(&st) - st.direct_reclaimed_pages) /
+	       (t1 - t0);
+}
+
+static void bench_dp_reclaim(void)
+{
+	unsigned int counts[MAX_SWEEP], n = 0, i, rep;
+	struct result r[MAX_SWEEP];
+	double best[MAX_SWEEP] = { 0 };
+
+	if (o.nr_sweep > 1) {
+		memcpy(counts, o.sweep, o.nr_sweep * sizeof(counts[0]));
+		n = o.nr_sweep;
+	} else {
+		counts[n++] = 1;
+		counts[n++] = o.sweep[0] > 1 ? o.sweep[0] : 2;
+	}
+	for (rep = 0; rep < o.repeat; rep++)
+		for (i = 0; i < n; i++) {
+			struct result t = { 0 };
+			double v = dp_reclaim_once(counts[i], &t);
+
+			if (v >= best[i]) {
+				best[i] = v;
+				r[i] = t;
+			}
+		}
+	for (i = 0; i < n; i++) {
+		char note[160];
+
+		r[i].wl = WL_RECLAIM;
+		r[i].backend = "null";
+		r[i].ctx = counts[i];
+		r[i].threads = o.threads;
+		r[i].bytes = o.size;
+		r[i].fio = r[i].kern = -1;
+		r[i].unit = "kpages/s";
+		r[i].pwb = best[i] / 1e3;
+		snprintf(note, sizeof(note), "%s; per ctx %.3f M/s; x%.2f vs %u"
+			 " ctx", r[i].note, best[i] / 1e6 / counts[i],
+			 best[i] / best[0], counts[0]);
+		snprintf(r[i].note, sizeof(r[i].note), "%s", note);
+		add_result(&r[i]);
+	}
+}
+
+/*
+ * pcache-uncached: T threads, each pwb_read()s 4 KiB pages of its own
+ * inode at random from a cold cache (bounded to a sixteenth of the data,
+ * so that most reads go to the device), one read in flight per thread;
+ * against fio O_DIRECT rw=randread bs=4k, numjobs = T, iodepth 1 (psync),
+ * over the same bytes. MiB/s.
+ */
+static void bench_dp_uncached(void)
+{
+	unsigned int T = o.threads, i, run;
+	uint64_t per = o.size / PS / T, seed = 11;
+	double p[MAX_RUNS], f[MAX_RUNS];
+	struct result r = { .wl = WL_PCUNCACHED, .backend = o.backend,
+			    .ctx = o.sweep[0], .depth = 1, .threads = T,
+			    .bytes = o.size, .kern = -1, .unit = "MiB/s" };
+
+	for (run = 0; run < o.runs; run++) {
+		struct pwb_bdi *bdi = dp_bdi_open(g_img, o.backend, o.sweep[0],
+						  o.size / 16, false);
+		struct dp_thread t[MAX_THREADS];
+		struct dp_inode d[MAX_THREADS];
+		char job[512];
+
+		for (i = 0; i < T; i++) {
+			d[i].base = i * per * PS;
+			if (pwb_inode_open(bdi, i + 1, &dp_usermap_ops, &d[i],
+					   &d[i].inode))
+				die("pwb_inode_open: %s", pwb_errmsg());
+			/* The application knows the size of its files. */
+			if (pwb_inode_set_size(d[i].inode, per * PS))
+				die("pwb_inode_set_size: %s", pwb_errmsg());
+			t[i] = (struct dp_thread){ .inode = d[i].inode,
+						   .order = dp_order(per, &seed),
+						   .n = per, .read = true };
+		}
+		p[run] = dp_run_threads(t, T) * PS / MIB;
+		for (i = 0; i < T; i++) {
+			pwb_inode_close(d[i].inode);
+			free(t[i].order);
+		}
+		pwb_bdi_close(bdi);
+		f[run] = -1;
+		if (!o.no_fio && have_fio()) {
+			snprintf(job, sizeof(job),
+				 "--ioengine=psync --iodepth=1 --numjobs=%u "
+				 "--rw=randread --bs=4k --size=%" PRIu64
+				 " --offset_increment=%" PRIu64, T, per * PS,
+				 per * PS);
+			g_fio_dir = "\"read\"";
+			f[run] = fio_run(job, false);
+			g_fio_dir = "\"write\"";
+		}
+	}
+	r.pwb = median(p, o.runs);
+	r.fio = median(f, o.runs);
+	snprintf(r.note, sizeof(r.note), "random 4 KiB pwb_read, cache 1/16 "
+		 "of the data, vs fio randread O_DIRECT; goal pwb/fio >= 0.9");
+	add_result(&r);
+}
+
+/*
+ * frag: the kernel series' fragmentation table. Allocator mode: T
+ * threads, one inode each, write o.size / T bytes each through
+ * pwb_write(), with background writeback running (so allocations of the
+ * threads' inodes interleave); "seq" in 1 MiB sequential writes (the seed
+ * pattern), "rand" in 4 KiB writes of every page in random order. Then
+ * pwb_sync() and pwb_inode_extents(): total extents and per inode, on
+ * 1 context and on N (--contexts, or each count of --sweep).
+ */
+static uint64_t dp_frag_once(unsigned int ctx, bool rnd, char *per_ino,
+			     size_t n)
+{
+	unsigned int T = o.threads, i;
+	uint64_t per = o.size / PS / T, seed = 5, total = 0, mn = UINT64_MAX,
+		 mx = 0;
+	struct pwb_bdi *bdi = dp_bdi_open(g_img, o.backend, ctx, 0, true);
+	struct dp_thread t[MAX_THREADS];
+	struct pwb_inode *ino[MAX_THREADS];
+	static const struct pwb_inode_ops alloc_ops = { 0 };
+
+	for (i = 0; i < T; i++) {
+		if (pwb_inode_open(bdi, i + 1, &alloc_ops, NULL, &ino[i]))
+			die("pwb_inode_open (allocator mode): %s",
+			    pwb_errmsg());
+		t[i] = (struct dp_thread){ .inode = ino[i],
+					   .order = dp_order(per, &seed),
+					   .n = per };
+		if (!rnd)	/* sequential: pages in order */
+			for (uint64_t j = 0; j < per; j++)
+				t[i].order[j] = j;
+	}
+	dp_run_threads(t, T);
+	if (pwb_sync(bdi))
+		die("pwb_sync failed");
+	for (i = 0; i < T; i++) {
+		size_t cnt = 0;
+
+		if (pwb_inode_extents(ino[i], NULL, 0, &cnt))
+			die("pwb_inode_extents: %s", pwb_errmsg());
+		total += cnt;
+		mn = cnt < mn ? cnt : mn;
+		mx = cnt > mx ? cnt : mx;
+		pwb_inode_close(ino[i]);
+		free(t[i].order);
+	}
+	pwb_bdi_close(bdi);
+	snprintf(per_ino, n, "%s; extents per inode min %" PRIu64 " mean %.1f"
+		 " max %" PRIu64, rnd ? "rand 4 KiB" : "seq", mn,
+		 (double)total / T, mx);
+	return total;
+}
+
+static void bench_dp_frag(void)
+{
+	unsigned int counts[MAX_SWEEP], n = 0, i, pat;
+	uint64_t ext[2][MAX_SWEEP];
+
+	if (!DP_HAVE_ALLOC()) {
+		fprintf(stderr, "pwb-bench: frag: the library has no allocator "
+			"(pwb_inode_extents); skipped\n");
+		return;
+	}
+	counts[n++] = 1;
+	if (o.nr_sweep > 1) {
+		for (i = 0; i < o.nr_sweep; i++)
+			if (o.sweep[i] > 1)
+				counts[n++] = o.sweep[i];
+	} else {
+		counts[n++] = o.sweep[0] > 1 ? o.sweep[0] : 2;
+	}
+	for (pat = 0; pat < 2; pat++)
+		for (i = 0; i < n; i++) {
+			struct result r = { .wl = WL_FRAG,
+					    .backend = o.backend,
+					    .ctx = counts[i], .depth = o.depth,
+					    .threads = o.threads,
+					    .bytes = o.size, .fio = -1,
+					    .kern = -1, .unit = "extents" };
+
+			ext[pat][i] = dp_frag_once(counts[i], pat, r.note,
+						   sizeof(r.note));
+			r.pwb = (double)ext[pat][i];
+			if (i && ext[pat][i] > ext[pat][0])
+				snprintf(r.note + strlen(r.note),
+					 sizeof(r.note) - strlen(r.note),
+					 "; MORE than 1 ctx (%" PRIu64 ")",
+					 ext[pat][0]);
+			add_result(&r);
+		}
+	snprintf(g_summary[WL_FRAG], sizeof(g_summary[WL_FRAG]),
+		 "frag: total extents seq %" PRIu64 " (1 ctx) -> %" PRIu64
+		 " (%u ctx), rand %" PRIu64 " -> %" PRIu64 "; N contexts "
+		 "must not make more than 1", ext[0][0], ext[0][n - 1],
+		 counts[n - 1], ext[1][0], ext[1][n - 1]);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Output                                                                 */
 
 static void fmt_val(char *buf, size_t n, double v)
@@ -2194,7 +2677,8 @@ static void usage(FILE *f)
 "usage: pwb-bench [options]\n"
 "  --workload LIST   seed,rand4k,skew,fsync,markdirty,null,throttle,\n"
 "                    memory, one-file (one-file-seq,one-file-rand),\n"
-"                    wal or all (seed)\n"
+"                    wal, pcache-write, pcache-read, pcache-uncached,\n"
+"                    reclaim, frag or all (seed)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
@@ -2517,7 +3001,8 @@ int main(int argc, char **argv)
 	need = 2 * o.size;
 	if (o.wl[WL_SEED] || o.wl[WL_RAND4K] || o.wl[WL_SKEW] ||
 	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE] || o.wl[WL_ONEFILE_SEQ] ||
-	    o.wl[WL_ONEFILE_RAND] || o.wl[WL_WAL]) {
+	    o.wl[WL_ONEFILE_RAND] || o.wl[WL_WAL] || o.wl[WL_PCWRITE] ||
+	    o.wl[WL_PCREAD] || o.wl[WL_PCUNCACHED] || o.wl[WL_FRAG]) {
 		if (o.device) {
 			g_img = strdup(o.device);
 			img = device_size(g_img);
@@ -2542,10 +3027,11 @@ int main(int argc, char **argv)
 		for (i = 0; i < (1 << 20); i++)
 			g_src[i] = (uint8_t)(i * 131 + 7);
 	}
-	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL] || o.wl[WL_MEMORY]) {
-		uint64_t sz = BENCH_MAX(o.null_pages,
-					     o.md_pages * o.threads) * PS +
-			      (1u << 20);
+	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL] || o.wl[WL_MEMORY] ||
+	    o.wl[WL_RECLAIM]) {
+		uint64_t sz = BENCH_MAX(BENCH_MAX(o.null_pages,
+					     o.md_pages * o.threads) * PS,
+					o.size) + (1u << 20);
 
 		if (asprintf(&g_sparse, "%s/pwb-bench-sparse.img", o.dir) < 0)
 			die("out of memory");
@@ -2579,6 +3065,14 @@ int main(int argc, char **argv)
 			bench_memory();
 		else if (i == WL_WAL)
 			bench_wal();
+		else if (i == WL_PCWRITE || i == WL_PCREAD)
+			bench_dp_cached((enum workload)i);
+		else if (i == WL_RECLAIM)
+			bench_dp_reclaim();
+		else if (i == WL_PCUNCACHED)
+			bench_dp_uncached();
+		else if (i == WL_FRAG)
+			bench_dp_frag();
 		else
 			bench_io((enum workload)i);
 	}

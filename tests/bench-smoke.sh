@@ -106,6 +106,23 @@ if run wal --workload wal --backend "$backend" --size 8M --threads 2 \
 	expect wal "enforced/plain [0-9.]+ \(>=0.8"
 fi
 
+# The data path (issue 12): library-owned pages against the kernel's page
+# cache and fio, reclaim on 1 and 2 contexts; frag needs the allocator
+# (it says "skipped" without one, and prints no row).
+if run datapath --workload pcache-write,pcache-read,pcache-uncached,reclaim \
+	--backend "$backend" --size 8M --threads 2 --runs 1 --repeat 1; then
+	for wl in pcache-write pcache-read pcache-uncached; do
+		expect datapath "^$wl +$backend +2 "
+	done
+	expect datapath "^reclaim +null +1 "
+	expect datapath "^reclaim +null +2 .*x[0-9.]+ vs 1 ctx"
+fi
+if run frag --workload frag --backend "$backend" --size 8M --threads 2 \
+	--runs 1 && grep -q "^frag " "$out"; then
+	expect frag "^frag +$backend +1 .*extents per inode"
+	expect frag "^frag +$backend +2 .*extents per inode"
+fi
+
 [ $fails -eq 0 ] || exit 1
 echo "pwb-bench ran every workload"
 exit 0
