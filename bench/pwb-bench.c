@@ -57,7 +57,6 @@
 
 #include "pwb.h"
 #include "pwb-policy.h"
-#include "dp-api.h"
 
 #define PS 4096u
 #define MIB (1024.0 * 1024.0)
@@ -2020,7 +2019,7 @@ static struct pwb_bdi *dp_bdi_open(const char *path, const char *backend,
 	cfg.policy = o.policy;
 	cfg.backend = backend;
 	cfg.io_depth = o.depth;
-	DP_SET_CACHE_BYTES(&cfg, cache);
+	cfg.cache_bytes = cache;
 	if (!writeback) {
 		cfg.dirty_background_bytes = 0;
 		cfg.dirty_bytes = 0;
@@ -2252,14 +2251,14 @@ static double dp_reclaim_once(unsigned int ctx, struct result *res)
 	res->secs = t1 - t0;
 	res->written_pages = st.written_pages;
 	snprintf(res->note, sizeof(res->note), "%" PRIu64 " reclaimed by "
-		 "contexts, %" PRIu64 " by writers", DP_STAT_RECLAIMED(&st) -
+		 "contexts, %" PRIu64 " by writers", st.reclaimed_pages -
 		 st.direct_reclaimed_pages, st.direct_reclaimed_pages);
 	for (i = 0; i < T; i++) {
 		pwb_inode_close(d[i].inode);
 		free(t[i].order);
 	}
 	pwb_bdi_close(bdi);
-	return (double)(DP_STAT_RECLAIMED(&st) - st.direct_reclaimed_pages) /
+	return (double)(st.reclaimed_pages - st.direct_reclaimed_pages) /
 	       (t1 - t0);
 }
 
@@ -2422,11 +2421,6 @@ static void bench_dp_frag(void)
 	unsigned int counts[MAX_SWEEP], n = 0, i, pat;
 	uint64_t ext[2][MAX_SWEEP];
 
-	if (!DP_HAVE_ALLOC()) {
-		fprintf(stderr, "pwb-bench: frag: the library has no allocator "
-			"(pwb_inode_extents); skipped\n");
-		return;
-	}
 	counts[n++] = 1;
 	if (o.nr_sweep > 1) {
 		for (i = 0; i < o.nr_sweep; i++)

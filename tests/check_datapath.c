@@ -28,7 +28,6 @@
 #define _GNU_SOURCE
 #include "pwb.h"
 #include "test-util.h"
-#include "dp-api.h"
 
 #include <check.h>
 #include <errno.h>
@@ -267,8 +266,8 @@ static void *dp_sampler_fn(void *arg)
 
 	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
 		if (!pwb_bdi_stats(r->bdi, &st)) {
-			if (DP_STAT_CACHE_PAGES(&st) > r->peak_cache)
-				r->peak_cache = DP_STAT_CACHE_PAGES(&st);
+			if (st.cache_pages > r->peak_cache)
+				r->peak_cache = st.cache_pages;
 			r->samples++;
 		}
 		usleep(200);
@@ -430,12 +429,6 @@ static void dp_run(unsigned int nr_ctx, unsigned int flags)
 	unsigned int i;
 	int rc;
 
-	if (DP_ALLOC && !DP_HAVE_ALLOC()) {
-		tu_skip("the library has no allocator (pwb_inode_extents, "
-			"pwb_inode_set_extents)");
-		free(r);
-		return;
-	}
 	ck_assert_ptr_nonnull(r);
 	r->seed = dp_seed();
 	printf("check_datapath%s: %u contexts%s%s: PWB_DP_SEED=%#" PRIx64
@@ -458,8 +451,8 @@ static void dp_run(unsigned int nr_ctx, unsigned int flags)
 	r->cfg.throttle_timeout_ms = 60000;
 	/* The data: up to 16 MiB; the small cache holds a sixteenth. */
 	if (flags & DP_SMALL_CACHE)
-		DP_SET_CACHE_BYTES(&r->cfg, DP_SMALL_CACHE_BYTES);
-	DP_SET_ALLOC_GROUPS(&r->cfg, 4);
+		r->cfg.cache_bytes = DP_SMALL_CACHE_BYTES;
+	r->cfg.nr_alloc_groups = 4;
 	dp_open_bdi(r);
 	for (i = 0; i < DP_INODES; i++) {
 		r->f[i].ino = i + 1;
@@ -623,12 +616,6 @@ START_TEST(test_enospc)
 	ssize_t got = 0;
 	char fail[256];
 
-	if (!DP_HAVE_ALLOC()) {
-		tu_skip("the library has no allocator");
-		free(r);
-		free(buf);
-		return;
-	}
 	ck_assert_ptr_nonnull(r);
 	ck_assert_ptr_nonnull(buf);
 	f = &r->f[0];
