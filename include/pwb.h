@@ -324,7 +324,8 @@ struct pwb_bdi_config {
 	/** Allocation groups of the built-in allocator (inodes opened
 	 *  without get_page and map_page): the device is split into this
 	 *  many equal groups, each with its own free-space index and lock.
-	 *  0 means one per GiB of device, at least 1 and at most 64; never
+	 *  0 means one per GiB of device, at least 4 and at most 64, each
+	 *  at least 16 MiB (so 1 to 3 on devices under 64 MiB); never
 	 *  more than the device's pages. At most 4096. Default 0. */
 	unsigned int nr_alloc_groups;
 };

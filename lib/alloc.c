@@ -113,9 +113,14 @@ int pwb__alloc_init(struct pwb__alloc *a, uint64_t units, unsigned int unit_size
 	unsigned int i;
 
 	if (!nr_groups) {
+		/* One per GiB, 4 to 64, each at least 16 MiB: a few writers
+		 * get a group each even on a small device. */
 		uint64_t per_gib = (1ull << 30) / unit_size;
+		uint64_t min_len = (16ull << 20) / unit_size;
 
-		nr_groups = (unsigned int)PWB__MIN(units / per_gib, 64);
+		nr_groups = (unsigned int)PWB__MIN(
+			PWB__MAX(units / per_gib, 4),
+			PWB__MIN(units / (min_len ? min_len : 1), 64));
 	}
 	if (nr_groups > units)
 		nr_groups = (unsigned int)units;

@@ -51,7 +51,8 @@ struct pwb__alloc_group_info {
 };
 
 /* Split @units into @nr_groups groups (0: one per GiB of @unit_size units,
- * clamped to [1, 64]; never more groups than units), all free. */
+ * 4 to 64, each at least 16 MiB; never more groups than units), all
+ * free. */
 int pwb__alloc_init(struct pwb__alloc *a, uint64_t units, unsigned int unit_size,
 		    unsigned int nr_groups) __attribute__((visibility("hidden")));
 void pwb__alloc_destroy(struct pwb__alloc *a)

@@ -77,6 +77,7 @@ int pwb__space_inode_alloc(struct pwb_inode *inode)
 	pwb__extmap_init(&si->ext, true);
 	pwb__extmap_init(&si->dalloc, false);
 	si->home = UINT_MAX;
+	si->base = UINT64_MAX;
 	inode->space = si;
 	return 0;
 }
@@ -172,9 +173,15 @@ static unsigned int home_locked(struct pwb__space *sp,
 
 	if (si->home != UINT_MAX)
 		return si->home;
-	/* The freest group, ties broken by the ino's hash (so that equal
-	 * groups spread inodes). */
-	h = (unsigned int)((ino * 0x9e3779b97f4a7c15ull) >> 32) % n;
+	/* The freest group; ties go to the next group of a rotor, so
+	 * inodes placed at about the same time (their data still delayed,
+	 * all groups equally free) get a group each. */
+	unsigned int r, k, bit;
+	uint64_t frac = 0;
+
+	(void)ino;
+	r = (unsigned int)uatomic_add_return(&sp->next_home, 1) - 1;
+	h = r % n;
 	best = h;
 	best_free = PWB__READ(sp->alloc.groups[h].free_units);
 	for (i = 1; i < n; i++) {
@@ -186,6 +193,15 @@ static unsigned int home_locked(struct pwb__space *sp,
 			best = g;
 		}
 	}
+	/* The k-th inode homed in a round starts its layout at the k-th
+	 * point of a van der Corput sequence through the group (0, 1/2,
+	 * 1/4, 3/4, ...): inodes sharing a group lay out apart and grow
+	 * into the space between them. */
+	for (k = r / n, bit = 0; k; k >>= 1, bit++)
+		frac |= (uint64_t)(k & 1) << (31 - bit);
+	si->base = sp->alloc.groups[best].start +
+		   (uint64_t)(((unsigned __int128)sp->alloc.groups[best].len *
+			       frac) >> 32);
 	PWB__WRITE(si->home, best);
 	return best;
 }
@@ -264,14 +280,47 @@ out:
 	return ret;
 }
 
+/*
+ * Caller holds si->lock. Where page @index (not allocated) should go: where
+ * a linear layout from its nearest allocated neighbour puts it (the last
+ * extent before it, else the first after it), so the holes between extents
+ * stay free for the pages that later fill them and the extents merge when
+ * they do, whatever order the contexts write the pages in. A file with no
+ * blocks yet starts at its base in its home group (see home_locked())
+ * plus @index, when that is inside the group. The allocator falls back to best fit when the goal is
+ * taken.
+ */
+static uint64_t goal_locked(const struct pwb__space *sp,
+			    const struct pwb__space_inode *si, unsigned int home,
+			    uint64_t index)
+{
+	const struct pwb__alloc_group *g = &sp->alloc.groups[home];
+	struct pwb__extent *next = pwb__extmap_next(&si->ext, index);
+	struct pwb__avl_node *n;
+
+	n = next ? pwb__avl_prev(&next->node) : pwb__avl_last(&si->ext.tree);
+	if (n) {
+		const struct pwb__extent *prev =
+			caa_container_of(n, struct pwb__extent, node);
+		uint64_t goal = prev->dev + (index - prev->file);
+
+		if (goal < sp->alloc.units)
+			return goal;
+	}
+	if (next && next->dev >= next->file - index)
+		return next->dev - (next->file - index);
+	if (si->base != UINT64_MAX && si->base + index < g->start + g->len)
+		return si->base + index;
+	return index < g->len ? g->start + index : g->start;
+}
+
 /* Caller holds si->lock. Allocate the delalloc run from @index (or, for
  * a page never reserved, reserve it now). */
 static int allocate_locked(struct pwb__space *sp, struct pwb__space_inode *si,
 			   uint64_t ino, uint64_t index, uint64_t *dev)
 {
 	struct pwb__extent *d = pwb__extmap_find(&si->dalloc, index);
-	struct pwb__extent *prev;
-	uint64_t want, goal = UINT64_MAX, start, got;
+	uint64_t want, goal, start, got;
 	unsigned int home = home_locked(sp, si, ino);
 	int ret;
 
@@ -291,10 +340,7 @@ static int allocate_locked(struct pwb__space *sp, struct pwb__space_inode *si,
 		uatomic_add(&sp->reserved, 1);
 		want = 1;
 	}
-	if (index && (prev = pwb__extmap_find(&si->ext, index - 1)))
-		goal = prev->dev + (index - 1 - prev->file) + 1;
-	else
-		goal = sp->alloc.groups[home].start;
+	goal = goal_locked(sp, si, home, index);
 	ret = pwb__alloc_extent(&sp->alloc, goal, home, want, &start, &got);
 	if (ret)
 		return ret;

@@ -98,6 +98,7 @@ struct pwb__space {
 	unsigned int unit_shift;	/* read-only: page shift */
 	uint64_t max_run;		/* read-only: units one map_page may
 					 * allocate at once (64 MiB) */
+	unsigned int next_home;		/* atomic: rotor of home groups */
 	pthread_mutex_t records_lock;	/* PWB__LOCK_SPACE_RECORDS */
 	struct pwb__avl_tree records;	/* records_lock: closed inodes by
 					 * ino */
@@ -113,6 +114,9 @@ struct pwb__space_inode {
 	pthread_mutex_t lock;		/* PWB__LOCK_SPACE: the fields below */
 	struct pwb__extmap ext;		/* lock: allocated pages */
 	struct pwb__extmap dalloc;	/* lock: reserved, not allocated */
+	uint64_t base;			/* lock: where page 0 would go when
+					 * the inode has no blocks (set with
+					 * home; UINT64_MAX: group start) */
 	unsigned int home;		/* lock to set (once), PWB__READ:
 					 * the inode's home group; UINT_MAX
 					 * until the first reservation */

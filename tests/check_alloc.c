@@ -360,7 +360,14 @@ START_TEST(test_default_group_count)
 	ck_assert_int_eq(pwb__alloc_init(&a, 200ull << 18, 4096, 0), 0);
 	ck_assert_uint_eq(a.nr_groups, 64);
 	pwb__alloc_destroy(&a);
-	/* Small devices get one; never more groups than units. */
+	/* 512 MiB: still 4; 40 MiB: 2 of 16 MiB or more; under 16 MiB:
+	 * one. Never more groups than units. */
+	ck_assert_int_eq(pwb__alloc_init(&a, 1ull << 17, 4096, 0), 0);
+	ck_assert_uint_eq(a.nr_groups, 4);
+	pwb__alloc_destroy(&a);
+	ck_assert_int_eq(pwb__alloc_init(&a, 10240, 4096, 0), 0);
+	ck_assert_uint_eq(a.nr_groups, 2);
+	pwb__alloc_destroy(&a);
 	ck_assert_int_eq(pwb__alloc_init(&a, 1000, 4096, 0), 0);
 	ck_assert_uint_eq(a.nr_groups, 1);
 	pwb__alloc_destroy(&a);

@@ -133,9 +133,10 @@ START_TEST(test_goal_beats_best_fit)
 	struct tu_env e;
 	struct pwb_inode *a, *b;
 
-	/* a holds [0,8); b holds [8,68) with holes punched at device 8..16
-	 * (8 units) and 28..32 (4 units). a growing by 4 pages continues at
-	 * unit 8 (its goal), where best fit alone would take the 4-unit
+	/* a holds [0,8); b, the second inode homed in the group, lays out
+	 * from its middle: [128,188), with holes punched at device 128..136
+	 * (8 units) and 148..152 (4 units). a growing by 4 pages continues
+	 * at unit 8 (its goal), where best fit alone would take the 4-unit
 	 * hole: still one extent. */
 	env_open(&e, 256, 1);
 	a = open_alloc(&e, 1);
@@ -143,7 +144,7 @@ START_TEST(test_goal_beats_best_fit)
 	ck_assert_int_eq(pwb__space_reserve(a, 0, 8), 0);
 	ck_assert_uint_eq(map(a, 0), 0);
 	ck_assert_int_eq(pwb__space_reserve(b, 0, 60), 0);
-	ck_assert_uint_eq(map(b, 0), 8);
+	ck_assert_uint_eq(map(b, 0), 128);
 	pwb__space_punch(b, 0, 8);
 	pwb__space_punch(b, 20, 4);
 	ck_assert_int_eq(pwb__space_reserve(a, 8, 4), 0);
@@ -151,6 +152,44 @@ START_TEST(test_goal_beats_best_fit)
 	ck_assert_uint_eq(pwb__extmap_count(&a->space->ext), 1);
 	ck_assert_int_eq(pwb_inode_close(a), 0);
 	ck_assert_int_eq(pwb_inode_close(b), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+START_TEST(test_random_order_writeback_lays_files_out_linearly)
+{
+	struct tu_env e;
+	struct pwb_inode *in[2];
+	uint64_t order[32], s = 7, i, k;
+
+	/* Two inodes in one group, their 4-page runs written back in a
+	 * random order, interleaved (as contexts writing pages as they
+	 * were dirtied do): each page goes where a linear layout from its
+	 * nearest allocated neighbour puts it, so each file ends as one
+	 * extent. */
+	env_open(&e, 1024, 1);
+	in[0] = open_alloc(&e, 1);
+	in[1] = open_alloc(&e, 2);
+	for (i = 0; i < 32; i++)
+		order[i] = i;
+	for (i = 31; i > 0; i--) {
+		uint64_t j = tu_rand(&s) % (i + 1), x = order[i];
+
+		order[i] = order[j];
+		order[j] = x;
+	}
+	for (i = 0; i < 32; i++)
+		for (k = 0; k < 2; k++) {
+			ck_assert_int_eq(pwb__space_reserve(in[k],
+							    order[i] * 4, 4),
+					 0);
+			map(in[k], order[i] * 4);
+		}
+	for (k = 0; k < 2; k++) {
+		ck_assert_uint_eq(pwb__extmap_count(&in[k]->space->ext), 1);
+		ck_assert_uint_eq(in[k]->space->ext.units, 128);
+		ck_assert_int_eq(pwb_inode_close(in[k]), 0);
+	}
 	tu_env_close(&e);
 }
 END_TEST
@@ -293,7 +332,8 @@ START_TEST(test_public_extents_and_rebuild)
 	ck_assert_uint_eq(saved[0].file_off, 0);
 	ck_assert_uint_eq(saved[0].len, 10 * TU_PS);
 	ck_assert_uint_eq(saved[1].file_off, 50 * TU_PS);
-	ck_assert_uint_eq(saved[1].dev_off, saved[0].dev_off + 10 * TU_PS);
+	/* Laid out linearly: pages 10..49 keep their place free. */
+	ck_assert_uint_eq(saved[1].dev_off, saved[0].dev_off + 50 * TU_PS);
 	/* An inode with its own map_page is not in allocator mode. */
 	tu_env_close(&e);
 
@@ -391,6 +431,7 @@ static Suite *space_suite(void)
 	tcase_add_test(tc, test_one_extent_per_delalloc_run);
 	tcase_add_test(tc, test_growing_file_merges);
 	tcase_add_test(tc, test_goal_beats_best_fit);
+	tcase_add_test(tc, test_random_order_writeback_lays_files_out_linearly);
 	tcase_add_test(tc, test_punch_frees);
 	tcase_add_test(tc, test_enospc_at_reserve);
 	tcase_add_test(tc, test_close_reopen_keeps_extents);
