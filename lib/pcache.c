@@ -14,6 +14,7 @@
 #include "space.h"
 
 #include <limits.h>
+#include <sys/mman.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +92,41 @@ static void pcache_punch(struct pwb_inode *inode, uint64_t first,
 /* ---------------------------------------------------------------------- */
 /* Pages                                                                  */
 
-/* A page buffer: from the pool, else allocated. NULL: out of memory. */
+/* Map one chunk, keep one buffer of it for the caller and pool the rest.
+ * NULL: out of memory. */
+static void *chunk_carve(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	size_t ps = pwb__page_size(bdi), off;
+	char *c = mmap(NULL, pb->chunk_bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	if (c == MAP_FAILED)
+		return NULL;
+	pthread_mutex_lock(&pb->pool_lock);
+	if (pb->nr_chunks == pb->cap_chunks) {
+		size_t cap = pb->cap_chunks ? 2 * pb->cap_chunks : 16;
+		void **v = realloc(pb->chunks, cap * sizeof(*v));
+
+		if (!v) {
+			pthread_mutex_unlock(&pb->pool_lock);
+			munmap(c, pb->chunk_bytes);
+			return NULL;
+		}
+		pb->chunks = v;
+		pb->cap_chunks = cap;
+	}
+	pb->chunks[pb->nr_chunks++] = c;
+	for (off = ps; off + ps <= pb->chunk_bytes; off += ps) {
+		*(void **)(c + off) = pb->pool;
+		pb->pool = c + off;
+		pb->pool_len++;
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	return c;
+}
+
+/* A page buffer: from the pool, else a new chunk. NULL: out of memory. */
 static void *buf_alloc(struct pwb_bdi *bdi)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
@@ -104,23 +139,16 @@ static void *buf_alloc(struct pwb_bdi *bdi)
 		pb->pool_len--;
 	}
 	pthread_mutex_unlock(&pb->pool_lock);
-	if (!b && posix_memalign(&b, PWB__MAX(bdi->lbs, 64u),
-				 pwb__page_size(bdi)))
-		b = NULL;
-	return b;
+	return b ? b : chunk_carve(bdi);
 }
 
 static void buf_free(struct pwb__pcache_bdi *pb, void *b)
 {
 	pthread_mutex_lock(&pb->pool_lock);
-	if (pb->pool_len < pb->limit_pages) {
-		*(void **)b = pb->pool;
-		pb->pool = b;
-		pb->pool_len++;
-		b = NULL;
-	}
+	*(void **)b = pb->pool;
+	pb->pool = b;
+	pb->pool_len++;
 	pthread_mutex_unlock(&pb->pool_lock);
-	free(b);
 }
 
 static void page_free_rcu(struct rcu_head *head)
@@ -1079,6 +1107,8 @@ int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 	if (!bytes)
 		bytes = PWB__MAX(256ull << 20, 2 * bdi->cfg.dirty_bytes);
 	pb->limit_pages = PWB__MAX(bytes >> bdi->page_shift, 16u);
+	pb->chunk_bytes = PWB__MAX(PWB__PCACHE_CHUNK_BYTES,
+				   pwb__page_size(bdi));
 	pwb__mutex_init(&pb->pool_lock, PWB__LOCK_PAGE_POOL);
 	bdi->pcache = pb;
 	return 0;
@@ -1093,12 +1123,10 @@ void pwb__pcache_bdi_fini(struct pwb_bdi *bdi)
 		return;
 	/* The lock only for TSan, which does not see rcu_barrier(). */
 	pthread_mutex_lock(&pb->pool_lock);
-	while (pb->pool) {
-		void *b = pb->pool;
-
-		pb->pool = *(void **)b;
-		free(b);
-	}
+	while (pb->nr_chunks)
+		munmap(pb->chunks[--pb->nr_chunks], pb->chunk_bytes);
+	free(pb->chunks);
+	pb->pool = NULL;
 	pthread_mutex_unlock(&pb->pool_lock);
 	pthread_mutex_destroy(&pb->pool_lock);
 	free(pb);

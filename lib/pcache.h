@@ -55,14 +55,23 @@ struct pwb__pcache_bdi {
 	uint64_t direct_reclaims;	/* uatomic: pages freed by writers */
 	int reclaiming;			/* uatomic: above the high watermark,
 					 * not yet down to the low one */
-	/* Page buffers of freed pages, kept for reuse (malloc of aligned
-	 * pages was most of the cost of a cache miss); at most the cache's
-	 * limit, so they are memory the cache may use anyway. */
+	/* Page buffers come from chunks of PWB__PCACHE_CHUNK_BYTES mapped
+	 * and faulted in at once (an aligned malloc and a page fault per
+	 * page were most of the cost of a cold write); free buffers wait in
+	 * the pool for reuse and the chunks are unmapped at close. Buffers
+	 * in use never exceed the cache's limit, so the memory held is at
+	 * most cache_bytes plus the chunk being carved. */
 	pthread_mutex_t pool_lock;
 	void *pool;			/* pool_lock: a stack linked through
 					 * each buffer's first word */
 	uint64_t pool_len;		/* pool_lock */
+	void **chunks;			/* pool_lock: the mapped chunks */
+	size_t nr_chunks, cap_chunks;	/* pool_lock */
+	size_t chunk_bytes;		/* read-only */
 };
+
+/* Bytes mapped at once for page buffers (at least one page). */
+#define PWB__PCACHE_CHUNK_BYTES (1u << 20)
 
 /* bdi open and close. */
 int pwb__pcache_bdi_init(struct pwb_bdi *bdi) PWB__INTERNAL;
