@@ -2251,8 +2251,13 @@ static double dp_reclaim_once(unsigned int ctx, struct result *res)
 	res->secs = t1 - t0;
 	res->written_pages = st.written_pages;
 	snprintf(res->note, sizeof(res->note), "%" PRIu64 " reclaimed by "
-		 "contexts, %" PRIu64 " by writers", st.reclaimed_pages -
-		 st.direct_reclaimed_pages, st.direct_reclaimed_pages);
+		 "contexts (%.2f M/s while reclaiming), %" PRIu64 " by writers",
+		 st.reclaimed_pages - st.direct_reclaimed_pages,
+		 st.reclaim_ns ? (double)(st.reclaimed_pages -
+					  st.direct_reclaimed_pages) * 1e3 /
+					 (double)st.reclaim_ns
+			       : 0.0,
+		 st.direct_reclaimed_pages);
 	for (i = 0; i < T; i++) {
 		pwb_inode_close(d[i].inode);
 		free(t[i].order);

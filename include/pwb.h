@@ -1434,6 +1434,10 @@ struct pwb_stats {
 	uint64_t reserved_bytes;
 	/** Now: bytes of the device not allocated (reserved included). */
 	uint64_t free_bytes;
+	/** Nanoseconds the context's flusher spent reclaiming clean pages
+	 *  (pwb_bdi_stats: all flushers); reclaimed_pages minus
+	 *  direct_reclaimed_pages over this is the reclaim rate. */
+	uint64_t reclaim_ns;
 };
 
 /**

@@ -355,7 +355,7 @@ static void kick_reclaim(struct pwb_bdi *bdi)
 void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
-	uint64_t n, low, freed;
+	uint64_t n, low, freed, t0;
 
 	if (!pb || idx >= PWB_MAX_WB_CTX)
 		return;
@@ -373,7 +373,9 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 		return;
 	}
 	uatomic_inc(&pb->reclaim_passes[idx]);
+	t0 = pwb__clock_monotonic(NULL);
 	freed = reclaim(bdi, (int)idx, n - low);
+	uatomic_add(&pb->reclaim_ns[idx], pwb__clock_monotonic(NULL) - t0);
 	if (freed)
 		uatomic_add(&pb->reclaimed[idx], freed);
 	if (pwb__aread(&pb->nr_pages) <= low)
@@ -1084,11 +1086,13 @@ void pwb__pcache_stats(struct pwb_bdi *bdi, int idx, struct pwb_stats *st)
 	if (idx >= 0 && idx < PWB_MAX_WB_CTX) {
 		st->reclaimed_pages = pwb__aread(&pb->reclaimed[idx]);
 		st->reclaim_passes = pwb__aread(&pb->reclaim_passes[idx]);
+		st->reclaim_ns = pwb__aread(&pb->reclaim_ns[idx]);
 		return;
 	}
 	for (i = 0; i < PWB_MAX_WB_CTX; i++) {
 		st->reclaimed_pages += pwb__aread(&pb->reclaimed[i]);
 		st->reclaim_passes += pwb__aread(&pb->reclaim_passes[i]);
+		st->reclaim_ns += pwb__aread(&pb->reclaim_ns[i]);
 	}
 	st->direct_reclaimed_pages = pwb__aread(&pb->direct_reclaims);
 	st->reclaimed_pages += st->direct_reclaimed_pages;

@@ -52,6 +52,7 @@ struct pwb__pcache_bdi {
 	uint64_t nr_pages;		/* uatomic: pages allocated */
 	uint64_t reclaimed[PWB_MAX_WB_CTX];	/* uatomic: per context */
 	uint64_t reclaim_passes[PWB_MAX_WB_CTX];	/* uatomic */
+	uint64_t reclaim_ns[PWB_MAX_WB_CTX];	/* uatomic: time reclaiming */
 	uint64_t direct_reclaims;	/* uatomic: pages freed by writers */
 	int reclaiming;			/* uatomic: above the high watermark,
 					 * not yet down to the low one */
