@@ -2369,6 +2369,29 @@ static void bench_dp_uncached(void)
 	add_result(&r);
 }
 
+/* The allocation groups @inode's @nr extents touch (an inode's data
+ * drifting across groups as the file grows shows here). */
+static unsigned int dp_groups_of(struct pwb_bdi *bdi, struct pwb_inode *inode,
+				 size_t nr)
+{
+	struct pwb_extent *e = calloc(nr ? nr : 1, sizeof(*e));
+	struct pwb_alloc_group_stats g;
+	unsigned int gi, n = 0;
+	size_t i, got;
+
+	if (!e || pwb_inode_extents(inode, e, nr, &got))
+		die("pwb_inode_extents: %s", pwb_errmsg());
+	for (gi = 0; !pwb_bdi_alloc_group_stats(bdi, gi, &g); gi++)
+		for (i = 0; i < nr && i < got; i++)
+			if (e[i].dev_off < g.start + g.len &&
+			    e[i].dev_off + e[i].len > g.start) {
+				n++;
+				break;
+			}
+	free(e);
+	return n;
+}
+
 /*
  * frag: the kernel series' fragmentation table. Allocator mode: T
  * threads, one inode each, write o.size / T bytes each through
@@ -2383,7 +2406,7 @@ static uint64_t dp_frag_once(unsigned int ctx, bool rnd, char *per_ino,
 {
 	unsigned int T = o.threads, i;
 	uint64_t per = o.size / PS / T, seed = 5, total = 0, mn = UINT64_MAX,
-		 mx = 0;
+		 mx = 0, groups = 0;
 	struct pwb_bdi *bdi = dp_bdi_open(g_img, o.backend, ctx, 0, true);
 	struct dp_thread t[MAX_THREADS];
 	struct pwb_inode *ino[MAX_THREADS];
@@ -2409,6 +2432,7 @@ static uint64_t dp_frag_once(unsigned int ctx, bool rnd, char *per_ino,
 		if (pwb_inode_extents(ino[i], NULL, 0, &cnt))
 			die("pwb_inode_extents: %s", pwb_errmsg());
 		total += cnt;
+		groups += dp_groups_of(bdi, ino[i], cnt);
 		mn = cnt < mn ? cnt : mn;
 		mx = cnt > mx ? cnt : mx;
 		pwb_inode_close(ino[i]);
@@ -2416,8 +2440,9 @@ static uint64_t dp_frag_once(unsigned int ctx, bool rnd, char *per_ino,
 	}
 	pwb_bdi_close(bdi);
 	snprintf(per_ino, n, "%s; extents per inode min %" PRIu64 " mean %.1f"
-		 " max %" PRIu64, rnd ? "rand 4 KiB" : "seq", mn,
-		 (double)total / T, mx);
+		 " max %" PRIu64 "; groups per inode %.2f (drift)",
+		 rnd ? "rand 4 KiB" : "seq", mn, (double)total / T, mx,
+		 (double)groups / T);
 	return total;
 }
 
