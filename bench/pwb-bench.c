@@ -293,6 +293,8 @@ static const struct pwb_inode_ops app_ops = {
 
 /* A policy for the next bdi_open() in place of --policy, or NULL. */
 static const char *g_policy;
+/* cache_bytes for the next bdi_open() (the data-path workloads). */
+static uint64_t g_cache_bytes;
 
 static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 				unsigned int ctx, bool writeback)
@@ -313,6 +315,7 @@ static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 	cfg.policy = g_policy ? g_policy : o.policy;
 	cfg.backend = backend;
 	cfg.io_depth = o.depth;
+	cfg.cache_bytes = g_cache_bytes;
 	if (o.throttle)
 		cfg.flags |= PWB_BDI_THROTTLE;
 	if (o.dirty_bg) {
@@ -2010,25 +2013,11 @@ static struct pwb_bdi *dp_bdi_open(const char *path, const char *backend,
 				   unsigned int ctx, uint64_t cache,
 				   bool writeback)
 {
-	struct pwb_bdi_config cfg;
 	struct pwb_bdi *bdi;
-	int rc;
 
-	pwb_bdi_config_init(&cfg);
-	cfg.nr_wb_ctx = ctx;
-	cfg.policy = o.policy;
-	cfg.backend = backend;
-	cfg.io_depth = o.depth;
-	cfg.cache_bytes = cache;
-	if (!writeback) {
-		cfg.dirty_background_bytes = 0;
-		cfg.dirty_bytes = 0;
-		cfg.dirty_writeback_ms = 0;
-	}
-	rc = pwb_bdi_open(path, &cfg, &bdi);
-	if (rc)
-		die("pwb_bdi_open(%s, backend %s, %u contexts): %s: %s", path,
-		    backend, ctx, pwb_strerror(rc), pwb_errmsg());
+	g_cache_bytes = cache;
+	bdi = bdi_open(path, backend, ctx, writeback);
+	g_cache_bytes = 0;
 	return bdi;
 }
 

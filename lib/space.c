@@ -206,11 +206,39 @@ static unsigned int home_locked(struct pwb__space *sp,
 	return best;
 }
 
+/* Caller holds si->lock. Move *@idx past the pages that are allocated or
+ * reserved and return the end of the run of pages that are neither from
+ * there (at most @end); a return not above *@idx: none left before @end. */
+static uint64_t next_gap_locked(const struct pwb__space_inode *si,
+				uint64_t *idx, uint64_t end)
+{
+	while (*idx < end) {
+		struct pwb__extent *a = pwb__extmap_next(&si->ext, *idx);
+		struct pwb__extent *d = pwb__extmap_next(&si->dalloc, *idx);
+		uint64_t stop = end;
+
+		if (a && a->file <= *idx) {
+			*idx = a->file + a->len;
+			continue;
+		}
+		if (d && d->file <= *idx) {
+			*idx = d->file + d->len;
+			continue;
+		}
+		if (a)
+			stop = PWB__MIN(stop, a->file);
+		if (d)
+			stop = PWB__MIN(stop, d->file);
+		return stop;
+	}
+	return *idx;
+}
+
 int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
 {
 	struct pwb__space *sp = inode->bdi->space;
 	struct pwb__space_inode *si = inode->space;
-	uint64_t end, idx, need = 0;
+	uint64_t end, idx, stop, need = 0;
 	int ret = 0;
 
 	if (!si)
@@ -223,54 +251,22 @@ int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
 	pthread_mutex_lock(&si->lock);
 	home_locked(sp, si, inode->ino);
 	/* Count the pages neither allocated nor reserved. */
-	for (idx = first; idx < end;) {
-		struct pwb__extent *a = pwb__extmap_next(&si->ext, idx);
-		struct pwb__extent *d = pwb__extmap_next(&si->dalloc, idx);
-		uint64_t stop = end;
-
-		if (a && a->file <= idx) {
-			idx = a->file + a->len;
-			continue;
-		}
-		if (d && d->file <= idx) {
-			idx = d->file + d->len;
-			continue;
-		}
-		if (a)
-			stop = PWB__MIN(stop, a->file);
-		if (d)
-			stop = PWB__MIN(stop, d->file);
+	for (idx = first; (stop = next_gap_locked(si, &idx, end)) > idx;
+	     idx = stop)
 		need += stop - idx;
-		idx = stop;
-	}
 	if (!need)
 		goto out;
 	ret = pwb__alloc_reserve(&sp->alloc, need);
 	if (ret)
 		goto out;
-	for (idx = first; idx < end && !ret;) {
-		struct pwb__extent *a = pwb__extmap_next(&si->ext, idx);
-		struct pwb__extent *d = pwb__extmap_next(&si->dalloc, idx);
-		uint64_t stop = end;
-
-		if (a && a->file <= idx) {
-			idx = a->file + a->len;
-			continue;
-		}
-		if (d && d->file <= idx) {
-			idx = d->file + d->len;
-			continue;
-		}
-		if (a)
-			stop = PWB__MIN(stop, a->file);
-		if (d)
-			stop = PWB__MIN(stop, d->file);
+	for (idx = first;
+	     !ret && (stop = next_gap_locked(si, &idx, end)) > idx;
+	     idx = stop) {
 		ret = pwb__extmap_insert(&si->dalloc, idx, stop - idx, 0);
 		if (!ret) {
 			need -= stop - idx;
 			uatomic_add(&sp->reserved, (int64_t)(stop - idx));
 		}
-		idx = stop;
 	}
 	/* Out of memory part way: keep what was recorded (reserve is
 	 * idempotent: a retry reserves the rest), return the rest. */
@@ -287,8 +283,8 @@ out:
  * stay free for the pages that later fill them and the extents merge when
  * they do, whatever order the contexts write the pages in. A file with no
  * blocks yet starts at its base in its home group (see home_locked())
- * plus @index, when that is inside the group. The allocator falls back to best fit when the goal is
- * taken.
+ * plus @index, when that is inside the group. The allocator falls back to
+ * best fit when the goal is taken.
  */
 static uint64_t goal_locked(const struct pwb__space *sp,
 			    const struct pwb__space_inode *si, unsigned int home,
