@@ -56,6 +56,8 @@ void pwb__space_bdi_fini(struct pwb_bdi *bdi)
 
 	if (!sp)
 		return;
+	/* After the rcu_barrier() that ran the inodes' frees. */
+	PWB__TSAN_ACQUIRE(sp);
 	while ((n = pwb__avl_first(&sp->records))) {
 		pwb__avl_remove(&sp->records, n);
 		pwb__extmap_destroy(&REC(n)->ext);
@@ -162,6 +164,10 @@ void pwb__space_inode_free(struct pwb_inode *inode)
 	pthread_mutex_destroy(&si->lock);
 	free(si);
 	inode->space = NULL;
+	/* Runs in the inode's RCU callback: pwb_bdi_close()'s rcu_barrier()
+	 * orders it before pwb__space_bdi_fini(), which TSan cannot see. */
+	if (sp)
+		PWB__TSAN_RELEASE(sp);
 }
 
 /* Caller holds si->lock: pick the home group once, the least full. */
