@@ -7,6 +7,7 @@
 #include "alloc.h"
 
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
 
 /* A free extent: in its group's two trees. */
@@ -278,9 +279,18 @@ int pwb__alloc_extent(struct pwb__alloc *a, uint64_t goal, unsigned int home,
 			return 0;
 		}
 	}
-	/* No extent holds @want: the largest piece anywhere. Others may
-	 * take it between the look and the take: look again then. */
-	for (tries = 0; tries < 64; tries++) {
+	/*
+	 * No extent holds @want: the largest piece anywhere. Others may
+	 * take it between the look and the take, and a look may even find
+	 * nothing (a unit freed in a group already passed, the last free
+	 * piece of a later one taken before we got there): look again then.
+	 * The caller's reservation guarantees @want free units at every
+	 * moment (the others allocate only what they reserved), so this
+	 * ends as soon as the others stop racing us; only an empty look
+	 * repeated 10000 times (a full device and a caller that reserved
+	 * nothing) gives -ENOSPC.
+	 */
+	for (tries = 0;; tries++) {
 		unsigned int best = 0;
 		uint64_t best_len = 0;
 
@@ -296,8 +306,14 @@ int pwb__alloc_extent(struct pwb__alloc *a, uint64_t goal, unsigned int home,
 			}
 			pthread_mutex_unlock(&g->lock);
 		}
-		if (!best_len)
-			return -ENOSPC;
+		if (!best_len) {
+			/* Only a caller without a reservation sees
+			 * nothing for long: a full device. */
+			if (tries > 10000)
+				return -ENOSPC;
+			sched_yield();
+			continue;
+		}
 		{
 			struct pwb__alloc_group *g = &a->groups[best];
 			struct pwb__avl_node *n;
@@ -317,7 +333,6 @@ int pwb__alloc_extent(struct pwb__alloc *a, uint64_t goal, unsigned int home,
 				return 0;
 		}
 	}
-	return -ENOSPC;
 }
 
 /* Free [@s, @s + @n), all in group @g. */
