@@ -54,6 +54,24 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
 	return caa_container_of(node, struct pwb_inode, hnode);
 }
 
+/* Undo a pwb__inode_open() that failed after the inode was built (not
+ * registered): its page cache and space state (each may be absent), its
+ * locks, the memory and the bdi reference the open took. */
+static void open_undo(struct pwb_inode *inode)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+
+	pwb__pcache_inode_close(inode);
+	pwb__pcache_inode_free(inode);
+	pwb__space_inode_free(inode);
+	pwb__map_destroy(&inode->map);
+	pthread_cond_destroy(&inode->users_cond);
+	pthread_cond_destroy(&inode->wb_cond);
+	pthread_mutex_destroy(&inode->lock);
+	free(inode);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
+}
+
 int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 		    const struct pwb_inode_ops *ops, void *priv,
 		    struct pwb_inode **inodep)
@@ -103,13 +121,7 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	if (!ops->get_page) {
 		inode->ops.get_page = pwb__pcache_get_page;
 		if (pwb__pcache_inode_init(inode)) {
-			pwb__space_inode_free(inode);
-			pwb__map_destroy(&inode->map);
-			pthread_cond_destroy(&inode->users_cond);
-			pthread_cond_destroy(&inode->wb_cond);
-			pthread_mutex_destroy(&inode->lock);
-			free(inode);
-			pwb__bdi_exit(bdi, PWB__HOLD_REF);
+			open_undo(inode);
 			return -ENOMEM;
 		}
 	}
@@ -128,15 +140,7 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	pwb__rcu_read_unlock();
 	if (node != &inode->hnode) {
 		pthread_mutex_unlock(&bdi->lock);
-		pwb__pcache_inode_close(inode);
-		pwb__pcache_inode_free(inode);
-		pwb__space_inode_free(inode);
-		pwb__map_destroy(&inode->map);
-		pthread_cond_destroy(&inode->users_cond);
-		pthread_cond_destroy(&inode->wb_cond);
-		pthread_mutex_destroy(&inode->lock);
-		free(inode);
-		pwb__bdi_exit(bdi, PWB__HOLD_REF);
+		open_undo(inode);
 		return pwb__err(-EEXIST, "inode %llu is already open",
 				(unsigned long long)ino);
 	}
@@ -153,15 +157,7 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	return 0;
 
 fail_shutdown:
-	pwb__pcache_inode_close(inode);
-	pwb__pcache_inode_free(inode);
-	pwb__space_inode_free(inode);
-	pwb__map_destroy(&inode->map);
-	pthread_cond_destroy(&inode->users_cond);
-	pthread_cond_destroy(&inode->wb_cond);
-	pthread_mutex_destroy(&inode->lock);
-	free(inode);
-	pwb__bdi_exit(bdi, PWB__HOLD_REF);
+	open_undo(inode);
 	return pwb__err(-ESHUTDOWN, "pwb_inode_open: the bdi is closing");
 }
 
