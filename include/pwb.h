@@ -317,8 +317,10 @@ struct pwb_bdi_config {
 	/** Most memory, in bytes, of the page cache of library-owned
 	 *  inodes (pwb_write(), pwb_read()); clean pages are reclaimed by
 	 *  the writeback contexts, and a writer that finds the cache full
-	 *  waits for writeback (up to throttle_timeout_ms). At least 16
-	 *  pages are allowed. 0 means the larger of 256 MiB and twice
+	 *  waits for writeback (up to throttle_timeout_ms). Once an inode
+	 *  with library-owned pages is open, background writeback starts
+	 *  at half the cache if dirty_background_bytes is more. At least
+	 *  16 pages are allowed. 0 means the larger of 256 MiB and twice
 	 *  dirty_bytes. Default 0. */
 	uint64_t cache_bytes;
 	/** Allocation groups of the built-in allocator (inodes opened

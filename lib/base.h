@@ -166,6 +166,8 @@ static inline void pwb__rcu_callback_begin(void *obj)
  *   space_inode->lock -> alloc_group->lock  (allocating, freeing or
  *                                   marking the blocks of one inode's
  *                                   extents; one group at a time; space.c)
+ *   pool_lock    -> retain_lock    (a closing bdi handing its page-buffer
+ *                                   chunks to the process; pcache.c)
  *
  * inode->lock and every rank after it take no other lock today (the
  * whole suite runs so under lockdep): keep them leaves if you can.
@@ -207,7 +209,13 @@ enum pwb__lock_rank {
 				 * the inode's space lock */
 	PWB__LOCK_REGISTRY,	/* registry_lock (policy.c): policies */
 	PWB__LOCK_PAGE_POOL,	/* pcache->pool_lock: free page buffers
-				 * (pcache.c); a leaf */
+				 * (pcache.c) */
+	PWB__LOCK_PAGE_LRU,	/* pcache->lru[i].lock: one context's
+				 * reclaim list (pcache.c); a leaf */
+	PWB__LOCK_PAGE_ROOM,	/* pcache->room_lock: writers waiting for
+				 * room in the cache (pcache.h); a leaf */
+	PWB__LOCK_CHUNK_RETAIN,	/* retain_lock (pcache.c): chunks of
+				 * closed bdis kept for reuse; a leaf */
 	PWB__NR_LOCK_RANKS
 };
 

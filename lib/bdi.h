@@ -42,7 +42,9 @@ struct pwb_bdi {
 	uint64_t dirty_expire_ns;
 	uint64_t dirtytime_expire_ns;
 	uint64_t writeback_interval_ns;
-	uint64_t bg_thresh_pages;	/* 0: no background writeback */
+	uint64_t bg_thresh_pages;	/* pwb__aread: 0 for no background
+					 * writeback; lowered once by the
+					 * page cache (pcache.c) */
 	/* statx(STATX_WRITE_ATOMIC) at open; 0 where nothing is reported. */
 	unsigned int awu_min;		/* bytes */
 	unsigned int awu_max;		/* bytes */

@@ -317,9 +317,10 @@ static inline __attribute__((always_inline)) int
 mark_dirty_tail(struct pwb_inode *inode, int64_t n)
 {
 	struct pwb_bdi *bdi = inode->bdi;
+	uint64_t bg = pwb__aread(&bdi->bg_thresh_pages);
 
-	if (bdi->bg_thresh_pages && !pwb__aread(&bdi->bg_active) &&
-	    pwb__bdi_dirty_pages(bdi) > bdi->bg_thresh_pages)
+	if (bg && !pwb__aread(&bdi->bg_active) &&
+	    pwb__bdi_dirty_pages(bdi) > bg)
 		pwb__kick_background(bdi);
 	if (n > 0 && (bdi->cfg.flags & PWB_BDI_THROTTLE)) {
 		pwb__throttle_account((uint64_t)n);

@@ -14,6 +14,7 @@
 #include "inode.h"
 #include "region.h"
 #include "writeback.h"
+#include "pcache.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,9 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	pthread_mutex_unlock(&inode->lock);
 
 	uatomic_sub(&wb->stats.writeback_pages, io->nr);
+	/* Clean pages a writer waiting for cache room may take. */
+	if (inode->pcache)
+		pwb__pcache_room(bdi);
 	if (err) {
 		uatomic_inc(&wb->stats.io_errors);
 	} else {

@@ -92,16 +92,130 @@ static void pcache_punch(struct pwb_inode *inode, uint64_t first,
 /* ---------------------------------------------------------------------- */
 /* Pages                                                                  */
 
+/*
+ * Map @len bytes (a multiple of 2 MiB) aligned to 2 MiB, asking for
+ * transparent huge pages, and fault them in. One fault per 2 MiB instead
+ * of one per 4 KiB page: in a paravirtualised guest each fault is an exit,
+ * and they were most of a cold pwb_write(). Where THP is off (or the
+ * madvise calls are unknown) the mapping is faulted in page by page, as
+ * before. NULL: out of memory.
+ */
+static char *chunk_map(size_t len)
+{
+	size_t align = PWB__PCACHE_CHUNK_BYTES, head;
+	char *raw, *c;
+
+	raw = mmap(NULL, len + align, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	head = (align - ((uintptr_t)raw & (align - 1))) & (align - 1);
+	c = raw + head;
+	if (head)
+		munmap(raw, head);
+	munmap(c + len, align - head);
+#ifdef MADV_HUGEPAGE
+	madvise(c, len, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(c, len, MADV_POPULATE_WRITE) == 0)
+		return c;
+	if (errno == ENOMEM || errno == EFAULT || errno == EHWPOISON) {
+		munmap(c, len);
+		return NULL;
+	}
+#endif
+	/* Older kernels: touch each page (a huge page takes one fault). */
+	for (size_t off = 0; off < len; off += 4096)
+		((volatile char *)c)[off] = 0;
+	return c;
+}
+
+/*
+ * Chunks a closed bdi gave back, kept for the next bdi of the process
+ * instead of being unmapped: memory the process already touched is cheap
+ * to reuse, while a fresh mapping is zeroed by the kernel (and, in a
+ * virtual machine whose host takes back free memory, backed again by the
+ * host: about 600 MB/s here, most of the cost of filling a new cache).
+ * They are marked MADV_FREE, so the kernel may still take them under
+ * memory pressure. At most retain_cap bytes are kept: an eighth of RAM,
+ * up to 1 GiB.
+ */
+static pthread_mutex_t retain_lock = PTHREAD_MUTEX_INITIALIZER;
+PWB__MUTEX_RANK_STATIC(retain_lock, PWB__LOCK_CHUNK_RETAIN);
+static struct {
+	void **v;			/* retain_lock: retained chunks */
+	size_t nr, cap;			/* retain_lock */
+} retained;
+
+static size_t retain_cap(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz
+					    : 0;
+
+	return (size_t)PWB__MIN(ram / 8, 1ull << 30) / PWB__PCACHE_CHUNK_BYTES;
+}
+
+/* A retained chunk of the standard size, or NULL. */
+static char *chunk_reuse(size_t len)
+{
+	char *c = NULL;
+
+	if (len != PWB__PCACHE_CHUNK_BYTES)
+		return NULL;
+	pthread_mutex_lock(&retain_lock);
+	if (retained.nr)
+		c = retained.v[--retained.nr];
+	pthread_mutex_unlock(&retain_lock);
+	return c;
+}
+
+/* Give back a chunk of a closing bdi: keep it or unmap it. */
+static void chunk_release(char *c, size_t len)
+{
+	bool kept = false;
+
+	if (len == PWB__PCACHE_CHUNK_BYTES) {
+		pthread_mutex_lock(&retain_lock);
+		if (retained.nr == retained.cap &&
+		    retained.cap < retain_cap()) {
+			size_t cap = PWB__MIN(retained.cap ? 2 * retained.cap
+							   : 64,
+					      retain_cap());
+			void **v = realloc(retained.v, cap * sizeof(*v));
+
+			if (v) {
+				retained.v = v;
+				retained.cap = cap;
+			}
+		}
+		if (retained.nr < retained.cap) {
+			retained.v[retained.nr++] = c;
+			kept = true;
+		}
+		pthread_mutex_unlock(&retain_lock);
+	}
+	if (!kept) {
+		munmap(c, len);
+		return;
+	}
+#ifdef MADV_FREE
+	madvise(c, len, MADV_FREE);
+#endif
+}
+
 /* Map one chunk, keep one buffer of it for the caller and pool the rest.
  * NULL: out of memory. */
 static void *chunk_carve(struct pwb_bdi *bdi)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	size_t ps = pwb__page_size(bdi), off;
-	char *c = mmap(NULL, pb->chunk_bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	char *c = chunk_reuse(pb->chunk_bytes);
 
-	if (c == MAP_FAILED)
+	if (!c)
+		c = chunk_map(pb->chunk_bytes);
+	if (!c)
 		return NULL;
 	pthread_mutex_lock(&pb->pool_lock);
 	if (pb->nr_chunks == pb->cap_chunks) {
@@ -110,7 +224,7 @@ static void *chunk_carve(struct pwb_bdi *bdi)
 
 		if (!v) {
 			pthread_mutex_unlock(&pb->pool_lock);
-			munmap(c, pb->chunk_bytes);
+			chunk_release(c, pb->chunk_bytes);
 			return NULL;
 		}
 		pb->chunks = v;
@@ -191,6 +305,47 @@ static void page_put(struct pwb__page *p)
 	__atomic_fetch_sub(&p->ref, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Put @p at the tail of list @idx unless it is on one or dead. */
+static void lru_add(struct pwb__pcache_bdi *pb, struct pwb__page *p,
+		    unsigned int idx)
+{
+	struct pwb__pcache_lru *l = &pb->lru[idx % PWB_MAX_WB_CTX];
+
+	if (pwb__aread(&p->lru_idx) >= 0)
+		return;
+	pthread_mutex_lock(&l->lock);
+	/* Dead is read under the lock: a kill sets it before it takes the
+	 * lock to unlink, so a page added after that unlink is seen dead. */
+	if (pwb__aread(&p->lru_idx) < 0 && pwb__aread(&p->ref) >= 0) {
+		cds_list_add_tail(&p->lru, &l->head);
+		pwb__aset(&p->lru_idx, (int)(idx % PWB_MAX_WB_CTX));
+		pwb__aset(&l->len, pwb__aread(&l->len) + 1);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Take @p off its list, if it is on one. */
+static void lru_del(struct pwb__pcache_bdi *pb, struct pwb__page *p)
+{
+	for (;;) {
+		int i = pwb__aread(&p->lru_idx);
+		struct pwb__pcache_lru *l;
+
+		if (i < 0)
+			return;
+		l = &pb->lru[i];
+		pthread_mutex_lock(&l->lock);
+		if (pwb__aread(&p->lru_idx) == i) {
+			cds_list_del(&p->lru);
+			pwb__aset(&p->lru_idx, -1);
+			pwb__aset(&l->len, pwb__aread(&l->len) - 1);
+			pthread_mutex_unlock(&l->lock);
+			return;
+		}
+		pthread_mutex_unlock(&l->lock);	/* moved meanwhile */
+	}
+}
+
 /* Remove @p (reference count 0 -> dead): unlink it, free it after a grace
  * period, uncharge it. Return false if someone holds a reference. */
 static bool page_kill(struct pwb_inode *inode, struct pwb__page *p)
@@ -199,6 +354,7 @@ static bool page_kill(struct pwb_inode *inode, struct pwb__page *p)
 
 	if (ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
 		return false;
+	lru_del(pb, p);
 	rcu_read_lock();
 	cds_lfht_del(inode->pcache->pages, &p->node);
 	pwb__rcu_read_unlock();
@@ -208,126 +364,182 @@ static bool page_kill(struct pwb_inode *inode, struct pwb__page *p)
 	return true;
 }
 
-/* Is page @index of @inode dirty or being written? */
-static bool page_busy(struct pwb_inode *inode, uint64_t index)
-{
-	int st = pwb_page_state(inode, index);
+/* ---------------------------------------------------------------------- */
+/* Reclaim lists (pcache.h)                                               */
 
-	return st != 0;
+/* The context whose list @inode's pages read from the device join. */
+static unsigned int inode_owner_ctx(struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb;
+	unsigned int idx;
+
+	rcu_read_lock();	/* a re-shard frees contexts after a grace */
+	wb = PWB__RCU_DEREF(inode->wb);
+	idx = wb ? wb->idx : (unsigned int)(inode->ino % PWB_MAX_WB_CTX);
+	pwb__rcu_read_unlock();
+	return idx;
+}
+
+enum visit { V_FREED, V_KEEP, V_DROP };
+
+/* One reclaim batch's state: the inode lock held over the pages of one
+ * inode, at most 64 of them. */
+struct sweep {
+	struct pwb_inode *locked;
+	unsigned int held;
+};
+
+static void sweep_unlock(struct sweep *sw)
+{
+	if (sw->locked)
+		pthread_mutex_unlock(&sw->locked->lock);
+	sw->locked = NULL;
 }
 
 /*
- * CLOCK sweep over @inode's pages: a referenced page loses its bit, an
- * unreferenced clean idle page is freed. Stop after @want pages freed.
- * Return the pages freed.
+ * Visit page @p, taken off its list, in a read-side section (which keeps
+ * its inode and index): free it if clean, idle and not referenced since
+ * the last visit (V_FREED); V_KEEP to put it back at the tail (in use,
+ * referenced, or being written); V_DROP to leave it off (dirty: it joins
+ * again when written; or dead).
  */
-static uint64_t sweep_inode(struct pwb_inode *inode, uint64_t want)
+static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 {
-	struct cds_lfht_iter iter;
-	struct pwb__page *p;
-	uint64_t freed = 0;
-	unsigned int held = 0;	/* pages visited under inode->lock */
-	bool locked = false;
+	struct pwb_inode *inode = p->inode;
+	struct cds_lfht *pages = PWB__RCU_DEREF(inode->pcache->pages);
+	bool dirty, wb;
+	int r = pwb__aread(&p->ref);
 
-	rcu_read_lock();
-	for (cds_lfht_first(inode->pcache->pages, &iter);
-	     (p = page_of(cds_lfht_iter_get_node(&iter))) != NULL;
-	     cds_lfht_next(inode->pcache->pages, &iter)) {
-		bool busy;
-
-		if (freed >= want)
-			break;
-		if (pwb__aread(&p->ref) != 0)
-			continue;
-		if (pwb__aread(&p->flags) & PWB__PG_REF) {
-			uatomic_and(&p->flags, ~PWB__PG_REF);
-			continue;
-		}
-		/*
-		 * Whole inodes (no region slices): the tags are read under
-		 * inode->lock, held over up to 64 pages at a time, instead
-		 * of pwb_page_state()'s two lock rounds per page.
-		 */
-		if (!locked && !PWB__RCU_DEREF(inode->region)) {
-			pthread_mutex_lock(&inode->lock);
-			locked = !inode->region;
-			if (!locked)
-				pthread_mutex_unlock(&inode->lock);
-			held = 0;
-		}
-		/* Dead first, then checked: a writer needs a reference to
-		 * dirty it, which it cannot take now. */
-		if (ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
-			goto next;
-		if (locked)
-			busy = pwb__map_test(&inode->map, PWB__TAG_DIRTY,
-					     p->index) ||
-			       pwb__map_test(&inode->map, PWB__TAG_WRITEBACK,
-					     p->index);
-		else
-			busy = page_busy(inode, p->index);
-		if (busy) {
-			__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
-			goto next;
-		}
-		cds_lfht_del(inode->pcache->pages, &p->node);
-		PWB__TSAN_RELEASE(p);
-		pwb__call_rcu(&p->rcu, page_free_rcu);
-		uatomic_dec(&inode->bdi->pcache->nr_pages);
-		freed++;
-next:
-		if (locked && ++held >= 64) {
-			pthread_mutex_unlock(&inode->lock);
-			locked = false;
-		}
+	if (r < 0 || !pages)
+		return V_DROP;		/* dead, or its inode closing */
+	if (r > 0)
+		return V_KEEP;
+	if (pwb__aread(&p->flags) & PWB__PG_REF) {
+		uatomic_and(&p->flags, ~PWB__PG_REF);
+		return V_KEEP;
 	}
-	if (locked)
-		pthread_mutex_unlock(&inode->lock);
-	pwb__rcu_read_unlock();
+	/* Dead first, then checked: a writer needs a reference to dirty
+	 * it, which it cannot take now. */
+	if (ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
+		return V_KEEP;
+	if (PWB__RCU_DEREF(inode->region)) {
+		/* Region slices hold the tags: ask for them. */
+		int st;
+
+		sweep_unlock(sw);
+		st = pwb_page_state(inode, p->index);
+		if (st < 0)	/* closing: its close frees the page */
+			st = PWB_PAGE_DIRTY;
+		dirty = st & PWB_PAGE_DIRTY;
+		wb = st & PWB_PAGE_WRITEBACK;
+	} else {
+		if (sw->locked != inode || sw->held >= 64) {
+			sweep_unlock(sw);
+			pthread_mutex_lock(&inode->lock);
+			sw->locked = inode;
+			sw->held = 0;
+		}
+		sw->held++;
+		dirty = pwb__map_test(&inode->map, PWB__TAG_DIRTY, p->index);
+		wb = pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, p->index);
+	}
+	if (dirty || wb) {
+		__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
+		return dirty ? V_DROP : V_KEEP;
+	}
+	cds_lfht_del(pages, &p->node);
+	PWB__TSAN_RELEASE(p);
+	pwb__call_rcu(&p->rcu, page_free_rcu);
+	uatomic_dec(&p->pb->nr_pages);
+	return V_FREED;
+}
+
+#define SWEEP_BATCH 32
+
+/*
+ * Free up to @want pages from list @idx, visiting each page on it at most
+ * twice (a referenced page gets its second chance). Return pages freed.
+ */
+static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
+			    uint64_t want)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	struct pwb__pcache_lru *l = &pb->lru[idx];
+	struct pwb__page *batch[SWEEP_BATCH];
+	uint64_t freed = 0, budget = 2 * pwb__aread(&l->len);
+	unsigned int n, i, kept;
+
+	while (freed < want && budget) {
+		struct sweep sw = { 0 };
+
+		pthread_mutex_lock(&l->lock);
+		for (n = 0; n < SWEEP_BATCH && n < budget &&
+			    !cds_list_empty(&l->head);
+		     n++) {
+			struct pwb__page *p = cds_list_first_entry(
+				&l->head, struct pwb__page, lru);
+
+			cds_list_del(&p->lru);
+			pwb__aset(&p->lru_idx, -1);
+			batch[n] = p;
+		}
+		pwb__aset(&l->len, pwb__aread(&l->len) - n);
+		/* The read-side section starts before the lock ends: no page
+		 * taken off can be freed by a kill before it. */
+		rcu_read_lock();
+		pthread_mutex_unlock(&l->lock);
+		if (!n) {
+			pwb__rcu_read_unlock();
+			break;
+		}
+		budget -= n;
+		for (i = kept = 0; i < n; i++) {
+			enum visit v = freed < want ? sweep_page(&sw, batch[i])
+						    : V_KEEP;
+
+			if (v == V_FREED)
+				freed++;
+			else if (v == V_KEEP)
+				batch[kept++] = batch[i];
+		}
+		sweep_unlock(&sw);
+		/* Back at the tail, unless killed meanwhile (lru_add checks
+		 * under the lock; the section still keeps their memory). */
+		for (i = 0; i < kept; i++)
+			lru_add(pb, batch[i], idx);
+		pwb__rcu_read_unlock();
+	}
 	return freed;
 }
 
-/* The context whose flusher reclaims @inode's pages. */
-static int inode_owner_ctx(struct pwb_inode *inode, unsigned int nr)
-{
-	struct pwb__wb_ctx *wb = PWB__RCU_DEREF(inode->wb);
-
-	if (wb)
-		return (int)(wb->idx % nr);
-	return (int)(inode->ino % nr);
-}
-
-/* Free up to @want clean pages of the inodes of context @idx (-1: every
- * inode). Return the pages freed. */
+/*
+ * Free up to @want clean pages from the reclaim list of context @idx
+ * (and from the lists of contexts a re-shard retired, idx + k * nr), or
+ * with @idx -1 from every list, starting at a different one each call.
+ * Return the pages freed.
+ */
 static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
 {
-	struct pwb_inode **v;
-	size_t nr, i;
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	unsigned int nctx = pwb_bdi_nr_wb_ctx(bdi), i, start;
 	uint64_t freed = 0;
-	unsigned int nctx = pwb_bdi_nr_wb_ctx(bdi);
 
 	if (!nctx)
 		return 0;
-	/* A read-side section around the walk keeps the inodes. */
-	rcu_read_lock();
-	v = pwb__bdi_collect_inodes(bdi, &nr);
-	/* Two rounds: the first may only clear CLOCK bits. */
-	for (int round = 0; round < 2 && freed < want; round++) {
-		for (i = 0; i < nr && freed < want; i++) {
-			if (!v[i]->pcache)
-				continue;
-			if (idx >= 0 && inode_owner_ctx(v[i], nctx) != idx)
-				continue;
-			if (pwb__inode_enter(v[i], PWB__HOLD_REF,
-					     "reclaim"))
-				continue;
-			freed += sweep_inode(v[i], want - freed);
-			pwb__inode_exit(v[i], PWB__HOLD_REF);
-		}
+	if (idx >= 0) {
+		for (i = (unsigned int)idx; i < PWB_MAX_WB_CTX && freed < want;
+		     i += nctx)
+			if (pwb__aread(&pb->lru[i].len))
+				freed += lru_reclaim(bdi, i, want - freed);
+		return freed;
 	}
-	pwb__rcu_read_unlock();
-	pwb__err_clear();
-	free(v);
+	start = (unsigned int)uatomic_add_return(&pb->sweep_start, 1);
+	for (i = 0; i < PWB_MAX_WB_CTX && freed < want; i++) {
+		unsigned int k = (start + i) % PWB_MAX_WB_CTX;
+
+		if (pwb__aread(&pb->lru[k].len))
+			freed += lru_reclaim(bdi, k, want - freed);
+	}
 	return freed;
 }
 
@@ -376,8 +588,10 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 	t0 = pwb__clock_monotonic(NULL);
 	freed = reclaim(bdi, (int)idx, n - low);
 	uatomic_add(&pb->reclaim_ns[idx], pwb__clock_monotonic(NULL) - t0);
-	if (freed)
+	if (freed) {
 		uatomic_add(&pb->reclaimed[idx], freed);
+		pwb__pcache_room(bdi);
+	}
 	if (pwb__aread(&pb->nr_pages) <= low)
 		pwb__aset(&pb->reclaiming, 0);
 	else if (freed)	/* the others' inodes hold the rest */
@@ -386,18 +600,47 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 
 
 
-/* Charge one page against cache_bytes: reclaim or wait for writeback
- * when the cache is full. 0, or -ETIMEDOUT. */
+/*
+ * Sleep until pages were freed or a write ended since @seq was read (see
+ * pwb__pcache_room), or @deadline (cfg.clock; 0: none) passed, at most
+ * 10 ms of real time: the clock may be a test's, which does not move by
+ * itself, and a sweep can miss what a concurrent CLOCK pass skipped.
+ */
+static void room_wait(struct pwb_bdi *bdi, uint64_t seq)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	struct timespec ts;
+
+	uatomic_inc(&pb->room_waiters);	/* a full barrier: see room() */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += 10 * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&pb->room_lock);
+	while (pwb__aread(&pb->room_seq) == seq &&
+	       pthread_cond_timedwait(&pb->room_cond, &pb->room_lock, &ts) !=
+		       ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&pb->room_lock);
+	uatomic_dec(&pb->room_waiters);
+}
+
+/* Charge one page against cache_bytes: reclaim, or start writeback and
+ * wait for it, when the cache is full. 0, or -ETIMEDOUT; without @wait,
+ * -ENOBUFS at once. */
 static int charge_page(struct pwb_inode *inode, bool wait)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	uint64_t deadline = 0, timeout;
+	bool asked = false;
 
 	timeout = bdi->cfg.throttle_timeout_ms * PWB__NSEC_PER_MSEC;
 	for (;;) {
 		uint64_t n = pwb__aread(&pb->nr_pages);
-		uint64_t freed;
+		uint64_t freed, seq;
 
 		if (n < pb->limit_pages) {
 			if (uatomic_cmpxchg(&pb->nr_pages, n, n + 1) != n)
@@ -406,7 +649,9 @@ static int charge_page(struct pwb_inode *inode, bool wait)
 				kick_reclaim(bdi);
 			return 0;
 		}
-		freed = reclaim(bdi, -1, 8);
+		/* Read before looking: what ends after this wakes us. */
+		seq = pwb__aread(&pb->room_seq);
+		freed = reclaim(bdi, -1, 32);
 		if (freed) {
 			uatomic_add(&pb->direct_reclaims, freed);
 			continue;
@@ -422,12 +667,18 @@ static int charge_page(struct pwb_inode *inode, bool wait)
 					"throttle_timeout_ms",
 					(unsigned long long)
 						bdi->cfg.cache_bytes);
-		pwb_bdi_writeback(bdi, PWB_WB_ALL, 0);
-		{
-			struct timespec ts = { 0, 1000000 };
-
-			nanosleep(&ts, NULL);
+		/* Everything cached is dirty or in flight: have it written
+		 * and wait for a write to end. Background writeback starts
+		 * at half the cache (pwb__pcache_inode_init); below that, a
+		 * pass over everything, asked again after 10 idle ms. */
+		if (!asked) {
+			pwb_bdi_writeback(bdi, PWB_WB_ALL, 0);
+			asked = true;
 		}
+		room_wait(bdi, seq);
+		/* Nothing happened for 10 ms: ask again. */
+		if (pwb__aread(&pb->room_seq) == seq)
+			asked = false;
 	}
 }
 
@@ -479,6 +730,8 @@ static int page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		}
 		np->index = index;
 		np->pb = bdi->pcache;
+		np->inode = inode;
+		np->lru_idx = -1;
 		np->ref = 1;
 		pwb__mutex_init(&np->lock, PWB__LOCK_PAGE);
 		cds_lfht_node_init(&np->node);
@@ -512,6 +765,8 @@ static int page_fill_locked(struct pwb_inode *inode, struct pwb__page *p,
 
 	if (!ret)
 		uatomic_or(&p->flags, PWB__PG_UPTODATE);
+	/* Clean (or, failed, empty): reclaimable. */
+	lru_add(inode->bdi->pcache, p, inode_owner_ctx(inode));
 	return ret;
 }
 
@@ -601,8 +856,14 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 			 * the last copy before the device reads the data. */
 			ret = -EAGAIN;
 		} else {
+			int idx = pwb__flusher_ctx_idx();
+
 			pthread_mutex_unlock(&p->lock);
 			*data = p->data;	/* tagged WRITEBACK: kept */
+			/* Clean once written: reclaimable by this context. */
+			lru_add(inode->bdi->pcache, p,
+				idx >= 0 ? (unsigned int)idx
+					 : inode_owner_ctx(inode));
 		}
 	}
 	pwb__rcu_read_unlock();
@@ -701,6 +962,8 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	return ret;
 out:
 	pthread_mutex_unlock(&p->lock);
+	/* Not dirtied: reclaimable, even if never filled. */
+	lru_add(inode->bdi->pcache, p, inode_owner_ctx(inode));
 	page_put(p);
 	return ret;
 }
@@ -1035,6 +1298,7 @@ static void drop_range(struct pwb_inode *inode, uint64_t first,
 		if (again)
 			sched_yield();
 	} while (again);
+	pwb__pcache_room(inode->bdi);
 }
 
 void pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
@@ -1114,6 +1378,19 @@ int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 	pb->chunk_bytes = PWB__MAX(PWB__PCACHE_CHUNK_BYTES,
 				   pwb__page_size(bdi));
 	pwb__mutex_init(&pb->pool_lock, PWB__LOCK_PAGE_POOL);
+	pwb__mutex_init(&pb->room_lock, PWB__LOCK_PAGE_ROOM);
+	for (unsigned int i = 0; i < PWB_MAX_WB_CTX; i++) {
+		pwb__mutex_init(&pb->lru[i].lock, PWB__LOCK_PAGE_LRU);
+		CDS_INIT_LIST_HEAD(&pb->lru[i].head);
+	}
+	{
+		pthread_condattr_t attr;
+
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&pb->room_cond, &attr);
+		pthread_condattr_destroy(&attr);
+	}
 	bdi->pcache = pb;
 	return 0;
 }
@@ -1128,11 +1405,15 @@ void pwb__pcache_bdi_fini(struct pwb_bdi *bdi)
 	/* The lock only for TSan, which does not see rcu_barrier(). */
 	pthread_mutex_lock(&pb->pool_lock);
 	while (pb->nr_chunks)
-		munmap(pb->chunks[--pb->nr_chunks], pb->chunk_bytes);
+		chunk_release(pb->chunks[--pb->nr_chunks], pb->chunk_bytes);
 	free(pb->chunks);
 	pb->pool = NULL;
 	pthread_mutex_unlock(&pb->pool_lock);
 	pthread_mutex_destroy(&pb->pool_lock);
+	pthread_mutex_destroy(&pb->room_lock);
+	for (unsigned int i = 0; i < PWB_MAX_WB_CTX; i++)
+		pthread_mutex_destroy(&pb->lru[i].lock);
+	pthread_cond_destroy(&pb->room_cond);
 	free(pb);
 	bdi->pcache = NULL;
 }
@@ -1153,6 +1434,22 @@ int pwb__pcache_inode_init(struct pwb_inode *inode)
 		return pwb__err(-ENOMEM, "pwb_inode_open: out of memory");
 	}
 	inode->pcache = pc;
+	/*
+	 * The kernel starts background writeback at a share of the memory
+	 * that can hold dirty pages; here that memory is the cache. With
+	 * dirty_background_bytes above half of it, writers would fill the
+	 * cache with dirty pages before any writeback began and then wait
+	 * for all of it: lower the threshold to half the cache (once; it
+	 * only goes down, and 0, no background writeback, stays).
+	 */
+	for (;;) {
+		uint64_t bg = pwb__aread(&inode->bdi->bg_thresh_pages);
+		uint64_t half = PWB__MAX(inode->bdi->pcache->limit_pages / 2, 1u);
+
+		if (!bg || bg <= half ||
+		    uatomic_cmpxchg(&inode->bdi->bg_thresh_pages, bg, half) == bg)
+			break;
+	}
 	return 0;
 }
 

@@ -33,7 +33,12 @@
 struct pwb__page {
 	struct cds_lfht_node node;	/* pcache->pages: RCU */
 	struct pwb__pcache_bdi *pb;	/* read-only: for the buffer pool */
+	struct pwb_inode *inode;	/* read-only: the owner */
 	uint64_t index;			/* read-only */
+	struct cds_list_head lru;	/* lru[lru_idx].lock */
+	int lru_idx;			/* uatomic, changed under
+					 * lru[lru_idx].lock: the reclaim
+					 * list the page is on, -1: none */
 	void *data;			/* read-only pointer, page_size bytes
 					 * aligned to the logical block size */
 	pthread_mutex_t lock;		/* the data, PWB__PG_UPTODATE */
@@ -47,7 +52,24 @@ struct pwb__pcache_inode {
 	uint64_t size;			/* uatomic: bytes (file size) */
 };
 
+/*
+ * One context's reclaim list: the pages that may be clean, oldest first.
+ * A page joins the list of the context that writes it (in get_page, so
+ * it is there when its write ends) or, read from the device, of its
+ * inode's context. Reclaim takes pages from the head: a clean idle page
+ * not referenced since its last visit is freed; a referenced or
+ * in-flight one goes to the tail (CLOCK's second chance); a dirty one
+ * leaves the list until its next write. So a pass never walks the dirty
+ * pages over and over, and each context frees its own pages.
+ */
+struct pwb__pcache_lru {
+	pthread_mutex_t lock;
+	struct cds_list_head head;	/* lock */
+	uint64_t len;			/* uatomic, changed under lock */
+} __attribute__((aligned(64)));
+
 struct pwb__pcache_bdi {
+	struct pwb__pcache_lru lru[PWB_MAX_WB_CTX];
 	uint64_t limit_pages;		/* read-only: cache_bytes in pages */
 	uint64_t nr_pages;		/* uatomic: pages allocated */
 	uint64_t reclaimed[PWB_MAX_WB_CTX];	/* uatomic: per context */
@@ -56,6 +78,14 @@ struct pwb__pcache_bdi {
 	uint64_t direct_reclaims;	/* uatomic: pages freed by writers */
 	int reclaiming;			/* uatomic: above the high watermark,
 					 * not yet down to the low one */
+	uint64_t sweep_start;		/* uatomic: rotates the list a
+					 * writer's direct reclaim starts at */
+	/* Writers waiting for room (charge_page): woken when pages are
+	 * freed or a write of a page ends, instead of polling. */
+	uint64_t room_seq;		/* uatomic: bumped at each such event */
+	unsigned int room_waiters;	/* uatomic */
+	pthread_mutex_t room_lock;	/* room_cond */
+	pthread_cond_t room_cond;	/* CLOCK_MONOTONIC */
 	/* Page buffers come from chunks of PWB__PCACHE_CHUNK_BYTES mapped
 	 * and faulted in at once (an aligned malloc and a page fault per
 	 * page were most of the cost of a cold write); free buffers wait in
@@ -71,8 +101,30 @@ struct pwb__pcache_bdi {
 	size_t chunk_bytes;		/* read-only */
 };
 
-/* Bytes mapped at once for page buffers (at least one page). */
-#define PWB__PCACHE_CHUNK_BYTES (1u << 20)
+/* Bytes mapped at once for page buffers (at least one page): one
+ * transparent huge page. */
+#define PWB__PCACHE_CHUNK_BYTES (2u << 20)
+
+/*
+ * Pages may have become reclaimable (a write ended) or were freed: wake
+ * the writers waiting for room in @bdi's cache. One atomic increment when
+ * nobody waits. Any thread, no lock held but inode->lock or less (a leaf).
+ */
+static inline void pwb__pcache_room(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+
+	if (!pb)
+		return;
+	uatomic_inc(&pb->room_seq);	/* a full barrier: pairs with the
+					 * waiter's increment of
+					 * room_waiters */
+	if (pwb__aread(&pb->room_waiters)) {
+		pthread_mutex_lock(&pb->room_lock);
+		pthread_cond_broadcast(&pb->room_cond);
+		pthread_mutex_unlock(&pb->room_lock);
+	}
+}
 
 /* bdi open and close. */
 int pwb__pcache_bdi_init(struct pwb_bdi *bdi) PWB__INTERNAL;

@@ -84,7 +84,8 @@ static uint64_t setpoint_of(uint64_t bg, uint64_t limit)
 
 bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi)
 {
-	uint64_t bg = bdi->bg_thresh_pages, limit = bdi->dirty_limit_pages;
+	uint64_t bg = pwb__aread(&bdi->bg_thresh_pages);
+	uint64_t limit = bdi->dirty_limit_pages;
 	uint64_t bw;
 
 	return limit && bdi_dirty_state(bdi, &bw) > setpoint_of(bg, limit);
@@ -177,7 +178,7 @@ static void sleep_ns(uint64_t ns)
 static uint64_t next_pause(struct pwb_bdi *bdi, uint64_t dirtied, bool *hard)
 {
 	struct pwb__throttle_state s = {
-		.bg = bdi->bg_thresh_pages,
+		.bg = pwb__aread(&bdi->bg_thresh_pages),
 		.limit = bdi->dirty_limit_pages,
 		.dirtied = dirtied,
 		.page_shift = bdi->page_shift,

@@ -74,8 +74,9 @@ struct wb_control {
 static bool over_bg_thresh(struct pwb_bdi *bdi)
 {
 	uint64_t dirty = pwb__bdi_dirty_pages(bdi);
+	uint64_t bg = pwb__aread(&bdi->bg_thresh_pages);
 
-	if (bdi->bg_thresh_pages && dirty > bdi->bg_thresh_pages)
+	if (bg && dirty > bg)
 		return true;
 	return dirty && pwb__throttle_over_setpoint(bdi);
 }
