@@ -275,6 +275,33 @@ static void page_free_rcu(struct rcu_head *head)
 	free(p);
 }
 
+/* A reclaim batch: the first page's rcu_head, the others linked through
+ * their lru heads (off every list once dead). One callback, one pool
+ * lock for all the buffers. */
+static void batch_free_rcu(struct rcu_head *head)
+{
+	struct pwb__page *first = caa_container_of(head, struct pwb__page, rcu);
+	struct pwb__pcache_bdi *pb = first->pb;
+	struct pwb__page *p, *tmp;
+	struct cds_list_head all;
+
+	pwb__rcu_callback_begin(first);
+	/* The list of the others, headed by the first page's lru. */
+	cds_list_add(&all, &first->lru);
+	pthread_mutex_lock(&pb->pool_lock);
+	cds_list_for_each_entry_safe(p, tmp, &all, lru) {
+		PWB__TSAN_ACQUIRE(p);
+		*(void **)p->data = pb->pool;
+		pb->pool = p->data;
+		pb->pool_len++;
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	cds_list_for_each_entry_safe(p, tmp, &all, lru) {
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+	}
+}
+
 /* The reference count's read-modify-writes, as compiler atomics: every
  * put happens before the kill that frees the page, for TSan too. Return
  * the value found (@old on success). */
@@ -449,9 +476,8 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 	}
 	cds_lfht_del(pages, &p->node);
 	PWB__TSAN_RELEASE(p);
-	pwb__call_rcu(&p->rcu, page_free_rcu);
 	uatomic_dec(&p->pb->nr_pages);
-	return V_FREED;
+	return V_FREED;		/* the caller frees it (batch_free_rcu) */
 }
 
 #define SWEEP_BATCH 32
@@ -465,7 +491,7 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	struct pwb__pcache_lru *l = &pb->lru[idx];
-	struct pwb__page *batch[SWEEP_BATCH];
+	struct pwb__page *batch[SWEEP_BATCH], *dead = NULL;
 	uint64_t freed = 0, budget = 2 * pwb__aread(&l->len);
 	unsigned int n, i, kept;
 
@@ -497,12 +523,25 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 			enum visit v = freed < want ? sweep_page(&sw, batch[i])
 						    : V_KEEP;
 
-			if (v == V_FREED)
+			if (v == V_FREED) {
+				/* Linked behind the batch's first page. */
+				if (!dead)
+					CDS_INIT_LIST_HEAD(&batch[i]->lru);
+				else
+					cds_list_add_tail(&batch[i]->lru,
+							  &dead->lru);
+				if (!dead)
+					dead = batch[i];
 				freed++;
-			else if (v == V_KEEP)
+			} else if (v == V_KEEP) {
 				batch[kept++] = batch[i];
+			}
 		}
 		sweep_unlock(&sw);
+		if (dead) {
+			pwb__call_rcu(&dead->rcu, batch_free_rcu);
+			dead = NULL;
+		}
 		/* Back at the tail, unless killed meanwhile (lru_add checks
 		 * under the lock; the section still keeps their memory). */
 		for (i = 0; i < kept; i++)
