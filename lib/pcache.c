@@ -1008,6 +1008,50 @@ out:
 }
 
 /*
+ * The lookup shared by the hit paths below: the cached page holding
+ * [off, off + len) if that range lies in one page, with a reference and
+ * its lock taken (trylock: a busy page sends the caller to its slow
+ * path); *@pgoff is the range's offset in it. NULL: not cached, dying,
+ * locked, spanning pages, or the inode is closing.
+ */
+static struct pwb__page *fast_lock_page(struct pwb_inode *inode, size_t len,
+					uint64_t off, unsigned int *pgoff)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	struct cds_lfht_iter iter;
+	struct cds_lfht *pages;
+	struct pwb__page *p;
+	unsigned int shift;
+	uint64_t index;
+
+	if (!pc)
+		return NULL;
+	shift = inode->bdi->page_shift;
+	*pgoff = (unsigned int)(off & ((1u << shift) - 1));
+	if (len > (1u << shift) - *pgoff)
+		return NULL;
+	index = off >> shift;
+	rcu_read_lock();
+	pages = PWB__RCU_DEREF(pc->pages);
+	if (caa_unlikely(!pages)) {
+		pwb__rcu_read_unlock();
+		return NULL;
+	}
+	cds_lfht_lookup(pages, index_hash(index), index_match, &index, &iter);
+	p = page_of(cds_lfht_iter_get_node(&iter));
+	if (!p || !page_get(p)) {
+		pwb__rcu_read_unlock();
+		return NULL;
+	}
+	pwb__rcu_read_unlock();
+	if (pthread_mutex_trylock(&p->lock)) {
+		page_put(p);
+		return NULL;
+	}
+	return p;
+}
+
+/*
  * The hit path of pwb_write(): a range inside one cached page that is
  * already dirty and not being written. It needs no new dirtying, no
  * reservation and no wait, so it holds neither a reference on the inode nor
@@ -1021,38 +1065,17 @@ out:
 static ssize_t write_fast(struct pwb_inode *inode, const void *buf,
 			  size_t len, uint64_t off)
 {
-	struct pwb__pcache_inode *pc = inode->pcache;
-	struct cds_lfht_iter iter;
-	struct cds_lfht *pages;
 	struct pwb__page *p;
-	unsigned int shift, pgoff;
+	unsigned int pgoff;
 	uint64_t index;
 	bool ok;
 
-	if (!pc || !buf || PWB__RCU_DEREF(inode->region))
+	if (!buf || PWB__RCU_DEREF(inode->region))
 		return -EAGAIN;
-	shift = inode->bdi->page_shift;
-	pgoff = (unsigned int)(off & ((1u << shift) - 1));
-	if (len > (1u << shift) - pgoff)
+	p = fast_lock_page(inode, len, off, &pgoff);
+	if (!p)
 		return -EAGAIN;
-	index = off >> shift;
-	rcu_read_lock();
-	pages = PWB__RCU_DEREF(pc->pages);
-	if (caa_unlikely(!pages)) {
-		pwb__rcu_read_unlock();
-		return -EAGAIN;
-	}
-	cds_lfht_lookup(pages, index_hash(index), index_match, &index, &iter);
-	p = page_of(cds_lfht_iter_get_node(&iter));
-	if (!p || !page_get(p)) {
-		pwb__rcu_read_unlock();
-		return -EAGAIN;
-	}
-	pwb__rcu_read_unlock();
-	if (pthread_mutex_trylock(&p->lock)) {
-		page_put(p);
-		return -EAGAIN;
-	}
+	index = p->index;
 	pthread_mutex_lock(&inode->lock);
 	ok = !(inode->state & PWB__I_FREEING) && !PWB__READ(inode->region) &&
 	     pwb__map_test(&inode->map, PWB__TAG_DIRTY, index) &&
@@ -1067,7 +1090,7 @@ static ssize_t write_fast(struct pwb_inode *inode, const void *buf,
 	if (!(pwb__aread(&p->flags) & PWB__PG_REF))
 		uatomic_or(&p->flags, PWB__PG_REF);
 	pthread_mutex_unlock(&p->lock);
-	size_raise(pc, off + len);
+	size_raise(inode->pcache, off + len);
 	page_put(p);
 	return (ssize_t)len;
 }
@@ -1151,45 +1174,20 @@ static ssize_t read_fast(struct pwb_inode *inode, void *buf, size_t len,
 			 uint64_t off)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
-	struct cds_lfht_iter iter;
-	struct cds_lfht_node *node;
-	struct cds_lfht *pages;
 	struct pwb__page *p;
-	unsigned int shift, pgoff;
-	uint64_t size, index;
+	unsigned int pgoff;
+	uint64_t size;
 
 	if (!pc || !buf)
 		return -EAGAIN;
-	shift = inode->bdi->page_shift;
-	pgoff = (unsigned int)(off & ((1u << shift) - 1));
-	if (len > (1u << shift) - pgoff)
-		return -EAGAIN;
-	index = off >> shift;
-	rcu_read_lock();
-	pages = PWB__RCU_DEREF(pc->pages);
-	if (caa_unlikely(!pages)) {
-		pwb__rcu_read_unlock();
-		return -EAGAIN;
-	}
 	size = pwb__aread(&pc->size);
-	if (off >= size) {
-		pwb__rcu_read_unlock();
-		return 0;
-	}
+	if (off >= size)
+		return -EAGAIN;	/* end of file: the slow path says 0 */
 	if (len > size - off)
 		len = (size_t)(size - off);
-	cds_lfht_lookup(pages, index_hash(index), index_match, &index, &iter);
-	node = cds_lfht_iter_get_node(&iter);
-	p = page_of(node);
-	if (!p || !page_get(p)) {
-		pwb__rcu_read_unlock();
+	p = fast_lock_page(inode, len, off, &pgoff);
+	if (!p)
 		return -EAGAIN;
-	}
-	pwb__rcu_read_unlock();
-	if (pthread_mutex_trylock(&p->lock)) {
-		page_put(p);
-		return -EAGAIN;
-	}
 	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
 		pthread_mutex_unlock(&p->lock);
 		page_put(p);
