@@ -281,16 +281,17 @@ static void page_free_rcu(struct rcu_head *head)
 static void batch_free_rcu(struct rcu_head *head)
 {
 	struct pwb__page *first = caa_container_of(head, struct pwb__page, rcu);
-	struct pwb__pcache_bdi *pb = first->pb;
+	struct pwb__pcache_bdi *pb;
 	struct pwb__page *p, *tmp;
 	struct cds_list_head all;
 
+	/* Pairs with the release after the batch was linked. */
 	pwb__rcu_callback_begin(first);
+	pb = first->pb;
 	/* The list of the others, headed by the first page's lru. */
 	cds_list_add(&all, &first->lru);
 	pthread_mutex_lock(&pb->pool_lock);
 	cds_list_for_each_entry_safe(p, tmp, &all, lru) {
-		PWB__TSAN_ACQUIRE(p);
 		*(void **)p->data = pb->pool;
 		pb->pool = p->data;
 		pb->pool_len++;
@@ -332,30 +333,49 @@ static void page_put(struct pwb__page *p)
 	__atomic_fetch_sub(&p->ref, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Put @p at the tail of list @idx unless it is on one or dead. */
+/*
+ * Reclaim-list membership. lru_idx is claimed (-1 -> idx, seq_cst) before
+ * the page is linked under that list's lock; a kill sets the reference
+ * count dead (seq_cst) before it reads lru_idx. So either the kill sees
+ * the claim and takes the list's lock to undo it, or the adder, which
+ * looks for death under that lock, sees the kill and links nothing: a
+ * dead page is never left on a list (its memory is freed after a grace
+ * period and the list would point into it). The stores of -1 are
+ * releases: the next claimer (acquire) may write the list head at once.
+ */
+
+/* Put @p at the tail of list @idx unless it is on one (or joining one),
+ * or dead. */
 static void lru_add(struct pwb__pcache_bdi *pb, struct pwb__page *p,
 		    unsigned int idx)
 {
-	struct pwb__pcache_lru *l = &pb->lru[idx % PWB_MAX_WB_CTX];
+	int i = (int)(idx % PWB_MAX_WB_CTX);
+	struct pwb__pcache_lru *l = &pb->lru[i];
+	int none = -1;
 
-	if (pwb__aread(&p->lru_idx) >= 0)
+	if (pwb__aread(&p->lru_idx) >= 0 ||
+	    !__atomic_compare_exchange_n(&p->lru_idx, &none, i, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&l->lock);
-	/* Dead is read under the lock: a kill sets it before it takes the
-	 * lock to unlink, so a page added after that unlink is seen dead. */
-	if (pwb__aread(&p->lru_idx) < 0 && pwb__aread(&p->ref) >= 0) {
+	if (pwb__aread(&p->lru_idx) != i) {
+		/* A kill undid the claim. */
+	} else if (__atomic_load_n(&p->ref, __ATOMIC_SEQ_CST) < 0) {
+		/* Dying: stays off. */
+		__atomic_store_n(&p->lru_idx, -1, __ATOMIC_RELEASE);
+	} else {
 		cds_list_add_tail(&p->lru, &l->head);
-		pwb__aset(&p->lru_idx, (int)(idx % PWB_MAX_WB_CTX));
+		p->lru_linked = true;
 		pwb__aset(&l->len, pwb__aread(&l->len) + 1);
 	}
 	pthread_mutex_unlock(&l->lock);
 }
 
-/* Take @p off its list, if it is on one. */
+/* Take dead page @p off its list, or undo a claim on one. */
 static void lru_del(struct pwb__pcache_bdi *pb, struct pwb__page *p)
 {
 	for (;;) {
-		int i = pwb__aread(&p->lru_idx);
+		int i = __atomic_load_n(&p->lru_idx, __ATOMIC_SEQ_CST);
 		struct pwb__pcache_lru *l;
 
 		if (i < 0)
@@ -363,9 +383,12 @@ static void lru_del(struct pwb__pcache_bdi *pb, struct pwb__page *p)
 		l = &pb->lru[i];
 		pthread_mutex_lock(&l->lock);
 		if (pwb__aread(&p->lru_idx) == i) {
-			cds_list_del(&p->lru);
-			pwb__aset(&p->lru_idx, -1);
-			pwb__aset(&l->len, pwb__aread(&l->len) - 1);
+			if (p->lru_linked) {
+				cds_list_del(&p->lru);
+				p->lru_linked = false;
+				pwb__aset(&l->len, pwb__aread(&l->len) - 1);
+			}
+			__atomic_store_n(&p->lru_idx, -1, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&l->lock);
 			return;
 		}
@@ -474,8 +497,10 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 		__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
 		return dirty ? V_DROP : V_KEEP;
 	}
+	/* Off the list an adder may have put it on since it was taken
+	 * (a reader filling it, say, before dropping its reference). */
+	lru_del(p->pb, p);
 	cds_lfht_del(pages, &p->node);
-	PWB__TSAN_RELEASE(p);
 	uatomic_dec(&p->pb->nr_pages);
 	return V_FREED;		/* the caller frees it (batch_free_rcu) */
 }
@@ -506,7 +531,8 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 				&l->head, struct pwb__page, lru);
 
 			cds_list_del(&p->lru);
-			pwb__aset(&p->lru_idx, -1);
+			p->lru_linked = false;
+			__atomic_store_n(&p->lru_idx, -1, __ATOMIC_RELEASE);
 			batch[n] = p;
 		}
 		pwb__aset(&l->len, pwb__aread(&l->len) - n);
@@ -539,6 +565,8 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 		}
 		sweep_unlock(&sw);
 		if (dead) {
+			/* After the links: the callback acquires it. */
+			PWB__TSAN_RELEASE(dead);
 			pwb__call_rcu(&dead->rcu, batch_free_rcu);
 			dead = NULL;
 		}

@@ -36,9 +36,10 @@ struct pwb__page {
 	struct pwb_inode *inode;	/* read-only: the owner */
 	uint64_t index;			/* read-only */
 	struct cds_list_head lru;	/* lru[lru_idx].lock */
-	int lru_idx;			/* uatomic, changed under
-					 * lru[lru_idx].lock: the reclaim
-					 * list the page is on, -1: none */
+	int lru_idx;			/* uatomic: the reclaim list the
+					 * page is on or about to join, -1:
+					 * none (pcache.c, lru_add) */
+	bool lru_linked;		/* lru[lru_idx].lock: on it */
 	void *data;			/* read-only pointer, page_size bytes
 					 * aligned to the logical block size */
 	pthread_mutex_t lock;		/* the data, PWB__PG_UPTODATE */

@@ -451,6 +451,90 @@ START_TEST(test_reclaim_per_context)
 }
 END_TEST
 
+/*
+ * Background writeback starts at half the cache when dirty_background_bytes
+ * is more than that: with the 64 MiB default above a 64-page cache, 40
+ * dirty pages (over half) get written with the clock stopped (no expiry),
+ * without anyone asking; before, nothing was written until the cache was
+ * full and a writer waited.
+ */
+START_TEST(test_background_writeback_starts_at_half_the_cache)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct pwb_stats st;
+	static unsigned char w[PS];
+	const uint64_t cache_pages = 64;
+	int tries = 0;
+
+	tu_env_config(&e, 1, "psync");
+	e.cfg.cache_bytes = cache_pages * PS;
+	e.cfg.dirty_background_bytes = 64ull << 20;
+	tu_env_open(&e, IMG_PAGES);
+	inode = open_lib(&e, 0, 0);
+	for (uint64_t i = 0; i < 40; i++)
+		ck_assert_int_eq(pwb_write(inode, w, PS, i * PS), PS);
+	do {
+		struct timespec ts = { 0, 2000000 };
+
+		nanosleep(&ts, NULL);
+		ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	} while (st.written_pages == 0 && ++tries < 2500);
+
+	ck_assert_uint_gt(st.written_pages, 0);
+	/* Down to (at most) the threshold, not necessarily to 0. */
+	ck_assert_uint_le(st.dirty_pages, cache_pages / 2);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * Pages read from the device join their context's reclaim list: reading a
+ * file four times the cache's size through a cold cache frees the pages
+ * read earlier and caches the later ones (a page no list holds could
+ * never be reclaimed, and the reads would go around the cache).
+ */
+START_TEST(test_pages_read_from_device_are_reclaimed)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct pwb_stats st;
+	const uint64_t cache_pages = 64, total = 4 * cache_pages;
+	unsigned char *ref = malloc(total * PS), *buf = malloc(PS);
+	uint64_t seed = 9, i, before;
+
+	env_open(&e, 2, cache_pages * PS);
+	inode = open_lib(&e, 0, 0);
+	fill_rand(&seed, ref, total * PS);
+	ck_assert_int_eq(pwb_write(inode, ref, total * PS, 0),
+			 (ssize_t)(total * PS));
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	/* A cold cache: the same file opened again. */
+	inode = open_lib(&e, 0, 0);
+	ck_assert_int_eq(pwb_inode_set_size(inode, total * PS), 0);
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	ck_assert_uint_eq(st.cache_pages, 0);
+	before = st.reclaimed_pages;	/* the writes needed reclaim too */
+	for (i = 0; i < total; i++) {
+		ck_assert_int_eq(pwb_read(inode, buf, PS, i * PS), PS);
+		ck_assert(!memcmp(buf, ref + i * PS, PS));
+	}
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	ck_assert_uint_le(st.cache_pages, cache_pages);
+	/* Every page read went through the cache, the earlier ones
+	 * reclaimed to make room (closing the first inode dropped its
+	 * pages without counting them). */
+	ck_assert_uint_ge(st.reclaimed_pages - before, total - cache_pages);
+	ck_assert_uint_ge(cached_pages_of(inode), cache_pages / 2);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+	free(ref);
+	free(buf);
+}
+END_TEST
+
 /* Every page dirty and writeback stalled: a writer that needs a page
  * waits, and fails with -ETIMEDOUT once throttle_timeout_ms passed on
  * the bdi's clock. */
@@ -629,6 +713,8 @@ static Suite *pcache_suite(void)
 	tcase_add_test(tc, test_small_cache);
 	tcase_add_test(tc, test_reclaim_per_context);
 	tcase_add_test(tc, test_full_cache_timeout);
+	tcase_add_test(tc, test_background_writeback_starts_at_half_the_cache);
+	tcase_add_test(tc, test_pages_read_from_device_are_reclaimed);
 	tcase_add_test(tc, test_mt_stress);
 	suite_add_tcase(s, tc);
 	return s;
