@@ -369,6 +369,10 @@ uint64_t pwb__clock_monotonic(void *unused) PWB__INTERNAL;
 
 /* True while the flusher of the calling thread is running. */
 bool pwb__in_flusher(void) PWB__INTERNAL;
+/* 0, or -EDEADLK with a message naming @who when called on a flusher
+ * (from an ops callback): for the calls that wait for writeback
+ * (error.c). */
+int pwb__no_flusher(const char *who) PWB__INTERNAL;
 /* Index of the context whose flusher is the calling thread, or -1. */
 int pwb__flusher_ctx_idx(void) PWB__INTERNAL;
 void pwb__set_flusher_ctx(int idx) PWB__INTERNAL;

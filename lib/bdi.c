@@ -912,9 +912,9 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 	pwb__err_clear();
 	if (!bdi)
 		return pwb__err(-EINVAL, "pwb_sync: NULL bdi");
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_sync called from an ops "
-					  "callback (a flusher thread)");
+	err = pwb__no_flusher("pwb_sync");
+	if (err)
+		return err;
 	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_sync"))
 		return -ESHUTDOWN;
 	/* Our own cursor, as in pwb_fsync(): concurrent syncs that started
@@ -1039,9 +1039,9 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	pwb__err_clear();
 	if (!bdi)
 		return 0;
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_bdi_close called from an ops "
-					  "callback (a flusher thread)");
+	err = pwb__no_flusher("pwb_bdi_close");
+	if (err)
+		return err;
 	/* Calls that wait and began before us finish first (a sync in
 	 * progress returns its own result); later ones get -ESHUTDOWN. */
 	if (pwb__bdi_enter(bdi, PWB__HOLD_CLOSE, "pwb_bdi_close"))

@@ -104,10 +104,9 @@ static int range_call_begin(struct pwb_inode *inode, const char *who,
 
 	if (!inode)
 		return pwb__err(-EINVAL, "%s: NULL inode", who);
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "%s called from an ops callback (a "
-					  "flusher thread)",
-				who);
+	ret = pwb__no_flusher(who);
+	if (ret)
+		return ret;
 	ret = pwb__inode_enter(inode, PWB__HOLD_REF, who);
 	if (ret)
 		return ret;

@@ -150,3 +150,12 @@ int pwb__errseq_check_and_advance(pwb__errseq_t *eseq, pwb__errseq_t *cursor)
 	*cursor = cur;
 	return -(int)(cur & ERRSEQ_ERRMASK);
 }
+
+int pwb__no_flusher(const char *who)
+{
+	if (!pwb__in_flusher())
+		return 0;
+	return pwb__err(-EDEADLK, "%s called from an ops callback (a flusher "
+				  "thread)",
+			who);
+}

@@ -744,9 +744,9 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	pwb__err_clear();
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_fsync: NULL inode");
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_fsync called from an ops "
-					  "callback (a flusher thread)");
+	err = pwb__no_flusher("pwb_fsync");
+	if (err)
+		return err;
 	if (pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_fsync"))
 		return -EBADF;
 	ino = inode->ino;	/* a closing inode is not ours to read after */
@@ -874,9 +874,9 @@ PWB_API int pwb_inode_close(struct pwb_inode *inode)
 	pwb__err_clear();
 	if (!inode)
 		return 0;
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_inode_close called from an ops "
-					  "callback (a flusher thread)");
+	err = pwb__no_flusher("pwb_inode_close");
+	if (err)
+		return err;
 	if (pwb__inode_enter(inode, PWB__HOLD_CLOSE, "pwb_inode_close"))
 		return -EBADF;
 	err = pwb__inode_close(inode);

@@ -943,12 +943,13 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 /* Argument checks and the reference shared by the calls below. */
 static int pc_enter(struct pwb_inode *inode, const char *who)
 {
+	int ret;
+
 	if (!inode)
 		return pwb__err(-EINVAL, "%s: NULL inode", who);
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "%s called from an ops callback (a "
-					  "flusher thread)",
-				who);
+	ret = pwb__no_flusher(who);
+	if (ret)
+		return ret;
 	if (!inode->pcache)
 		return pwb__err(-EINVAL, "%s: inode %llu has application-owned "
 					 "pages (opened with get_page)",

@@ -270,9 +270,9 @@ PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
 	if (nr > PWB_MAX_WB_CTX)
 		return pwb__err(-EINVAL, "nr_wb_ctx %u is above the limit %u",
 				nr, PWB_MAX_WB_CTX);
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_bdi_set_nr_wb_ctx called from an "
-					  "ops callback (a flusher thread)");
+	ret = pwb__no_flusher("pwb_bdi_set_nr_wb_ctx");
+	if (ret)
+		return ret;
 	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_set_nr_wb_ctx"))
 		return -ESHUTDOWN;
 	if (!nr)
@@ -297,9 +297,9 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 	pwb__err_clear();
 	if (!bdi)
 		return pwb__err(-EINVAL, "pwb_bdi_set_policy: NULL bdi");
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_bdi_set_policy called from an "
-					  "ops callback (a flusher thread)");
+	ret = pwb__no_flusher("pwb_bdi_set_policy");
+	if (ret)
+		return ret;
 	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_set_policy"))
 		return -ESHUTDOWN;
 	pol = calloc(1, sizeof(*pol));

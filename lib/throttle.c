@@ -300,9 +300,9 @@ PWB_API int pwb_balance_dirty(struct pwb_bdi *bdi)
 	pwb__err_clear();
 	if (!bdi)
 		return pwb__err(-EINVAL, "pwb_balance_dirty: NULL bdi");
-	if (pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_balance_dirty called from an "
-					  "ops callback (a flusher thread)");
+	ret = pwb__no_flusher("pwb_balance_dirty");
+	if (ret)
+		return ret;
 	ret = pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_balance_dirty");
 	if (ret)
 		return ret;
