@@ -47,6 +47,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -108,7 +109,18 @@ static uint64_t next_ino;
 static struct {
 	uint64_t puts, gets, heads, deletes, lists, syncs;
 	uint64_t bytes_in, bytes_out, errors, aborted_puts, freed;
+	/* time PUTs spent, summed over requests, ns */
+	uint64_t write_ns, fsync_ns, commit_ns;
+	uint64_t index_commits;
 } cnt;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 #define CNT_ADD(f, v) __atomic_add_fetch(&cnt.f, (v), __ATOMIC_RELAXED)
 #define CNT_GET(f) __atomic_load_n(&cnt.f, __ATOMIC_RELAXED)
 
@@ -288,32 +300,59 @@ static int object_get(const char *key, size_t klen, struct objinfo *oi,
 	return -EAGAIN;
 }
 
-/* Make @key name the new inode @ino (durable data) in one transaction; the
- * old ino, if any, in *@old. 0 or -errno. */
-static int index_commit(const char *key, size_t klen, const struct rec *r,
-			size_t rsz, uint64_t *old)
+/*
+ * Group commit. LMDB runs one write transaction at a time and syncs twice
+ * per commit, so one transaction per PUT caps the daemon at a few hundred
+ * PUTs a second whatever the device does. A PUT whose data is durable
+ * queues its record here and sleeps; the committer thread takes every
+ * record queued so far into one transaction, commits it (durable) and
+ * wakes them all with their results. A record waits for at most one
+ * commit in progress plus its own.
+ */
+struct commit_req {
+	struct commit_req *next;
+	const char *key;
+	size_t klen;
+	const struct rec *r;
+	size_t rsz;
+	uint64_t old;		/* out: the ino the key named before */
+	int ret;		/* out */
+	bool done;		/* commit_lock */
+};
+
+static pthread_mutex_t commit_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t commit_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t commit_done = PTHREAD_COND_INITIALIZER;
+static struct commit_req *commit_head, **commit_tail = &commit_head;
+static bool commit_stop;		/* commit_lock */
+static pthread_t committer;
+static uint64_t nr_commits, nr_committed;	/* committer thread only */
+
+/* Put @batch's records into @txn: 0 or an LMDB error. */
+static int commit_batch_txn(MDB_txn *txn, struct commit_req *batch)
 {
-	MDB_txn *txn;
-	MDB_val k = { .mv_size = klen, .mv_data = (void *)key }, v;
-	MDB_val mk = { .mv_size = 8, .mv_data = "next_ino" };
-	uint64_t next = r->ino + 1, cur = 0;
+	MDB_val mk = { .mv_size = 8, .mv_data = "next_ino" }, k, v;
+	uint64_t next = 0, cur = 0;
 	int rc;
 
-	*old = 0;
-	rc = mdb_txn_begin(env, NULL, 0, &txn);
-	if (rc)
-		goto fail;
-	rc = mdb_get(txn, db_obj, &k, &v);
-	if (rc == 0 && v.mv_size >= sizeof(struct rec))
-		*old = ((const struct rec *)v.mv_data)->ino;
-	else if (rc && rc != MDB_NOTFOUND)
-		goto fail_txn;
-	v.mv_size = rsz;
-	v.mv_data = (void *)r;
-	rc = mdb_put(txn, db_obj, &k, &v, 0);
-	if (rc)
-		goto fail_txn;
-	/* The counter only grows: inodes of this run stay unique. */
+	for (struct commit_req *q = batch; q; q = q->next) {
+		k.mv_size = q->klen;
+		k.mv_data = (void *)q->key;
+		q->old = 0;
+		rc = mdb_get(txn, db_obj, &k, &v);
+		if (rc == 0 && v.mv_size >= sizeof(struct rec))
+			q->old = ((const struct rec *)v.mv_data)->ino;
+		else if (rc && rc != MDB_NOTFOUND)
+			return rc;
+		v.mv_size = q->rsz;
+		v.mv_data = (void *)q->r;
+		rc = mdb_put(txn, db_obj, &k, &v, 0);
+		if (rc)
+			return rc;
+		if (q->r->ino + 1 > next)
+			next = q->r->ino + 1;
+	}
+	/* The counter only grows: inodes stay unique across restarts. */
 	rc = mdb_get(txn, db_meta, &mk, &v);
 	if (rc == 0 && v.mv_size == 8)
 		memcpy(&cur, v.mv_data, 8);
@@ -322,18 +361,114 @@ static int index_commit(const char *key, size_t klen, const struct rec *r,
 		v.mv_data = &next;
 		rc = mdb_put(txn, db_meta, &mk, &v, 0);
 		if (rc)
-			goto fail_txn;
+			return rc;
 	}
-	rc = mdb_txn_commit(txn);
-	if (rc)
-		goto fail;
 	return 0;
-fail_txn:
-	mdb_txn_abort(txn);
-fail:
-	fprintf(stderr, "pwb-objd: index commit: %s\n", mdb_strerror(rc));
-	*old = 0;
+}
+
+static int commit_batch(struct commit_req *batch)
+{
+	MDB_txn *txn;
+	int rc;
+
+	rc = mdb_txn_begin(env, NULL, 0, &txn);
+	if (rc)
+		return rc;
+	rc = commit_batch_txn(txn, batch);
+	if (rc) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
+	return mdb_txn_commit(txn);
+}
+
+static int lmdb_errno(int rc)
+{
 	return rc == MDB_MAP_FULL ? -ENOSPC : -EIO;
+}
+
+static void *committer_main(void *arg)
+{
+	struct commit_req *batch, *q, *next;
+	int rc;
+
+	pthread_mutex_lock(&commit_lock);
+	for (;;) {
+		while (!commit_head && !commit_stop)
+			pthread_cond_wait(&commit_work, &commit_lock);
+		if (!commit_head)
+			break;
+		batch = commit_head;
+		commit_head = NULL;
+		commit_tail = &commit_head;
+		pthread_mutex_unlock(&commit_lock);
+
+		rc = commit_batch(batch);
+		nr_commits++;
+		CNT_ADD(index_commits, 1);
+		if (rc && batch->next) {
+			/* One bad record (a full map) must not fail the
+			 * others: commit each alone. */
+			for (q = batch; q; q = next) {
+				next = q->next;
+				q->next = NULL;
+				int r1 = commit_batch(q);
+
+				q->ret = r1 ? lmdb_errno(r1) : 0;
+				q->next = next;
+				nr_commits++;
+			}
+		} else {
+			for (q = batch; q; q = q->next)
+				q->ret = rc ? lmdb_errno(rc) : 0;
+		}
+		if (rc)
+			fprintf(stderr, "pwb-objd: index commit: %s\n",
+				mdb_strerror(rc));
+		pthread_mutex_lock(&commit_lock);
+		for (q = batch; q; q = next) {
+			next = q->next;
+			if (!q->ret)
+				nr_committed++;
+			q->done = true;
+		}
+		pthread_cond_broadcast(&commit_done);
+	}
+	pthread_mutex_unlock(&commit_lock);
+	return NULL;
+}
+
+/* Make @key name the new inode of @r (whose data is durable), through the
+ * committer; the old ino, if any, in *@old. 0 or -errno. */
+static int index_commit(const char *key, size_t klen, const struct rec *r,
+			size_t rsz, uint64_t *old)
+{
+	struct commit_req q = {
+		.key = key, .klen = klen, .r = r, .rsz = rsz,
+	};
+
+	pthread_mutex_lock(&commit_lock);
+	if (commit_stop) {
+		pthread_mutex_unlock(&commit_lock);
+		return -ESHUTDOWN;
+	}
+	*commit_tail = &q;
+	commit_tail = &q.next;
+	pthread_cond_signal(&commit_work);
+	while (!q.done)
+		pthread_cond_wait(&commit_done, &commit_lock);
+	pthread_mutex_unlock(&commit_lock);
+	*old = q.ret ? 0 : q.old;
+	return q.ret;
+}
+
+static void committer_stop(void)
+{
+	pthread_mutex_lock(&commit_lock);
+	commit_stop = true;
+	pthread_cond_signal(&commit_work);
+	pthread_mutex_unlock(&commit_lock);
+	pthread_join(committer, NULL);
 }
 
 static int index_delete(const char *key, size_t klen, uint64_t *old)
@@ -505,6 +640,8 @@ static void put_data(struct put_req *p, const char *data, size_t len)
 		p->too_big = true;	/* chunked, without Content-Length */
 		return;
 	}
+	uint64_t t0 = now_ns();
+
 	p->crc = crc32c_update(p->crc, data, len);
 	while (len) {
 		n = pwb_write(p->inode, data, len, p->off);
@@ -521,6 +658,7 @@ static void put_data(struct put_req *p, const char *data, size_t len)
 		data += n;
 		len -= (size_t)n;
 	}
+	CNT_ADD(write_ns, now_ns() - t0);
 }
 
 /* The body is complete: data durable, then the index, then the reply. */
@@ -528,7 +666,7 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 {
 	struct rec *r = NULL;
 	size_t total = 0, rsz;
-	uint64_t old = 0;
+	uint64_t old = 0, t0;
 	int ret;
 
 	if (p->too_big)
@@ -536,7 +674,9 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 			     opt.max_object);
 	if (p->err)
 		goto fail;
+	t0 = now_ns();
 	ret = pwb_fsync(p->inode);
+	CNT_ADD(fsync_ns, now_ns() - t0);
 	if (!ret)
 		ret = pwb_inode_extents(p->inode, NULL, 0, &total);
 	if (ret) {
@@ -571,7 +711,9 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 		p->err = ret;
 		goto fail;
 	}
+	t0 = now_ns();
 	ret = index_commit(p->key, p->klen, r, rsz, &old);
+	CNT_ADD(commit_ns, now_ns() - t0);
 	if (ret) {
 		/* The table owns the inode now: killing it frees it. */
 		p->committed = true;
@@ -902,6 +1044,7 @@ static enum MHD_Result do_stats(struct MHD_Connection *c)
 
 		C(puts) C(gets) C(heads) C(deletes) C(lists) C(syncs)
 		C(bytes_in) C(bytes_out) C(errors) C(aborted_puts) C(freed)
+		C(write_ns) C(fsync_ns) C(commit_ns) C(index_commits)
 	}
 #undef C
 	fprintf(f, "},\n  \"pwb\": {");
@@ -1347,6 +1490,7 @@ int main(int argc, char **argv)
 	struct pwb_bdi_config cfg;
 	char *index_dir = NULL, *sock_path = NULL;
 	unsigned int port = 0;
+	bool committer_started = false;
 	sigset_t sigs;
 	int c, fd, sig, ret, status = 1;
 
@@ -1435,6 +1579,13 @@ int main(int argc, char **argv)
 	}
 	if (open_index(index_dir) || load_index())
 		goto out_bdi;
+	ret = pthread_create(&committer, NULL, committer_main, NULL);
+	if (ret) {
+		fprintf(stderr, "pwb-objd: committer thread: %s\n",
+			strerror(ret));
+		goto out_bdi;
+	}
+	committer_started = true;
 	fd = listen_unix(sock_path);
 	if (fd < 0)
 		goto out_bdi;
@@ -1465,6 +1616,8 @@ out_mhd:
 		unlink(sock_path);
 	}
 out_bdi:
+	if (committer_started)
+		committer_stop();
 	if (close_all())
 		status = 1;
 	if (env && sync_all())
