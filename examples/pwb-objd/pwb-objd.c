@@ -859,6 +859,39 @@ static int parse_range(const char *h, uint64_t size, uint64_t *a, uint64_t *b)
 	return 0;
 }
 
+/* GET /KEY?verify: read the object back from libpwb and compare its
+ * CRC-32C with the index's: 200 "ok CRC SIZE" or 500 "mismatch ...". */
+static enum MHD_Result do_verify(struct MHD_Connection *c, struct obj *o,
+				 const struct objinfo *oi)
+{
+	size_t bsz = 1 << 20;
+	char *buf = malloc(bsz);
+	uint64_t pos = 0;
+	uint32_t crc = 0;
+	ssize_t n = 0;
+
+	if (!buf) {
+		table_put(o, false);
+		return MHD_NO;
+	}
+	while (pos < oi->size) {
+		n = pwb_read(o->inode, buf, bsz, pos);
+		if (n <= 0)
+			break;
+		crc = crc32c_update(crc, buf, (size_t)n);
+		pos += (uint64_t)n;
+	}
+	free(buf);
+	table_put(o, false);
+	if (n < 0)
+		return reply(c, 500, "read error: %s\n", pwb_strerror((int)n));
+	if (pos != oi->size || crc != oi->crc)
+		return reply(c, 500, "mismatch: read %" PRIu64 " bytes crc %08x,"
+			     " index says %" PRIu64 " bytes crc %08x\n", pos, crc,
+			     oi->size, oi->crc);
+	return reply(c, 200, "ok %08x %" PRIu64 "\n", crc, oi->size);
+}
+
 static enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 			      bool head)
 {
@@ -880,6 +913,9 @@ static enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 	if (ret)
 		return reply(c, errno_status(ret), "%s\n",
 			     ret == -ENOENT ? "no such key" : pwb_strerror(ret));
+	if (!head && MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND,
+			"verify", 6, NULL, NULL) == MHD_YES)
+		return do_verify(c, o, &oi);
 	rr = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_RANGE),
 			 oi.size, &a, &b);
