@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1148,6 +1149,49 @@ static enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
 
 static int skip_marker;
 
+static enum MHD_Result count_cl(void *cls, enum MHD_ValueKind kind,
+				const char *key, const char *value)
+{
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+		++*(unsigned int *)cls;
+	return MHD_YES;
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* MHD's unescaping, except that an escaped control character (%00 above
+ * all, which would cut the key short) becomes 0x01, which check_key()
+ * refuses. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *w = s;
+
+	for (const char *r = s; *r; ) {
+		int hi, lo;
+
+		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 &&
+		    (lo = hexval(r[2])) >= 0) {
+			unsigned char ch = (unsigned char)(hi << 4 | lo);
+
+			*w++ = ch < 0x20 || ch == 0x7f ? 0x01 : (char)ch;
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+	return (size_t)(w - s);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *url, const char *method,
 			      const char *version, const char *upload_data,
@@ -1172,7 +1216,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		return put_finish(c, p);
 	}
 	if (!strcmp(method, MHD_HTTP_METHOD_PUT)) {
-		p = put_begin(c, url, &status);
+		unsigned int ncl = 0;
+
+		MHD_get_connection_values(c, MHD_HEADER_KIND, count_cl, &ncl);
+		p = ncl > 1 ? (status = 400, NULL) : put_begin(c, url, &status);
 		if (!p) {
 			*con_cls = &skip_marker;
 			return reply(c, status, "PUT refused (%u)\n", status);
@@ -1408,6 +1455,7 @@ static struct MHD_Daemon *start_mhd(int fd, int port)
 			     (size_t)(256 << 10),
 			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1 << 20),
 			     MHD_OPTION_NOTIFY_COMPLETED, done_cb, NULL,
+			     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 			     MHD_OPTION_END);
 	if (!d)
 		fprintf(stderr, "pwb-objd: could not start the HTTP server%s\n",
