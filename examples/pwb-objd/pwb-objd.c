@@ -95,6 +95,17 @@ struct rec {
 	struct pwb_extent ext[];
 };
 
+/* LMDB's values are not aligned (they follow their keys in the page):
+ * records are copied out, never read in place. 0, or -EIO for a value too
+ * short to be a record. */
+static int rec_head(const MDB_val *v, struct rec *h)
+{
+	if (v->mv_size < sizeof(*h))
+		return -EIO;
+	memcpy(h, v->mv_data, sizeof(*h));
+	return 0;
+}
+
 static MDB_env *env;
 static MDB_dbi db_obj;		/* key -> struct rec */
 static MDB_dbi db_meta;		/* "next_ino" -> uint64_t */
@@ -261,7 +272,7 @@ static int index_get(const char *key, size_t klen, struct objinfo *oi)
 {
 	MDB_txn *txn;
 	MDB_val k = { .mv_size = klen, .mv_data = (void *)key }, v;
-	const struct rec *r;
+	struct rec r = { 0 };
 	int rc;
 
 	rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
@@ -269,14 +280,10 @@ static int index_get(const char *key, size_t klen, struct objinfo *oi)
 		return -EIO;
 	rc = mdb_get(txn, db_obj, &k, &v);
 	if (rc == 0) {
-		r = v.mv_data;
-		if (v.mv_size < sizeof(*r)) {
-			rc = -EIO;
-		} else {
-			oi->ino = r->ino;
-			oi->size = r->size;
-			oi->crc = r->crc;
-		}
+		rc = rec_head(&v, &r);
+		oi->ino = r.ino;
+		oi->size = r.size;
+		oi->crc = r.crc;
 	} else {
 		rc = rc == MDB_NOTFOUND ? -ENOENT : -EIO;
 	}
@@ -334,6 +341,7 @@ static int commit_batch_txn(MDB_txn *txn, struct commit_req *batch)
 {
 	MDB_val mk = { .mv_size = 8, .mv_data = "next_ino" }, k, v;
 	uint64_t next = 0, cur = 0;
+	struct rec h;
 	int rc;
 
 	for (struct commit_req *q = batch; q; q = q->next) {
@@ -341,8 +349,8 @@ static int commit_batch_txn(MDB_txn *txn, struct commit_req *batch)
 		k.mv_data = (void *)q->key;
 		q->old = 0;
 		rc = mdb_get(txn, db_obj, &k, &v);
-		if (rc == 0 && v.mv_size >= sizeof(struct rec))
-			q->old = ((const struct rec *)v.mv_data)->ino;
+		if (rc == 0 && !rec_head(&v, &h))
+			q->old = h.ino;
 		else if (rc && rc != MDB_NOTFOUND)
 			return rc;
 		v.mv_size = q->rsz;
@@ -474,6 +482,7 @@ static void committer_stop(void)
 
 static int index_delete(const char *key, size_t klen, uint64_t *old)
 {
+	struct rec h;
 	MDB_txn *txn;
 	MDB_val k = { .mv_size = klen, .mv_data = (void *)key }, v;
 	int rc;
@@ -486,7 +495,11 @@ static int index_delete(const char *key, size_t klen, uint64_t *old)
 		mdb_txn_abort(txn);
 		return rc == MDB_NOTFOUND ? -ENOENT : -EIO;
 	}
-	*old = ((const struct rec *)v.mv_data)->ino;
+	if (rec_head(&v, &h)) {
+		mdb_txn_abort(txn);
+		return -EIO;
+	}
+	*old = h.ino;
 	rc = mdb_del(txn, db_obj, &k, NULL);
 	if (rc) {
 		mdb_txn_abort(txn);
@@ -1298,11 +1311,13 @@ static int load_index(void)
 	}
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		const struct rec *r = v.mv_data;
+		struct rec h, *r = &h;
+		const char *ext = (const char *)v.mv_data + sizeof(h);
 		struct pwb_inode *inode;
 
-		if (v.mv_size < sizeof(*r) || r->version != REC_VERSION ||
-		    v.mv_size != sizeof(*r) + r->nr_ext * sizeof(r->ext[0])) {
+		if (rec_head(&v, &h) || r->version != REC_VERSION ||
+		    r->nr_ext > (v.mv_size - sizeof(h)) / sizeof(r->ext[0]) ||
+		    v.mv_size != sizeof(h) + r->nr_ext * sizeof(r->ext[0])) {
 			fprintf(stderr, "pwb-objd: index: bad record for "
 				"key %.*s\n", (int)k.mv_size,
 				(const char *)k.mv_data);
@@ -1311,12 +1326,11 @@ static int load_index(void)
 		}
 		ret = pwb_inode_open(bdi, r->ino, &alloc_ops, NULL, &inode);
 		if (!ret && r->nr_ext) {
-			/* LMDB's memory is not aligned for the struct. */
 			struct pwb_extent *e = malloc(r->nr_ext * sizeof(*e));
 
 			ret = -ENOMEM;
 			if (e) {
-				memcpy(e, r->ext, r->nr_ext * sizeof(*e));
+				memcpy(e, ext, r->nr_ext * sizeof(*e));
 				ret = pwb_inode_set_extents(inode, e,
 							    r->nr_ext);
 				free(e);
