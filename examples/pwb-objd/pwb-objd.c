@@ -209,21 +209,27 @@ static struct obj *table_get(uint64_t ino)
 	return o;
 }
 
-static void obj_free(struct obj *o, bool discard)
+/* Give an inode's blocks back (@discard) and close it. */
+static void inode_free(uint64_t ino, struct pwb_inode *inode, bool discard)
 {
 	int ret;
 
 	if (discard) {
-		ret = pwb_inode_discard(o->inode, 0, UINT64_MAX);
+		ret = pwb_inode_discard(inode, 0, UINT64_MAX);
 		if (ret)
 			fprintf(stderr, "pwb-objd: discard of inode %" PRIu64
-				": %s\n", o->ino, pwb_errmsg());
+				": %s\n", ino, pwb_errmsg());
 	}
-	ret = pwb_inode_close(o->inode);
+	ret = pwb_inode_close(inode);
 	if (ret)
 		fprintf(stderr, "pwb-objd: close of inode %" PRIu64 ": %s\n",
-			o->ino, pwb_errmsg());
+			ino, pwb_errmsg());
 	CNT_ADD(freed, 1);
+}
+
+static void obj_free(struct obj *o)
+{
+	inode_free(o->ino, o->inode, true);
 	free(o);
 }
 
@@ -247,7 +253,7 @@ static void table_put(struct obj *o, bool kill)
 	}
 	pthread_mutex_unlock(&table_lock);
 	if (last)
-		obj_free(o, true);
+		obj_free(o);
 }
 
 /* The key moved away from @ino (replaced or deleted): free it once the
@@ -775,22 +781,10 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	*con_cls = NULL;
 	if (p->kind == REQ_PUT) {
+		/* Failed, refused, or the client went away mid-body. */
 		if (!p->committed) {
-			struct obj tmp = { .ino = p->ino, .inode = p->inode };
-
-			if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ||
-			    !p->err)
-				CNT_ADD(aborted_puts, 1);
-			/* obj_free() frees what it is given: a copy. */
-			struct obj *o = malloc(sizeof(*o));
-
-			if (o) {
-				*o = tmp;
-				obj_free(o, true);
-			} else {
-				pwb_inode_discard(p->inode, 0, UINT64_MAX);
-				pwb_inode_close(p->inode);
-			}
+			CNT_ADD(aborted_puts, 1);
+			inode_free(p->ino, p->inode, true);
 		}
 		free(p->key);
 	}
