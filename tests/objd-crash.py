@@ -208,9 +208,12 @@ def check_key(k, final, listed, out):
             out.append("%s: %d bytes, not a version the clients sent "
                        "(allowed %s)" % (k, len(body), ok))
             return
-        vs, vb, _ = request("GET", "/" + k + "?verify")
-        if vs != 200:
-            out.append("%s: verify: %d %s" % (k, vs, vb))
+        # After the kill every object's CRC; at the end every tenth (the
+        # bytes were compared already).
+        if not final or int(k[-5:]) % 10 == 0:
+            vs, vb, _ = request("GET", "/" + k + "?verify")
+            if vs != 200:
+                out.append("%s: verify: %d %s" % (k, vs, vb))
     else:
         out.append("GET %s: %d" % (k, st))
         return
