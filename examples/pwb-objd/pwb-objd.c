@@ -153,60 +153,132 @@ static void vlog(const char *fmt, ...)
 /* ------------------------------------------------------ open-object table */
 
 /*
- * Every object in the index has an open inode here, found by ino. refs
- * counts the index's own reference (until the key is switched away or
- * deleted: dead) and one per request using it; the last put frees the
- * inode's space (discard) and closes it. All fields: table_lock.
+ * The inodes open now, found by ino. An object's inode is opened by the
+ * first request that needs it and closed by the last one (libpwb keeps a
+ * closed allocator-mode inode's extents and size, so the reopen finds
+ * them); with --keep-open every object in the index stays open, pinned by
+ * a reference of the index's own. A killed object (its key now names
+ * another inode, or none) is dead: the last reference gives its blocks
+ * back (discard) before the close. All fields: table_lock.
  */
+enum obj_state { OBJ_OPENING, OBJ_OPEN, OBJ_CLOSING };
+
 struct obj {
 	struct obj *next;
 	uint64_t ino;
-	struct pwb_inode *inode;
+	struct pwb_inode *inode;	/* NULL while OPENING */
 	unsigned int refs;
+	enum obj_state state;
 	bool dead;
+	bool pinned;		/* one of refs is the index's (--keep-open) */
 };
 
 #define TABLE_BITS 16
 static struct obj *table[1u << TABLE_BITS];
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t table_cond = PTHREAD_COND_INITIALIZER;	/* state */
 static uint64_t nr_open;	/* table_lock */
+static bool keep_open;		/* set before the first request */
 
 static unsigned int hash_ino(uint64_t ino)
 {
 	return (unsigned int)((ino * 0x9E3779B97F4A7C15ull) >> (64 - TABLE_BITS));
 }
 
-static int table_insert(uint64_t ino, struct pwb_inode *inode)
+static struct obj *find_locked(uint64_t ino)
+{
+	struct obj *o;
+
+	for (o = table[hash_ino(ino)]; o; o = o->next)
+		if (o->ino == ino)
+			return o;
+	return NULL;
+}
+
+static struct obj *insert_locked(uint64_t ino, struct pwb_inode *inode)
 {
 	struct obj *o = calloc(1, sizeof(*o));
 	unsigned int h = hash_ino(ino);
 
 	if (!o)
-		return -ENOMEM;
+		return NULL;
 	o->ino = ino;
 	o->inode = inode;
 	o->refs = 1;
-	pthread_mutex_lock(&table_lock);
+	o->state = inode ? OBJ_OPEN : OBJ_OPENING;
 	o->next = table[h];
 	table[h] = o;
 	nr_open++;
-	pthread_mutex_unlock(&table_lock);
-	return 0;
+	return o;
 }
 
-/* A reference to the live object @ino, or NULL (gone or dead). */
-static struct obj *table_get(uint64_t ino)
+static void remove_locked(struct obj *o)
 {
+	struct obj **pp;
+
+	for (pp = &table[hash_ino(o->ino)]; *pp != o; pp = &(*pp)->next)
+		;
+	*pp = o->next;
+	nr_open--;
+	pthread_cond_broadcast(&table_cond);
+}
+
+/* Register an inode the caller opened (a new PUT's, or one loaded at
+ * start); the caller holds the one reference. */
+static int table_insert(uint64_t ino, struct pwb_inode *inode, struct obj **op)
+{
+	pthread_mutex_lock(&table_lock);
+	*op = insert_locked(ino, inode);
+	pthread_mutex_unlock(&table_lock);
+	return *op ? 0 : -ENOMEM;
+}
+
+/* A reference to object @ino, its inode opened if no request has it
+ * open: 0, -ENOENT if it is dead, or pwb_inode_open()'s error. */
+static int table_get(uint64_t ino, struct obj **op)
+{
+	struct pwb_inode *inode;
 	struct obj *o;
+	int ret;
 
 	pthread_mutex_lock(&table_lock);
-	for (o = table[hash_ino(ino)]; o; o = o->next)
-		if (o->ino == ino && !o->dead) {
-			o->refs++;
+	for (;;) {
+		o = find_locked(ino);
+		if (!o)
 			break;
+		if (o->dead) {
+			pthread_mutex_unlock(&table_lock);
+			return -ENOENT;
 		}
+		if (o->state == OBJ_OPEN) {
+			o->refs++;
+			pthread_mutex_unlock(&table_lock);
+			*op = o;
+			return 0;
+		}
+		pthread_cond_wait(&table_cond, &table_lock);
+	}
+	o = insert_locked(ino, NULL);
 	pthread_mutex_unlock(&table_lock);
-	return o;
+	if (!o)
+		return -ENOMEM;
+	ret = pwb_inode_open(bdi, ino, &alloc_ops, NULL, &inode);
+	if (ret)
+		fprintf(stderr, "pwb-objd: open of inode %" PRIu64 ": %s\n",
+			ino, pwb_errmsg());
+	pthread_mutex_lock(&table_lock);
+	if (ret) {
+		remove_locked(o);
+		pthread_mutex_unlock(&table_lock);
+		free(o);
+		return ret;
+	}
+	o->inode = inode;
+	o->state = OBJ_OPEN;
+	pthread_cond_broadcast(&table_cond);
+	pthread_mutex_unlock(&table_lock);
+	*op = o;
+	return 0;
 }
 
 /* Give an inode's blocks back (@discard) and close it. */
@@ -219,51 +291,60 @@ static void inode_free(uint64_t ino, struct pwb_inode *inode, bool discard)
 		if (ret)
 			fprintf(stderr, "pwb-objd: discard of inode %" PRIu64
 				": %s\n", ino, pwb_errmsg());
+		CNT_ADD(freed, 1);
 	}
 	ret = pwb_inode_close(inode);
 	if (ret)
 		fprintf(stderr, "pwb-objd: close of inode %" PRIu64 ": %s\n",
 			ino, pwb_errmsg());
-	CNT_ADD(freed, 1);
 }
 
-static void obj_free(struct obj *o)
+/* Drop a reference; the last one closes the inode (freeing it if dead).
+ * The entry stays, CLOSING, until the close is done: a request for the
+ * same ino waits for it, then opens the inode again. */
+static void table_put(struct obj *o)
 {
-	inode_free(o->ino, o->inode, true);
+	bool dead;
+
+	pthread_mutex_lock(&table_lock);
+	if (--o->refs) {
+		pthread_mutex_unlock(&table_lock);
+		return;
+	}
+	o->state = OBJ_CLOSING;
+	dead = o->dead;
+	pthread_mutex_unlock(&table_lock);
+	inode_free(o->ino, o->inode, dead);
+	pthread_mutex_lock(&table_lock);
+	remove_locked(o);
+	pthread_mutex_unlock(&table_lock);
 	free(o);
 }
 
-/* Drop one reference; @kill also drops the index's (the key moved away). */
-static void table_put(struct obj *o, bool kill)
+/* --keep-open: the index's reference, taken over from the caller's. */
+static void table_pin(struct obj *o)
 {
-	struct obj **pp;
-	bool last;
-
 	pthread_mutex_lock(&table_lock);
-	if (kill) {
-		o->dead = true;
-		o->refs--;	/* the index's */
-	}
-	last = --o->refs == 0;
-	if (last) {
-		for (pp = &table[hash_ino(o->ino)]; *pp != o; pp = &(*pp)->next)
-			;
-		*pp = o->next;
-		nr_open--;
-	}
+	o->pinned = true;
 	pthread_mutex_unlock(&table_lock);
-	if (last)
-		obj_free(o);
 }
 
-/* The key moved away from @ino (replaced or deleted): free it once the
- * requests still reading it are done. */
+/* The key moved away from @ino (replaced or deleted): free its blocks once
+ * the requests still reading it are done. */
 static void table_kill(uint64_t ino)
 {
-	struct obj *o = table_get(ino);
+	struct obj *o;
 
-	if (o)
-		table_put(o, true);
+	if (table_get(ino, &o))
+		return;		/* already dead, or cannot open: lost */
+	pthread_mutex_lock(&table_lock);
+	o->dead = true;
+	if (o->pinned) {
+		o->pinned = false;
+		o->refs--;	/* never the last: ours is there */
+	}
+	pthread_mutex_unlock(&table_lock);
+	table_put(o);
 }
 
 /* ----------------------------------------------------------- index access */
@@ -302,14 +383,28 @@ static int index_get(const char *key, size_t klen, struct objinfo *oi)
 static int object_get(const char *key, size_t klen, struct objinfo *oi,
 		      struct obj **op)
 {
+	struct objinfo again;
+
 	for (int tries = 0; tries < 1000; tries++) {
 		int ret = index_get(key, klen, oi);
 
 		if (ret)
 			return ret;
-		*op = table_get(oi->ino);
-		if (*op)
+		ret = table_get(oi->ino, op);
+		if (ret == -ENOENT)
+			continue;	/* killed since the look-up */
+		if (ret)
+			return ret;
+		/* Still the key's inode with our reference held: a kill
+		 * comes after the commit that moves the key away, and
+		 * finds the reference. (An inode freed before our
+		 * table_get() was opened again empty: look again.) */
+		ret = index_get(key, klen, &again);
+		if (!ret && again.ino == oi->ino)
 			return 0;
+		table_put(*op);
+		if (ret && ret != -ENOENT)
+			return ret;
 	}
 	return -EAGAIN;
 }
@@ -687,6 +782,7 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 	struct rec *r = NULL;
 	size_t total = 0, rsz;
 	uint64_t old = 0, t0;
+	struct obj *o;
 	int ret;
 
 	if (p->too_big)
@@ -725,25 +821,28 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 		}
 	}
 	/* In the table before the key can name it: a GET right after the
-	 * commit finds it. Nobody else knows the ino yet. */
-	ret = table_insert(p->ino, p->inode);
+	 * commit finds it open. Nobody else knows the ino yet. */
+	ret = table_insert(p->ino, p->inode, &o);
 	if (ret) {
 		p->err = ret;
 		goto fail;
 	}
+	p->committed = true;	/* the table owns the inode now */
 	t0 = now_ns();
 	ret = index_commit(p->key, p->klen, r, rsz, &old);
 	CNT_ADD(commit_ns, now_ns() - t0);
 	if (ret) {
-		/* The table owns the inode now: killing it frees it. */
-		p->committed = true;
 		table_kill(p->ino);
+		table_put(o);
 		p->err = ret;
 		goto fail;
 	}
-	p->committed = true;
 	if (old)
 		table_kill(old);
+	if (keep_open)
+		table_pin(o);
+	else
+		table_put(o);	/* closes it, unless a GET has it already */
 	free(r);
 	CNT_ADD(puts, 1);
 	CNT_ADD(bytes_in, p->off);
@@ -816,7 +915,7 @@ static void get_free(void *cls)
 {
 	struct get_req *g = cls;
 
-	table_put(g->o, false);
+	table_put(g->o);
 	free(g);
 }
 
@@ -879,7 +978,7 @@ static enum MHD_Result do_verify(struct MHD_Connection *c, struct obj *o,
 	ssize_t n = 0;
 
 	if (!buf) {
-		table_put(o, false);
+		table_put(o);
 		return MHD_NO;
 	}
 	while (pos < oi->size) {
@@ -890,7 +989,7 @@ static enum MHD_Result do_verify(struct MHD_Connection *c, struct obj *o,
 		pos += (uint64_t)n;
 	}
 	free(buf);
-	table_put(o, false);
+	table_put(o);
 	if (n < 0)
 		return reply(c, 500, "read error: %s\n", pwb_strerror((int)n));
 	if (pos != oi->size || crc != oi->crc)
@@ -928,7 +1027,7 @@ static enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 						     MHD_HTTP_HEADER_RANGE),
 			 oi.size, &a, &b);
 	if (rr == 416) {
-		table_put(o, false);
+		table_put(o);
 		resp = MHD_create_response_from_buffer(0, "",
 						       MHD_RESPMEM_PERSISTENT);
 		if (!resp)
@@ -942,13 +1041,13 @@ static enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 	}
 	len = rr == 0 ? b - a + 1 : oi.size;
 	if (len == 0) {
-		table_put(o, false);
+		table_put(o);
 		resp = MHD_create_response_from_buffer(0, "",
 						       MHD_RESPMEM_PERSISTENT);
 	} else {
 		g = malloc(sizeof(*g));
 		if (!g) {
-			table_put(o, false);
+			table_put(o);
 			return MHD_NO;
 		}
 		g->o = o;
@@ -1332,8 +1431,16 @@ static int load_index(void)
 		}
 		if (!ret)
 			ret = pwb_inode_set_size(inode, r->size);
-		if (!ret)
-			ret = table_insert(r->ino, inode);
+		if (!ret && keep_open) {
+			struct obj *o;
+
+			ret = table_insert(r->ino, inode, &o);
+			if (!ret)
+				o->pinned = true;
+		} else if (!ret) {
+			/* Closed: libpwb keeps the extents and the size. */
+			ret = pwb_inode_close(inode);
+		}
 		if (ret) {
 			fprintf(stderr, "pwb-objd: loading key %.*s (inode %"
 				PRIu64 "): %s\n", (int)k.mv_size,
@@ -1480,7 +1587,7 @@ static int close_all(void)
 
 		while ((o = table[h])) {
 			table[h] = o->next;
-			if (pwb_inode_close(o->inode) && !ret) {
+			if (o->inode && pwb_inode_close(o->inode) && !ret) {
 				fprintf(stderr, "pwb-objd: close: %s\n",
 					pwb_errmsg());
 				ret = -EIO;
@@ -1512,6 +1619,8 @@ static void usage(FILE *f)
 "  -k, --max-key N       longest key, bytes (default 1024)\n"
 "  -n, --max-connections N  (default 1024)\n"
 "  -t, --timeout SEC     idle connection timeout (default 60)\n"
+"  -K, --keep-open       keep every object's inode open (default: open on\n"
+"                        demand, closed after the last request)\n"
 "  -v, --verbose         log requests and libmicrohttpd's errors\n"
 "  -h, --help            this text\n");
 }
@@ -1574,6 +1683,7 @@ int main(int argc, char **argv)
 		{ "max-key", required_argument, NULL, 'k' },
 		{ "max-connections", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "keep-open", no_argument, NULL, 'K' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1586,7 +1696,7 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int c, fd, sig, ret, status = 1;
 
-	while ((c = getopt_long(argc, argv, "d:i:s:p:c:P:b:C:m:k:n:t:vh",
+	while ((c = getopt_long(argc, argv, "d:i:s:p:c:P:b:C:m:k:n:t:Kvh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': opt.device = optarg; break;
@@ -1625,6 +1735,7 @@ int main(int argc, char **argv)
 			if (parse_uint(optarg, 86400, &opt.timeout_s))
 				goto bad;
 			break;
+		case 'K': keep_open = true; break;
 		case 'v': opt.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default:
