@@ -32,8 +32,13 @@ daemon, work = sys.argv[1], sys.argv[2]
 seed = int(sys.argv[3]) if len(sys.argv) > 3 else random.randrange(1 << 32)
 nobj = int(os.environ.get("OBJD_CRASH_OBJECTS", "10000"))
 nclients = int(os.environ.get("OBJD_CRASH_CLIENTS", "8"))
+# Odd seeds run the daemon with --keep-open (every inode open), even ones
+# with inodes opened on demand.
+mode = ["--keep-open"] if seed % 2 else []
 print("objd-crash: seed %d (OBJD_CRASH_SEED=%d reproduces the plan), "
-      "%d objects, %d clients" % (seed, seed, nobj, nclients), flush=True)
+      "%d objects, %d clients, %s" % (seed, seed, nobj, nclients,
+                                      mode[0] if mode else "inodes on demand"),
+      flush=True)
 rng = random.Random(seed)
 
 img = os.path.join(work, "img")
@@ -113,7 +118,8 @@ def start():
     out = open(os.path.join(work, "objd.out"), "w")
     err = open(os.path.join(work, "objd.err"), "a")
     p = subprocess.Popen([daemon, "--device", img, "--socket", sock,
-                          "--max-object", "16M"], stdout=out, stderr=err)
+                          "--max-object", "16M"] + mode, stdout=out,
+                         stderr=err)
     t0 = time.time()
     while True:
         if p.poll() is not None:

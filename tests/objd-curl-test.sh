@@ -3,7 +3,7 @@
 # objd-curl-test.sh - examples/pwb-objd through curl: PUT, GET, Range,
 # HEAD, DELETE, list, stats, sync, verify; the socket's mode; options;
 # objects kept across a SIGTERM (which exits 0) and a restart; the space
-# of replaced and deleted objects given back.
+# of replaced and deleted objects given back; the same with --keep-open.
 . "${top_srcdir:-.}/tests/objd-lib.sh"
 
 fails=0
@@ -100,6 +100,20 @@ objd_stop; check "SIGTERM exits 0 again" 0 $?
 objd_start || exit 1
 check "deleted stays deleted" "" "$(ocurl '/?list')"
 check "space free after restart" "$free0" "$(free_bytes)"
+objd_stop; check "SIGTERM exits 0 (3)" 0 $?
+
+# --keep-open: every object's inode stays open; the same answers.
+objd_start --keep-open || exit 1
+check "keep-open: PUT" 201 "$(code /k/a -T "$W/big")"
+check "keep-open: PUT over" 204 "$(code /k/a -T "$W/nine")"
+check "keep-open: GET" 123456789 "$(ocurl /k/a)"
+check "keep-open: one inode open" 1 "$(ocurl /-/stats | sed -n 's/^  "open_inodes": \([0-9]*\),/\1/p')"
+objd_stop; check "keep-open: SIGTERM exits 0" 0 $?
+objd_start --keep-open || exit 1
+check "keep-open: GET after restart" 123456789 "$(ocurl /k/a)"
+check "keep-open: DELETE" 204 "$(code /k/a -X DELETE)"
+check "keep-open: space given back" "$free0" "$(free_bytes)"
+check "keep-open: no inode open" 0 "$(ocurl /-/stats | sed -n 's/^  "open_inodes": \([0-9]*\),/\1/p')"
 objd_stop; check "last SIGTERM exits 0" 0 $?
 
 if [ -s "$W/objd.err" ]; then
