@@ -114,6 +114,18 @@ check "keep-open: GET after restart" 123456789 "$(ocurl /k/a)"
 check "keep-open: DELETE" 204 "$(code /k/a -X DELETE)"
 check "keep-open: space given back" "$free0" "$(free_bytes)"
 check "keep-open: no inode open" 0 "$(ocurl /-/stats | sed -n 's/^  "open_inodes": \([0-9]*\),/\1/p')"
+objd_stop; check "keep-open: last SIGTERM exits 0" 0 $?
+
+# A full device: 507, the space of the failed PUT given back at once.
+IMG=$W/small.img
+truncate -s 32M "$IMG"
+objd_start --max-object 128M || exit 1
+free0=$(free_bytes)
+head -c 40000000 /dev/zero >"$W/40m"
+check "device full: 507" 507 "$(code /k/full -T "$W/40m")"
+check "device full: not stored" 404 "$(code /k/full)"
+check "device full: space given back" "$free0" "$(free_bytes)"
+check "device full: a small PUT still works" 201 "$(code /k/small -T "$W/nine")"
 objd_stop; check "last SIGTERM exits 0" 0 $?
 
 if [ -s "$W/objd.err" ]; then

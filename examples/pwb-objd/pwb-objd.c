@@ -150,6 +150,15 @@ static void vlog(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* libpwb's message for the calling thread's last failure, or the errno's
+ * text when it left none. */
+static const char *errtext(int err)
+{
+	const char *m = pwb_errmsg();
+
+	return m && *m ? m : pwb_strerror(err);
+}
+
 /* ------------------------------------------------------ open-object table */
 
 /*
@@ -761,7 +770,8 @@ static void put_data(struct put_req *p, const char *data, size_t len)
 	while (len) {
 		n = pwb_write(p->inode, data, len, p->off);
 		if (n < 0) {
-			fprintf(stderr, "pwb-objd: write: %s\n", pwb_errmsg());
+			fprintf(stderr, "pwb-objd: write: %s\n",
+				errtext((int)n));
 			p->err = (int)n;
 			return;
 		}
@@ -796,7 +806,7 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 	if (!ret)
 		ret = pwb_inode_extents(p->inode, NULL, 0, &total);
 	if (ret) {
-		fprintf(stderr, "pwb-objd: fsync: %s\n", pwb_errmsg());
+		fprintf(stderr, "pwb-objd: fsync: %s\n", errtext(ret));
 		p->err = ret;
 		goto fail;
 	}
