@@ -330,12 +330,20 @@ static void table_put(struct obj *o)
 	free(o);
 }
 
-/* --keep-open: the index's reference, taken over from the caller's. */
+/* --keep-open: the index's reference, taken over from the caller's;
+ * dropped instead if the object was killed already (a later PUT of the
+ * same key in the same group commit can kill it before its own PUT gets
+ * here: pinned then, it would never be freed). */
 static void table_pin(struct obj *o)
 {
 	pthread_mutex_lock(&table_lock);
-	o->pinned = true;
+	if (!o->dead) {
+		o->pinned = true;
+		pthread_mutex_unlock(&table_lock);
+		return;
+	}
 	pthread_mutex_unlock(&table_lock);
+	table_put(o);
 }
 
 /* The key moved away from @ino (replaced or deleted): free its blocks once
