@@ -33,6 +33,9 @@ static int index_match(struct cds_lfht_node *node, const void *key)
 	const struct pwb__page *p =
 		caa_container_of(node, struct pwb__page, node);
 
+	/* A page another thread just added: pairs with the release before
+	 * cds_lfht_add_unique(), as in page_of(). */
+	PWB__TSAN_ACQUIRE(node);
 	return p->index == *(const uint64_t *)key;
 }
 

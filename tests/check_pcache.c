@@ -698,6 +698,74 @@ START_TEST(test_mt_stress)
 }
 END_TEST
 
+/* Threads reading the same cold pages at once: each may find a page
+ * another one just inserted into the inode's page table. (Under TSan the
+ * table's match function reads the new page's index: it needs the acquire
+ * that pairs with the release before cds_lfht_add_unique().) */
+#define CR_PAGES 64u
+#define CR_THREADS 4
+
+struct cr_arg {
+	struct pwb_inode *inode;
+	const unsigned char *ref;
+	pthread_barrier_t *start;
+	long bad;
+};
+
+static void *cr_main(void *arg)
+{
+	struct cr_arg *a = arg;
+	unsigned char *buf = malloc(CR_PAGES * PS);
+
+	pthread_barrier_wait(a->start);
+	if (!buf || pwb_read(a->inode, buf, CR_PAGES * PS, 0) !=
+			    (ssize_t)(CR_PAGES * PS) ||
+	    memcmp(buf, a->ref, CR_PAGES * PS))
+		a->bad++;
+	free(buf);
+	return NULL;
+}
+
+START_TEST(test_concurrent_cold_reads)
+{
+	unsigned char *ref = malloc(CR_PAGES * PS);
+	struct cr_arg a[CR_THREADS];
+	pthread_t t[CR_THREADS];
+	pthread_barrier_t start;
+	struct pwb_inode *inode;
+	uint64_t seed = 7;
+	struct tu_env e;
+	int round, i;
+
+	env_open(&e, 2, 0);
+	fill_rand(&seed, ref, CR_PAGES * PS);
+	inode = open_lib(&e, 1, 0);
+	ck_assert_int_eq(pwb_write(inode, ref, CR_PAGES * PS, 0),
+			 (ssize_t)(CR_PAGES * PS));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	for (round = 0; round < 20; round++) {
+		/* Reopened: nothing cached. */
+		inode = open_lib(&e, 1, 0);
+		ck_assert_int_eq(pwb_inode_set_size(inode, CR_PAGES * PS), 0);
+		pthread_barrier_init(&start, NULL, CR_THREADS);
+		for (i = 0; i < CR_THREADS; i++) {
+			a[i] = (struct cr_arg){ .inode = inode, .ref = ref,
+						.start = &start };
+			ck_assert_int_eq(pthread_create(&t[i], NULL, cr_main,
+							&a[i]), 0);
+		}
+		for (i = 0; i < CR_THREADS; i++)
+			pthread_join(t[i], NULL);
+		pthread_barrier_destroy(&start);
+		for (i = 0; i < CR_THREADS; i++)
+			ck_assert_int_eq(a[i].bad, 0);
+		ck_assert_int_eq(pwb_inode_close(inode), 0);
+	}
+	tu_env_close(&e);
+	free(ref);
+}
+END_TEST
+
 static Suite *pcache_suite(void)
 {
 	Suite *s = suite_create("pcache");
@@ -716,6 +784,7 @@ static Suite *pcache_suite(void)
 	tcase_add_test(tc, test_background_writeback_starts_at_half_the_cache);
 	tcase_add_test(tc, test_pages_read_from_device_are_reclaimed);
 	tcase_add_test(tc, test_mt_stress);
+	tcase_add_test(tc, test_concurrent_cold_reads);
 	suite_add_tcase(s, tc);
 	return s;
 }

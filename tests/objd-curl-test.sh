@@ -1,0 +1,136 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# objd-curl-test.sh - examples/pwb-objd through curl: PUT, GET, Range,
+# HEAD, DELETE, list, stats, sync, verify; the socket's mode; options;
+# objects kept across a SIGTERM (which exits 0) and a restart; the space
+# of replaced and deleted objects given back; the same with --keep-open.
+. "${top_srcdir:-.}/tests/objd-lib.sh"
+
+fails=0
+check() {	# check WHAT EXPECTED GOT
+	if [ "$2" = "$3" ]; then
+		echo "ok: $1"
+	else
+		echo "FAIL: $1: expected [$2], got [$3]"
+		fails=$((fails + 1))
+	fi
+}
+code() { ocurl "$@" -o /dev/null -w '%{http_code}'; }
+free_bytes() { ocurl /-/stats | sed -n 's/.*"free_bytes": \([0-9]*\).*/\1/p'; }
+
+truncate -s 256M "$IMG"
+
+# Options: --help exits 0, a bad option or value exits 2.
+"$OBJD" --help >/dev/null; check "--help exits 0" 0 $?
+"$OBJD" --device "$IMG" --no-such-option 2>/dev/null; check "unknown option exits 2" 2 $?
+"$OBJD" --device "$IMG" --contexts x 2>/dev/null; check "bad --contexts exits 2" 2 $?
+"$OBJD" --device "$IMG" --cache-size -5 2>/dev/null; check "negative --cache-size exits 2" 2 $?
+"$OBJD" 2>/dev/null; check "no --device exits 2" 2 $?
+
+objd_start --max-object 16M || exit 1
+check "socket mode" "srw-------" "$(ls -l "$SOCK" | cut -c1-10)"
+free0=$(free_bytes)
+
+# The CRC-32C check value of "123456789" is e3069283.
+printf 123456789 >"$W/nine"
+check "PUT new: 201" 201 "$(code /k/nine -T "$W/nine")"
+check "ETag is the CRC-32C" '"e3069283"' \
+	"$(ocurl /k/nine -I | tr -d '\r' | sed -n 's/^ETag: //p')"
+check "GET" 123456789 "$(ocurl /k/nine)"
+check "Range a-b" 345 "$(ocurl /k/nine -r 2-4)"
+check "Range a-b: 206" 206 "$(code /k/nine -r 2-4)"
+check "Range a-" 789 "$(ocurl /k/nine -r 6-)"
+check "Range -n" 89 "$(ocurl /k/nine -H 'Range: bytes=-2')"
+check "Range past the end: 416" 416 "$(code /k/nine -r 9-20)"
+check "Range past the end: Content-Range" "bytes */9" \
+	"$(ocurl /k/nine -r 9-20 -D - -o /dev/null | tr -d '\r' | sed -n 's/^Content-Range: //p')"
+check "HEAD: Content-Length" 9 \
+	"$(ocurl /k/nine -I | tr -d '\r' | sed -n 's/^Content-Length: //p')"
+check "HEAD: no body" "" "$(ocurl /k/nine -X HEAD -m 5 --max-filesize 0 -o - 2>/dev/null | head -c 1)"
+
+# A 3 MiB object through a pipe (chunked upload), byte for byte.
+head -c 3145728 /dev/urandom >"$W/big"
+check "PUT chunked: 201" 201 "$(cat "$W/big" | code /k/big -T -)"
+ocurl /k/big -o "$W/big.out"
+cmp -s "$W/big" "$W/big.out"; check "GET 3 MiB is the same" 0 $?
+ocurl /k/big -r 1000000-1999999 -o "$W/big.mid"
+dd if="$W/big" bs=1000000 skip=1 count=1 2>/dev/null | cmp -s - "$W/big.mid"
+check "Range in the middle of 3 MiB" 0 $?
+check "verify" "ok" "$(ocurl '/k/big?verify' | cut -d' ' -f1)"
+
+# Empty object; overwrite; delete; list.
+check "PUT empty: 201" 201 "$(code /k/empty -T /dev/null)"
+check "GET empty: 200" 200 "$(code /k/empty)"
+check "GET empty: no bytes" 0 "$(ocurl /k/empty | wc -c)"
+printf new >"$W/new"
+check "PUT over: 204" 204 "$(code /k/nine -T "$W/new")"
+check "GET after overwrite" new "$(ocurl /k/nine)"
+check "GET missing: 404" 404 "$(code /k/none)"
+check "DELETE missing: 404" 404 "$(code /k/none -X DELETE)"
+check "list" "k/big k/empty k/nine" "$(ocurl '/?list' | tr '\n' ' ' | sed 's/ $//')"
+check "list with prefix" "k/empty" "$(ocurl '/?list&prefix=k/e' | tr '\n' ' ' | sed 's/ $//')"
+check "stats: objects" 3 "$(ocurl /-/stats | sed -n 's/^  "objects": \([0-9]*\),/\1/p')"
+check "sync: 200" 200 "$(code /-/sync -X POST)"
+check "unknown method: 405" 405 "$(code /k/nine -X PATCH)"
+check "POST elsewhere: 405" 405 "$(code /k/nine -X POST -d x)"
+check "key with a control character: 400" 400 "$(code /k/%01x)"
+check "empty key: 400" 400 "$(code / -X PUT --data-binary @"$W/new")"
+check "reserved key: 400" 400 "$(code /-/mine -T "$W/new")"
+check "too big: 413" 413 "$(head -c 17000000 /dev/zero | code /k/huge -T - -H 'Content-Length: 17000000')"
+check "too big, chunked: 413" 413 "$(head -c 17000000 /dev/zero | code /k/huge -T -)"
+check "too big: not stored" 404 "$(code /k/huge)"
+
+# SIGTERM exits 0; everything is there after a restart.
+objd_stop; check "SIGTERM exits 0" 0 $?
+check "socket removed at exit" no "$( [ -e "$SOCK" ] && echo yes || echo no)"
+objd_start || exit 1
+check "after restart: GET" new "$(ocurl /k/nine)"
+ocurl /k/big -o "$W/big.out2"
+cmp -s "$W/big" "$W/big.out2"; check "after restart: 3 MiB the same" 0 $?
+check "after restart: verify" ok "$(ocurl '/k/big?verify' | cut -d' ' -f1)"
+check "after restart: list" "k/big k/empty k/nine" "$(ocurl '/?list' | tr '\n' ' ' | sed 's/ $//')"
+
+# Deleting everything gives every byte back (replaced objects' too).
+for k in big empty nine; do
+	check "DELETE k/$k: 204" 204 "$(code /k/$k -X DELETE)"
+done
+check "GET deleted: 404" 404 "$(code /k/big)"
+check "space given back" "$free0" "$(free_bytes)"
+objd_stop; check "SIGTERM exits 0 again" 0 $?
+objd_start || exit 1
+check "deleted stays deleted" "" "$(ocurl '/?list')"
+check "space free after restart" "$free0" "$(free_bytes)"
+objd_stop; check "SIGTERM exits 0 (3)" 0 $?
+
+# --keep-open: every object's inode stays open; the same answers.
+objd_start --keep-open || exit 1
+check "keep-open: PUT" 201 "$(code /k/a -T "$W/big")"
+check "keep-open: PUT over" 204 "$(code /k/a -T "$W/nine")"
+check "keep-open: GET" 123456789 "$(ocurl /k/a)"
+check "keep-open: one inode open" 1 "$(ocurl /-/stats | sed -n 's/^  "open_inodes": \([0-9]*\),/\1/p')"
+objd_stop; check "keep-open: SIGTERM exits 0" 0 $?
+objd_start --keep-open || exit 1
+check "keep-open: GET after restart" 123456789 "$(ocurl /k/a)"
+check "keep-open: DELETE" 204 "$(code /k/a -X DELETE)"
+check "keep-open: space given back" "$free0" "$(free_bytes)"
+check "keep-open: no inode open" 0 "$(ocurl /-/stats | sed -n 's/^  "open_inodes": \([0-9]*\),/\1/p')"
+objd_stop; check "keep-open: last SIGTERM exits 0" 0 $?
+
+# A full device: 507, the space of the failed PUT given back at once.
+IMG=$W/small.img
+truncate -s 32M "$IMG"
+objd_start --max-object 128M || exit 1
+free0=$(free_bytes)
+head -c 40000000 /dev/zero >"$W/40m"
+check "device full: 507" 507 "$(code /k/full -T "$W/40m")"
+check "device full: not stored" 404 "$(code /k/full)"
+check "device full: space given back" "$free0" "$(free_bytes)"
+check "device full: a small PUT still works" 201 "$(code /k/small -T "$W/nine")"
+objd_stop; check "last SIGTERM exits 0" 0 $?
+
+if [ -s "$W/objd.err" ]; then
+	echo "daemon's stderr:"
+	cat "$W/objd.err"
+fi
+[ $fails -eq 0 ] || { echo "$fails checks failed"; exit 1; }
+echo "all checks passed"
