@@ -4,13 +4,14 @@
 # acknowledged object and shows no half-written one (tests/objd-crash.py).
 # OBJD_CRASH_SEED=N repeats a run; OBJD_CRASH_OBJECTS=N changes its size
 # (10000; 1000 in the sanitizer builds, whose daemon is several times
-# slower).
+# slower, and with PWB_TEST_QUICK set).
 . "${top_srcdir:-.}/tests/objd-lib.sh"
 if ! command -v python3 >/dev/null 2>&1; then
 	echo "SKIP: python3 not installed"
 	exit 77
 fi
-if [ -n "$PWB_SANITIZERS" ] && [ -z "$OBJD_CRASH_OBJECTS" ]; then
+if { [ -n "$PWB_SANITIZERS" ] || [ -n "${PWB_TEST_QUICK:-}" ]; } &&
+	[ -z "$OBJD_CRASH_OBJECTS" ]; then
 	OBJD_CRASH_OBJECTS=1000
 	export OBJD_CRASH_OBJECTS
 fi
