@@ -114,6 +114,8 @@ struct mount {
 	uint64_t next_ino;
 	struct ent *ents;
 	bool wlocked;			/* we hold the image lock */
+	bool dir_dirty;			/* a created file not yet persisted */
+	bool dir_unflushed;		/* last directory write not flushed */
 	int nwriters;			/* files at RESERVED or above */
 };
 
@@ -274,8 +276,8 @@ static uint64_t get64(const unsigned char **p)
 }
 
 /* Write the durable state of every live entry to the other slot, then
- * fdatasync. Caller holds m->lock and the image lock. */
-static int dir_persist(struct mount *m)
+ * (with @flush) fdatasync. Caller holds m->lock and the image lock. */
+static int dir_persist(struct mount *m, bool flush)
 {
 	struct slot_hdr h = {.magic = DIR_MAGIC, .gen = m->gen + 1,
 			     .next_ino = m->next_ino};
@@ -320,12 +322,14 @@ static int dir_persist(struct mount *m)
 			 __ATOMIC_RELAXED);
 	if (pwrite(m->fd, m->buf, len, (off_t)slot * SLOT_BYTES) !=
 		    (ssize_t)len ||
-	    fdatasync(m->fd)) {
+	    (flush && fdatasync(m->fd))) {
 		vlog(SQLITE_IOERR, "directory write: %s", strerror(errno));
 		return SQLITE_IOERR_WRITE;
 	}
 	m->gen++;
 	m->slot = slot;
+	m->dir_dirty = false;
+	m->dir_unflushed = !flush;
 	return SQLITE_OK;
 }
 
@@ -652,8 +656,8 @@ static int wlock_put(struct mount *m)
 		else if (r && !rc)
 			rc = r;
 	}
-	if (changed) {
-		int r = dir_persist(m);
+	if (changed || m->dir_dirty) {
+		int r = dir_persist(m, true);
 
 		if (r && !rc)
 			rc = r;
@@ -753,7 +757,7 @@ static int mount_load(struct mount *m)
 				m->gen = 0;
 				m->slot = 1;
 				m->wlocked = true;
-				rc = dir_persist(m);
+				rc = dir_persist(m, true);
 				m->wlocked = false;
 				m->seen = __atomic_add_fetch(m->epoch, 1,
 							     __ATOMIC_SEQ_CST);
@@ -1092,7 +1096,9 @@ static int x_truncate(sqlite3_file *f, sqlite3_int64 size)
 	e->ext = x;
 	e->next_ext = nr;
 	e->size = (uint64_t)size;
-	rc = dir_persist(m);
+	/* Flushed by the xSync SQLite sends after a truncate that matters
+	 * (synchronous=FULL), like the unix VFS's ftruncate. */
+	rc = dir_persist(m, false);
 	if (rc) {
 		pthread_mutex_unlock(&m->lock);
 		return rc;
@@ -1122,10 +1128,17 @@ static int x_sync(sqlite3_file *f, int flags)
 	(void)flags;
 	pthread_mutex_lock(&m->lock);
 	rc = ent_sync(m, p->e);
-	if (rc == SQLITE_DONE) {
+	if (rc == SQLITE_DONE || (!rc && m->dir_dirty)) {
 		rc = wlock_get(m, LAZY_LOCK_MS);
 		if (!rc)
-			rc = dir_persist(m);
+			rc = dir_persist(m, true);
+	} else if (!rc && m->dir_unflushed) {
+		/* A truncate or delete wrote it; pwb_fsync() flushes only if
+		 * libpwb wrote something. */
+		if (fdatasync(m->fd))
+			rc = SQLITE_IOERR_FSYNC;
+		else
+			m->dir_unflushed = false;
 	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
@@ -1388,11 +1401,12 @@ static int v_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f,
 				e = NULL;
 				rc = SQLITE_CANTOPEN;
 			} else {
+				/* Persisted at its first xSync (or when the
+				 * image lock goes): a file nobody synced may
+				 * vanish in a crash, as SQLite allows. */
 				e->next = m->ents;
 				m->ents = e;
-				rc = dir_persist(m);
-				if (rc)
-					e->gone = true;
+				m->dir_dirty = true;
 			}
 		}
 	}
@@ -1428,14 +1442,16 @@ static int v_delete(sqlite3_vfs *vfs, const char *name, int dir_sync)
 	int rc, ret;
 
 	(void)vfs;
-	(void)dir_sync;	/* the directory is always made durable */
+	/* Without @dir_sync (synchronous=EXTRA) the unix VFS does not sync
+	 * the directory after an unlink either: the next flush does it. */
 	if (!m)
 		return SQLITE_IOERR_DELETE_NOENT;
 	pthread_mutex_lock(&m->lock);
 	rc = wlock_get(m, LAZY_LOCK_MS);
 	if (!rc && (e = ent_find(m, name))) {
 		e->gone = true;
-		rc = dir_persist(m);	/* before the blocks go free */
+		/* Before the blocks go free. */
+		rc = dir_persist(m, dir_sync != 0);
 		if (rc) {
 			e->gone = false;
 		} else {
