@@ -85,6 +85,7 @@ struct ent {
 	struct pwb_inode *inode;	/* open while the image is mounted */
 	int nopen;			/* SQLite files on it */
 	bool gone;			/* deleted, still open */
+	bool zombie;			/* deleted, blocks held until a flush */
 	bool written;			/* pwb_write/truncate since last sync */
 	/* Durable state: what the directory on the device says. */
 	uint64_t size;
@@ -204,6 +205,32 @@ static void ent_free(struct ent *e)
 	free(e);
 }
 
+/*
+ * The blocks of a file deleted without dirSync stay with its inode until
+ * the directory write that deleted it is flushed: until then a crash may
+ * bring the file back, and its blocks must still hold its data (the way
+ * ext4 does not reuse freed blocks before its journal commits). Called
+ * after a flush of the image.
+ */
+static void free_zombies(struct mount *m)
+{
+	struct ent *e, **pp;
+
+	for (pp = &m->ents; (e = *pp);) {
+		if (e->zombie) {
+			pwb_inode_discard(e->inode, 0, UINT64_MAX);
+			e->zombie = false;
+			if (!e->nopen) {
+				*pp = e->next;
+				pwb_inode_close(e->inode);
+				ent_free(e);
+				continue;
+			}
+		}
+		pp = &e->next;
+	}
+}
+
 /* Copy @inode's size and extents (both may move under background writeback
  * of pages dirtied later; the caller has just synced or holds them still). */
 static int capture(struct pwb_inode *inode, uint64_t *size,
@@ -251,6 +278,12 @@ static void clip_extents(struct pwb_extent *x, size_t *nr, uint64_t size)
 		n++;
 	}
 	*nr = n;
+}
+
+static bool same_extents(const struct pwb_extent *a, size_t na,
+			 const struct pwb_extent *b, size_t nb)
+{
+	return na == nb && (!na || !memcmp(a, b, na * sizeof(*a)));
 }
 
 static bool same_state(const struct ent *e, uint64_t size,
@@ -330,6 +363,8 @@ static int dir_persist(struct mount *m, bool flush)
 	m->slot = slot;
 	m->dir_dirty = false;
 	m->dir_unflushed = !flush;
+	if (flush)
+		free_zombies(m);
 	return SQLITE_OK;
 }
 
@@ -466,6 +501,7 @@ static int dir_reload(struct mount *m)
 		if (ret)
 			goto fail;
 		e->gone = true;
+		e->zombie = false;
 	}
 	for (i = 0; i < np; i++)
 		for (e = m->ents; e; e = e->next)
@@ -595,6 +631,10 @@ static int wlock_get(struct mount *m, int wait_ms)
 	if (__atomic_load_n(m->epoch, __ATOMIC_SEQ_CST) != m->seen) {
 		int rc = dir_reload(m);
 
+		/* Another process's last directory write (a delete, say) is
+		 * durable before we hand out the blocks it freed. */
+		if (!rc && fdatasync(m->fd))
+			rc = SQLITE_IOERR_FSYNC;
 		if (rc) {
 			ofd_lock(m->lockfd, F_UNLCK, false);
 			return rc;
@@ -982,7 +1022,7 @@ static int x_close(sqlite3_file *f)
 		rc = wlock_put(m);
 	}
 	p->level = SQLITE_LOCK_NONE;
-	if (--p->e->nopen == 0 && p->e->gone) {
+	if (--p->e->nopen == 0 && p->e->gone && !p->e->zombie) {
 		struct ent **pp;
 
 		for (pp = &m->ents; *pp != p->e; pp = &(*pp)->next)
@@ -1062,6 +1102,7 @@ static int x_truncate(sqlite3_file *f, sqlite3_int64 size)
 	struct pwb_extent *x = NULL;
 	uint64_t cur, sz;
 	size_t nr = 0;
+	bool frees;
 	int rc, ret;
 
 	if (size < 0)
@@ -1092,13 +1133,30 @@ static int x_truncate(sqlite3_file *f, sqlite3_int64 size)
 			goto err;
 		clip_extents(x, &nr, (uint64_t)size);
 	}
+	{
+		/* Does the truncate free blocks? (The device may map more than
+		 * the directory says: extents allocated since the last sync.) */
+		struct pwb_extent *all = NULL;
+		size_t nall = 0;
+		uint64_t s2;
+
+		ret = capture(e->inode, &s2, &all, &nall);
+		if (ret) {
+			free(x);
+			goto err;
+		}
+		frees = !same_extents(all, nall, x, nr);
+		free(all);
+	}
 	free(e->ext);
 	e->ext = x;
 	e->next_ext = nr;
 	e->size = (uint64_t)size;
-	/* Flushed by the xSync SQLite sends after a truncate that matters
-	 * (synchronous=FULL), like the unix VFS's ftruncate. */
-	rc = dir_persist(m, false);
+	/* Blocks it frees may be reused at once: the directory that no
+	 * longer maps them must be durable first. A truncate that frees
+	 * nothing is flushed by the xSync SQLite sends after a truncate
+	 * that matters, like the unix VFS's ftruncate. */
+	rc = dir_persist(m, frees);
 	if (rc) {
 		pthread_mutex_unlock(&m->lock);
 		return rc;
@@ -1135,10 +1193,12 @@ static int x_sync(sqlite3_file *f, int flags)
 	} else if (!rc && m->dir_unflushed) {
 		/* A truncate or delete wrote it; pwb_fsync() flushes only if
 		 * libpwb wrote something. */
-		if (fdatasync(m->fd))
+		if (fdatasync(m->fd)) {
 			rc = SQLITE_IOERR_FSYNC;
-		else
+		} else {
 			m->dir_unflushed = false;
+			free_zombies(m);
+		}
 	}
 	pthread_mutex_unlock(&m->lock);
 	return rc;
@@ -1454,6 +1514,9 @@ static int v_delete(sqlite3_vfs *vfs, const char *name, int dir_sync)
 		rc = dir_persist(m, dir_sync != 0);
 		if (rc) {
 			e->gone = false;
+		} else if (!dir_sync) {
+			e->written = false;
+			e->zombie = true;	/* free_zombies() frees it */
 		} else {
 			ret = pwb_inode_discard(e->inode, 0, UINT64_MAX);
 			if (ret)
