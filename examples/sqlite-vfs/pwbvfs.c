@@ -103,6 +103,10 @@ struct mount {
 	char *lockbase;			/* prefix of the side files */
 	/* Everything below is under m->lock. */
 	pthread_mutex_t lock;
+	/* Read-held around pwb_read/pwb_write/pwb_inode_size of SQLite
+	 * files; write-held by dir_reload() (with m->lock), so another
+	 * connection of this process never reads an inode half reloaded. */
+	pthread_rwlock_t reload_lock;
 	struct pwb_bdi *bdi;
 	struct pwb_inode *dir_inode;
 	int fd;				/* O_DIRECT, for the slots */
@@ -479,22 +483,47 @@ static int inode_open(struct mount *m, uint64_t ino, struct pwb_inode **ip)
  * newest slot. Caller holds m->lock, not the image lock's dirty state: we
  * have no dirty pages (they were written before the image lock went).
  */
+static int dir_apply(struct mount *m, struct pent *pe, size_t np,
+		     uint64_t nino);
+
 static int dir_reload(struct mount *m)
 {
 	uint64_t epoch = __atomic_load_n(m->epoch, __ATOMIC_SEQ_CST), gen;
 	uint64_t nino;
 	struct pent *pe = NULL;
 	size_t np = 0, i;
-	struct ent *e, **pp;
 	int slot, ret, tries = 0;
 
 	while ((ret = dir_read(m, &gen, &slot, &pe, &np, &nino)) == -EAGAIN &&
 	       ++tries < 100)
 		;
-	if (ret) {
+	if (!ret)
+		ret = dir_apply(m, pe, np, nino);
+	else
 		vlog(SQLITE_IOERR, "cannot read the directory of %s", m->path);
-		return SQLITE_IOERR_READ;
+	for (i = 0; i < np; i++)
+		free(pe[i].ext);
+	free(pe);
+	if (ret) {
+		m->seen = epoch - 1;	/* try again next time */
+		return ret == -EIO ? SQLITE_IOERR_READ :
+				     map_err(ret, SQLITE_IOERR_READ);
 	}
+	m->gen = gen;
+	m->slot = slot;
+	m->seen = epoch;
+	return SQLITE_OK;
+}
+
+/* Merge the parsed directory @pe into our view. */
+static int dir_apply(struct mount *m, struct pent *pe, size_t np,
+		     uint64_t nino)
+{
+	struct ent *e, **pp;
+	size_t i;
+	int ret;
+
+	pthread_rwlock_wrlock(&m->reload_lock);
 	/* First free every block of our old view, then claim the new. */
 	for (e = m->ents; e; e = e->next) {
 		ret = pwb_inode_discard(e->inode, 0, UINT64_MAX);
@@ -557,21 +586,13 @@ static int dir_reload(struct mount *m)
 	}
 	if (nino > m->next_ino)
 		m->next_ino = nino;
-	for (i = 0; i < np; i++)
-		free(pe[i].ext);
-	free(pe);
-	m->gen = gen;
-	m->slot = slot;
-	m->seen = epoch;
-	return SQLITE_OK;
+	pthread_rwlock_unlock(&m->reload_lock);
+	return 0;
 fail:
+	pthread_rwlock_unlock(&m->reload_lock);
 	vlog(SQLITE_IOERR, "reloading the directory of %s: %s (%s)",
 	     m->path, pwb_strerror(ret), pwb_errmsg());
-	for (i = 0; i < np; i++)
-		free(pe[i].ext);
-	free(pe);
-	m->seen = epoch - 1;	/* try again next time */
-	return map_err(ret, SQLITE_IOERR_READ);
+	return ret;
 }
 
 /* Reload if another process wrote since we looked. Caller holds m->lock. */
@@ -756,6 +777,7 @@ static void mount_free(struct mount *m)
 	free(m->path);
 	free(m->lockbase);
 	pthread_mutex_destroy(&m->lock);
+	pthread_rwlock_destroy(&m->reload_lock);
 	free(m);
 }
 
@@ -864,6 +886,7 @@ static int mount_get(const char *dev, uint64_t create_bytes,
 		goto out;
 	}
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_rwlock_init(&m->reload_lock, NULL);
 	m->fd = m->lockfd = -1;
 	m->path = real;
 	real = NULL;
@@ -1045,7 +1068,11 @@ static int x_close(sqlite3_file *f)
 static int x_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
 {
 	struct pfile *p = (struct pfile *)f;
-	ssize_t n = pwb_read(p->e->inode, buf, (size_t)amt, (uint64_t)off);
+	ssize_t n;
+
+	pthread_rwlock_rdlock(&p->m->reload_lock);
+	n = pwb_read(p->e->inode, buf, (size_t)amt, (uint64_t)off);
+	pthread_rwlock_unlock(&p->m->reload_lock);
 
 	if (n < 0) {
 		vlog(SQLITE_IOERR, "read of %s: %s (%s)", p->e->name,
@@ -1083,7 +1110,9 @@ static int x_write(sqlite3_file *f, const void *buf, int amt,
 	if (rc)
 		return rc;
 	__atomic_store_n(&p->e->written, true, __ATOMIC_SEQ_CST);
+	pthread_rwlock_rdlock(&p->m->reload_lock);
 	n = pwb_write(p->e->inode, buf, (size_t)amt, (uint64_t)off);
+	pthread_rwlock_unlock(&p->m->reload_lock);
 	if (n == amt)
 		return SQLITE_OK;
 	if (n >= 0)
@@ -1208,7 +1237,11 @@ static int x_file_size(sqlite3_file *f, sqlite3_int64 *size)
 {
 	struct pfile *p = (struct pfile *)f;
 	uint64_t s;
-	int ret = pwb_inode_size(p->e->inode, &s);
+	int ret;
+
+	pthread_rwlock_rdlock(&p->m->reload_lock);
+	ret = pwb_inode_size(p->e->inode, &s);
+	pthread_rwlock_unlock(&p->m->reload_lock);
 
 	if (ret)
 		return SQLITE_IOERR_FSTAT;
