@@ -282,6 +282,76 @@ START_TEST(test_two_processes)
 }
 END_TEST
 
+/*
+ * Two connections of one process on one database share the mount (one
+ * bdi, one inode per file): SQLite's locks still hold between them, and
+ * each sees what the other committed. Meanwhile another process writes a
+ * second database of the same image, which makes this process reload the
+ * directory while its connections are open.
+ */
+START_TEST(test_two_connections)
+{
+	sqlite3 *a, *b, *o;
+	pid_t pid;
+	int i, rc, go[2];
+	char c = 0;
+
+	/* The other process is forked before this one uses libpwb (pwb.h,
+	 * fork()), and waits for the pipe. */
+	ck_assert_int_eq(pipe(go), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(go[1]);
+		if (open_db("other.db", img, NULL, &o))
+			_exit(1);
+		sqlite3_busy_timeout(o, 10000);
+		if (sqlite3_exec(o, "CREATE TABLE IF NOT EXISTS o(x)", NULL,
+				 NULL, NULL) ||
+		    read(go[0], &c, 1) != 1)
+			_exit(2);
+		for (i = 0; i < 50; i++)
+			if (sqlite3_exec(o, "INSERT INTO o VALUES(randomblob("
+					    "20000))", NULL, NULL, NULL))
+				_exit(3);
+		_exit(sqlite3_close(o) ? 4 : 0);
+	}
+	close(go[0]);
+	ck_assert_int_eq(open_db("one.db", img, NULL, &a), SQLITE_OK);
+	ck_assert_int_eq(open_db("one.db", img, NULL, &b), SQLITE_OK);
+	sqlite3_busy_timeout(a, 10000);
+	exec_ok(a, "CREATE TABLE t(x INTEGER PRIMARY KEY, y BLOB)");
+	exec_ok(a, "BEGIN IMMEDIATE; INSERT INTO t VALUES(1, randomblob(9000))");
+	rc = sqlite3_exec(b, "INSERT INTO t VALUES(2, 'b')", NULL, NULL, NULL);
+	ck_assert_int_eq(rc, SQLITE_BUSY);
+	ck_assert_int_eq(q_int(b, "SELECT count(*) FROM t"), 0);
+	exec_ok(a, "COMMIT");
+	ck_assert_int_eq(q_int(b, "SELECT count(*) FROM t"), 1);
+	/* Now the other process writes other.db: the epoch moves under us. */
+	ck_assert_int_eq(write(go[1], &c, 1), 1);
+	close(go[1]);
+	for (i = 0; i < 200; i++) {
+		char sql[128];
+
+		snprintf(sql, sizeof(sql), "INSERT INTO t VALUES(%d, "
+			 "randomblob(3000))", i + 10);
+		sqlite3_busy_timeout(a, 10000);
+		sqlite3_busy_timeout(b, 10000);
+		exec_ok(i % 2 ? a : b, sql);
+		ck_assert_int_eq(q_int(i % 2 ? b : a, "SELECT count(*) FROM t"),
+				 i + 2);
+	}
+	reap(pid);
+	check_integrity(a);
+	ck_assert_int_eq(sqlite3_close(a), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_close(b), SQLITE_OK);
+	ck_assert_int_eq(open_db("other.db", img, NULL, &o), SQLITE_OK);
+	check_integrity(o);
+	ck_assert_int_eq(q_int(o, "SELECT count(*) FROM o"), 50);
+	ck_assert_int_eq(sqlite3_close(o), SQLITE_OK);
+}
+END_TEST
+
 static int open_rc(const char *uri, int flags)
 {
 	sqlite3 *db = NULL;
@@ -418,6 +488,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, test_journal_mode, 0, 4);
 	/* WAL is one process at a time (README.md): rollback modes only. */
 	tcase_add_loop_test(tc, test_two_processes, 0, 3);
+	tcase_add_test(tc, test_two_connections);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_device_full);
 	tcase_add_test(tc, test_many_files);
