@@ -352,6 +352,58 @@ START_TEST(test_two_connections)
 }
 END_TEST
 
+/*
+ * WAL mode is one process at a time: while one process has a WAL database
+ * open, another gets SQLITE_BUSY (not a page the wal-index names but the
+ * device does not have yet); once the first closes, the second sees all.
+ */
+START_TEST(test_wal_one_process)
+{
+	int ready[2], go[2], rc;
+	char c = 0;
+	sqlite3 *db;
+	pid_t a, b;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	a = fork();
+	ck_assert_int_ge(a, 0);
+	if (a == 0) {
+		if (open_db("wal.db", img, NULL, &db) ||
+		    sqlite3_exec(db, "PRAGMA journal_mode=WAL;"
+				     "PRAGMA synchronous=NORMAL;"
+				     "CREATE TABLE t(x);"
+				     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL "
+				     "SELECT i + 1 FROM n WHERE i < 100) "
+				     "INSERT INTO t SELECT randomblob(500) FROM n",
+				     NULL, NULL, NULL) ||
+		    write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(1);
+		_exit(sqlite3_close(db) ? 2 : 0);
+	}
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	b = fork();
+	ck_assert_int_ge(b, 0);
+	if (b == 0) {
+		if (open_db("wal.db", img, NULL, &db))
+			_exit(1);
+		rc = sqlite3_exec(db, "SELECT count(*) FROM t", NULL, NULL,
+				  NULL);
+		sqlite3_close(db);
+		if (rc != SQLITE_BUSY)
+			fprintf(stderr, "second process: %d\n", rc);
+		_exit(rc == SQLITE_BUSY ? 0 : 10);
+	}
+	reap(b);
+	ck_assert_int_eq(write(go[1], &c, 1), 1);
+	reap(a);
+	ck_assert_int_eq(open_db("wal.db", img, NULL, &db), SQLITE_OK);
+	check_integrity(db);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t"), 100);
+	ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static int open_rc(const char *uri, int flags)
 {
 	sqlite3 *db = NULL;
@@ -489,6 +541,7 @@ static Suite *suite(void)
 	/* WAL is one process at a time (README.md): rollback modes only. */
 	tcase_add_loop_test(tc, test_two_processes, 0, 3);
 	tcase_add_test(tc, test_two_connections);
+	tcase_add_test(tc, test_wal_one_process);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_device_full);
 	tcase_add_test(tc, test_many_files);

@@ -122,6 +122,7 @@ struct mount {
 	bool dir_dirty;			/* a created file not yet persisted */
 	bool dir_unflushed;		/* last directory write not flushed */
 	int nwriters;			/* files at RESERVED or above */
+	int ndb;			/* main database files open */
 };
 
 /* A file of the pwb VFS. Files SQLite does not keep on the device (temp
@@ -1041,9 +1042,13 @@ static int x_close(sqlite3_file *f)
 	int rc = SQLITE_OK, r;
 
 	pthread_mutex_lock(&m->lock);
-	if (p->level > SQLITE_LOCK_SHARED && --m->nwriters == 0) {
+	if (p->level > SQLITE_LOCK_SHARED)
+		m->nwriters--;
+	if ((p->flags & SQLITE_OPEN_MAIN_DB) && --m->ndb == 0 &&
+	    !m->nwriters)
+		rc = wlock_put(m);	/* WAL mode held it until now */
+	else if (p->level > SQLITE_LOCK_SHARED && !m->nwriters)
 		rc = wlock_put(m);
-	}
 	p->level = SQLITE_LOCK_NONE;
 	if (--p->e->nopen == 0 && p->e->gone && !p->e->zombie) {
 		struct ent **pp;
@@ -1249,6 +1254,14 @@ static int x_file_size(sqlite3_file *f, sqlite3_int64 *size)
 	return SQLITE_OK;
 }
 
+/* Does the database header say WAL (read and write versions 2)? */
+static bool is_wal(struct pfile *p)
+{
+	unsigned char v[2];
+
+	return pwb_read(p->e->inode, v, 2, 18) == 2 && v[0] == 2 && v[1] == 2;
+}
+
 static int x_lock(sqlite3_file *f, int level)
 {
 	struct pfile *p = (struct pfile *)f;
@@ -1263,6 +1276,11 @@ static int x_lock(sqlite3_file *f, int level)
 	pthread_mutex_lock(&m->lock);
 	if (old == SQLITE_LOCK_NONE && level >= SQLITE_LOCK_SHARED)
 		rc = dir_refresh(m);
+	if (!rc && old == SQLITE_LOCK_NONE && !m->wlocked && is_wal(p)) {
+		/* A WAL database is one process's at a time (x_shm_map()):
+		 * say so here, where SQLite's busy handler waits for it. */
+		rc = wlock_get(m, 0);
+	}
 	if (!rc && old < SQLITE_LOCK_RESERVED &&
 	    level >= SQLITE_LOCK_RESERVED) {
 		rc = wlock_get(m, 0);
@@ -1347,9 +1365,20 @@ static int x_shm_map(sqlite3_file *f, int pg, int pgsz, int extend,
 		     void volatile **pp)
 {
 	struct pfile *p = (struct pfile *)f;
+	int rc = SQLITE_OK;
 
 	if (!p->lockf)
 		return SQLITE_IOERR_SHMMAP;
+	/* WAL mode is one process at a time (README.md): the wal-index names
+	 * frames that may still sit in the writer's cache. The first process
+	 * to map it takes the image lock until the database closes; another
+	 * gets SQLITE_BUSY rather than a wrong page. */
+	pthread_mutex_lock(&p->m->lock);
+	if (!p->m->wlocked)
+		rc = wlock_get(p->m, 0);
+	pthread_mutex_unlock(&p->m->lock);
+	if (rc)
+		return rc;
 	return p->lockf->pMethods->xShmMap(p->lockf, pg, pgsz, extend, pp);
 }
 
@@ -1514,6 +1543,9 @@ static int v_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f,
 	}
 	p->flags = flags;
 	if (flags & SQLITE_OPEN_MAIN_DB) {
+		pthread_mutex_lock(&m->lock);
+		m->ndb++;
+		pthread_mutex_unlock(&m->lock);
 		rc = open_lockfile(p, name);
 		if (rc) {
 			p->methods = &pwb_io;
