@@ -1209,6 +1209,14 @@ err:
 	return map_err(ret, SQLITE_IOERR_TRUNCATE);
 }
 
+/* Does the database header say WAL (read and write versions 2)? */
+static bool is_wal(struct pfile *p)
+{
+	unsigned char v[2];
+
+	return pwb_read(p->e->inode, v, 2, 18) == 2 && v[0] == 2 && v[1] == 2;
+}
+
 /* Data first (pwb_fsync), then the directory if the size or the extents
  * moved (its own write + fdatasync). */
 static int x_sync(sqlite3_file *f, int flags)
@@ -1221,9 +1229,21 @@ static int x_sync(sqlite3_file *f, int flags)
 	pthread_mutex_lock(&m->lock);
 	rc = ent_sync(m, p->e);
 	if (rc == SQLITE_DONE || (!rc && m->dir_dirty)) {
+		/*
+		 * A rollback-mode database's new size and extents need no
+		 * flush of their own: until the journal's deletion (or
+		 * truncation, or zeroed header) is durable, a crash rolls
+		 * the database back to its old size from the journal, and
+		 * every later directory write (whole, a higher generation)
+		 * holds them too. Its data is durable already (pwb_fsync).
+		 * A journal, a WAL, or a database in WAL mode (whose WAL a
+		 * later write may reset) is flushed.
+		 */
+		bool flush = !(p->flags & SQLITE_OPEN_MAIN_DB) || is_wal(p);
+
 		rc = wlock_get(m, LAZY_LOCK_MS);
 		if (!rc)
-			rc = dir_persist(m, true);
+			rc = dir_persist(m, flush);
 	} else if (!rc && m->dir_unflushed) {
 		/* A truncate or delete wrote it; pwb_fsync() flushes only if
 		 * libpwb wrote something. */
@@ -1252,14 +1272,6 @@ static int x_file_size(sqlite3_file *f, sqlite3_int64 *size)
 		return SQLITE_IOERR_FSTAT;
 	*size = (sqlite3_int64)s;
 	return SQLITE_OK;
-}
-
-/* Does the database header say WAL (read and write versions 2)? */
-static bool is_wal(struct pfile *p)
-{
-	unsigned char v[2];
-
-	return pwb_read(p->e->inode, v, 2, 18) == 2 && v[0] == 2 && v[1] == 2;
 }
 
 static int x_lock(sqlite3_file *f, int level)
