@@ -77,7 +77,9 @@ struct slot_hdr {
 	uint64_t next_ino; /* never reused */
 };
 
-/* One file of the directory. */
+/* One file of the directory. Fields under its mount's lock, except
+ * written (atomic: set by xWrite without the lock) and the inode's own
+ * calls (libpwb is thread-safe; reload_lock orders them against reloads). */
 struct ent {
 	struct ent *next;
 	char name[MAX_NAME + 1];
@@ -126,7 +128,9 @@ struct mount {
 };
 
 /* A file of the pwb VFS. Files SQLite does not keep on the device (temp
- * files, sub-journals) are opened by the unix VFS in the same memory. */
+ * files, sub-journals) are opened by the unix VFS in the same memory.
+ * Used by one connection at a time (SQLite's rule for a sqlite3_file);
+ * level changes under the mount's lock. */
 struct pfile {
 	const sqlite3_io_methods *methods;
 	struct mount *m;
