@@ -125,6 +125,7 @@ struct mount {
 	bool dir_unflushed;		/* last directory write not flushed */
 	int nwriters;			/* files at RESERVED or above */
 	int ndb;			/* main database files open */
+	bool wal_hold;			/* image lock kept for a WAL database */
 };
 
 /* A file of the pwb VFS. Files SQLite does not keep on the device (temp
@@ -1049,10 +1050,13 @@ static int x_close(sqlite3_file *f)
 	if (p->level > SQLITE_LOCK_SHARED)
 		m->nwriters--;
 	if ((p->flags & SQLITE_OPEN_MAIN_DB) && --m->ndb == 0 &&
-	    !m->nwriters)
+	    !m->nwriters) {
+		m->wal_hold = false;
 		rc = wlock_put(m);	/* WAL mode held it until now */
-	else if (p->level > SQLITE_LOCK_SHARED && !m->nwriters)
+	} else if (p->level > SQLITE_LOCK_SHARED && !m->nwriters &&
+		   !m->wal_hold) {
 		rc = wlock_put(m);
+	}
 	p->level = SQLITE_LOCK_NONE;
 	if (--p->e->nopen == 0 && p->e->gone && !p->e->zombie) {
 		struct ent **pp;
@@ -1296,6 +1300,8 @@ static int x_lock(sqlite3_file *f, int level)
 		/* A WAL database is one process's at a time (x_shm_map()):
 		 * say so here, where SQLite's busy handler waits for it. */
 		rc = wlock_get(m, 0);
+		if (!rc)
+			m->wal_hold = true;
 	}
 	if (!rc && old < SQLITE_LOCK_RESERVED &&
 	    level >= SQLITE_LOCK_RESERVED) {
@@ -1325,9 +1331,10 @@ static int x_unlock(sqlite3_file *f, int level)
 	/* Our writes reach the device, and the directory names them, before
 	 * another process may take the lock. */
 	if (p->level > SQLITE_LOCK_SHARED && level <= SQLITE_LOCK_SHARED) {
-		if (--m->nwriters == 0)
+		if (--m->nwriters == 0 && !m->wal_hold)
 			rc = wlock_put(m);
-	} else if (level == SQLITE_LOCK_NONE && !m->nwriters) {
+	} else if (level == SQLITE_LOCK_NONE && !m->nwriters &&
+		   !m->wal_hold) {
 		rc = wlock_put(m);
 	}
 	if (level < p->level)
@@ -1392,6 +1399,8 @@ static int x_shm_map(sqlite3_file *f, int pg, int pgsz, int extend,
 	pthread_mutex_lock(&p->m->lock);
 	if (!p->m->wlocked)
 		rc = wlock_get(p->m, 0);
+	if (!rc)
+		p->m->wal_hold = true;
 	pthread_mutex_unlock(&p->m->lock);
 	if (rc)
 		return rc;
