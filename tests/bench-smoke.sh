@@ -122,6 +122,11 @@ if run frag --workload frag --backend "$backend" --size 8M --threads 2 \
 	expect frag "^frag +$backend +1 .*extents per inode"
 	expect frag "^frag +$backend +2 .*extents per inode"
 fi
+# sqlite: only in a bench built with sqlite3 (it says so otherwise).
+if run sqlite --workload sqlite --runs 1 --duration 0.2 &&
+	! grep -q "built without sqlite3" "$out.err"; then
+	expect sqlite "^WAL +NORMAL +[0-9]+ +[0-9]+ +[0-9.]+ "
+fi
 
 [ $fails -eq 0 ] || exit 1
 echo "pwb-bench ran every workload"

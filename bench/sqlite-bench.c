@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * sqlite-bench.c - pwb-bench --workload sqlite: the same SQL on the "pwb"
+ * VFS (examples/sqlite-vfs, its image in --dir) and on SQLite's default
+ * VFS (a plain file in --dir), in one run, and the ratio of their rates.
+ *
+ * A run: a fresh database with 4096-byte pages, a table with an index and
+ * 2,000 rows (not timed), then for the run's seconds transactions of ten
+ * INSERTs of 100-byte rows and one UPDATE of a random row, each committed.
+ * Rows: journal_mode DELETE and WAL, each with synchronous=FULL and
+ * NORMAL. Each figure is the median of the runs, the two VFSes taking
+ * turns so that drift of the machine hits both alike.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pwbvfs.h"
+#include "sqlite-bench.h"
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int run_sql(sqlite3 *db, const char *sql)
+{
+	char *err = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+
+	if (rc) {
+		fprintf(stderr, "pwb-bench sqlite: %s: %s\n", sql,
+			err ? err : sqlite3_errstr(rc));
+		sqlite3_free(err);
+	}
+	return rc;
+}
+
+static void remove_files(const char *dir, int pwb)
+{
+	char cmd[1200];
+
+	if (pwb)
+		snprintf(cmd, sizeof(cmd), "rm -f '%s/pwb-bench-sqlite.img' "
+			 "'%s/pwb-bench-sqlite.img'.pwb-*", dir, dir);
+	else
+		snprintf(cmd, sizeof(cmd), "rm -f '%s/pwb-bench-sqlite.db' "
+			 "'%s/pwb-bench-sqlite.db'-*", dir, dir);
+	if (system(cmd))
+		fprintf(stderr, "pwb-bench sqlite: %s failed\n", cmd);
+}
+
+/* One timed run; transactions per second, or -1. */
+static double one_run(const char *dir, int pwb, const char *mode,
+		      const char *sync, double seconds)
+{
+	char uri[1200], sql[256];
+	sqlite3 *db;
+	sqlite3_stmt *ins, *upd;
+	double t0, t = 0;
+	long n = 0, id = 2000;
+	unsigned int seed = 12345;
+	int rc;
+
+	remove_files(dir, pwb);
+	if (pwb)
+		snprintf(uri, sizeof(uri), "file:bench.db?vfs=pwb&device=%s/"
+			 "pwb-bench-sqlite.img&device_size=1G", dir);
+	else
+		snprintf(uri, sizeof(uri), "file:%s/pwb-bench-sqlite.db", dir);
+	rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE |
+			     SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL);
+	if (rc) {
+		fprintf(stderr, "pwb-bench sqlite: open %s: %s\n", uri,
+			sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return -1;
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA page_size=4096;"
+		 "PRAGMA journal_mode=%s; PRAGMA synchronous=%s", mode, sync);
+	if (run_sql(db, sql) ||
+	    run_sql(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, k INT, v TEXT);"
+			"CREATE INDEX t_k ON t(k);"
+			"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1"
+			" FROM n WHERE i < 2000) INSERT INTO t SELECT i, "
+			"abs(random()) % 100000, hex(randomblob(50)) FROM n") ||
+	    sqlite3_prepare_v2(db, "INSERT INTO t(k, v) VALUES(?, "
+			       "hex(randomblob(50)))", -1, &ins, NULL) ||
+	    sqlite3_prepare_v2(db, "UPDATE t SET k = k + 1 WHERE id = ?", -1,
+			       &upd, NULL)) {
+		sqlite3_close(db);
+		return -1;
+	}
+	t0 = now();
+	do {
+		if (run_sql(db, "BEGIN"))
+			break;
+		for (int i = 0; i < 10; i++) {
+			sqlite3_bind_int(ins, 1, (int)(rand_r(&seed) % 100000));
+			if (sqlite3_step(ins) != SQLITE_DONE)
+				goto fail;
+			sqlite3_reset(ins);
+		}
+		id += 10;
+		sqlite3_bind_int64(upd, 1, 1 + (long)rand_r(&seed) % id);
+		if (sqlite3_step(upd) != SQLITE_DONE)
+			goto fail;
+		sqlite3_reset(upd);
+		if (run_sql(db, "COMMIT"))
+			goto fail;
+		n++;
+		t = now();
+	} while (t - t0 < seconds);
+	sqlite3_finalize(ins);
+	sqlite3_finalize(upd);
+	if (sqlite3_close(db))
+		return -1;
+	remove_files(dir, pwb);
+	return (double)n / (t - t0);
+fail:
+	fprintf(stderr, "pwb-bench sqlite: %s\n", sqlite3_errmsg(db));
+	sqlite3_finalize(ins);
+	sqlite3_finalize(upd);
+	sqlite3_close(db);
+	return -1;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int pwb_bench_sqlite(FILE *out, const char *dir, double seconds,
+		     unsigned int runs)
+{
+	static const char *const rows[][2] = {{"DELETE", "FULL"},
+					      {"DELETE", "NORMAL"},
+					      {"WAL", "FULL"},
+					      {"WAL", "NORMAL"}};
+	double p[16], u[16];
+	int ret = 0;
+
+	if (runs < 1)
+		runs = 1;
+	if (runs > 15)
+		runs = 15;
+	if (pwbvfs_register(0)) {
+		fprintf(stderr, "pwb-bench sqlite: cannot register the VFS\n");
+		return -1;
+	}
+	fprintf(out, "sqlite: txn = 10 INSERTs + 1 UPDATE, 4096-byte pages, "
+		"%.1f s per run, median of %u\n", seconds, runs);
+	fprintf(out, "%-8s %-7s %12s %12s %7s %s\n", "journal", "sync",
+		"pwb txn/s", "unix txn/s", "pwb/unix", "goal");
+	for (unsigned int r = 0; r < 4; r++) {
+		double mp, mu;
+		bool full = !strcmp(rows[r][1], "FULL");
+
+		for (unsigned int k = 0; k < runs; k++) {
+			u[k] = one_run(dir, 0, rows[r][0], rows[r][1],
+				       seconds);
+			p[k] = one_run(dir, 1, rows[r][0], rows[r][1],
+				       seconds);
+			if (u[k] < 0 || p[k] < 0)
+				return -1;
+		}
+		mp = median(p, runs);
+		mu = median(u, runs);
+		fprintf(out, "%-8s %-7s %12.0f %12.0f %7.2f %s\n", rows[r][0],
+			rows[r][1], mp, mu, mp / mu,
+			full ? ">= 1.2" : ">= 0.9");
+		if (mp / mu < (full ? 1.2 : 0.9))
+			ret = 1;
+	}
+	return ret;
+}
