@@ -17,16 +17,17 @@
  * metadata. A PUT of an existing key writes a new inode and switches the
  * key to it in one LMDB transaction; the old inode is freed after that
  * commit, so a crash shows the old object or the new one, never a mix.
- * On start every object in the index is opened and given its extents back
+ * On start every object in the index gets its extents back
  * (pwb_inode_set_extents()); space of inodes that never reached the index
  * is not loaded, hence free: that is the garbage collection.
  *
- * Objects stay open while they are in the index (libpwb keeps ~0.5 KiB
- * per open inode; the cache holds only what was read or written recently,
- * reclaimed by the writeback contexts). An in-memory table maps ino ->
- * open inode with a reference count, so a GET that still streams an
- * object replaced or deleted meanwhile keeps reading the old inode; the
- * last reference frees it. README.md next to this file has the details.
+ * Inodes are open on demand: the first request on an object opens it, the
+ * last one closes it (libpwb keeps a closed allocator-mode inode's extents
+ * and size); --keep-open keeps every object open (about 10 KiB each, most
+ * of it the inode's page table). An in-memory table maps ino -> open inode
+ * with a reference count, so a GET that still streams an object replaced
+ * or deleted meanwhile keeps reading the old inode; the last reference
+ * frees it. README.md next to this file has the details.
  */
 #define _GNU_SOURCE
 #include <errno.h>
