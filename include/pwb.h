@@ -892,7 +892,12 @@ PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len);
  * Call it before get_page can hand libpwb the changed page (for example
  * while still holding the page's latch, get_page returning -EAGAIN
  * meanwhile): a page written between the change and this call would
- * carry an LSN libpwb has not seen. An inode pays for LSNs only once it
+ * carry an LSN libpwb has not seen. And change a page only after
+ * pwb_wait_writeback() on it, with the latch held: writeback checks a
+ * page's LSN when it takes the page and calls get_page after that, so a
+ * change in between would go out under the old LSN; latched, the page
+ * makes that get_page say -EAGAIN and the wait returns (this is what
+ * pwb_write() does for library-owned pages). An inode pays for LSNs only once it
  * uses them: 8 bytes a page in each 512-page group it dirtied with one.
  *
  * Context: as pwb_mark_dirty().
