@@ -860,14 +860,32 @@ static int mount_get(const char *dev, uint64_t create_bytes,
 
 	pthread_mutex_lock(&vfs_lock);
 	if (stat(dev, &st) && errno == ENOENT && create_bytes) {
-		int fd = open(dev, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		/*
+		 * Sized under a temporary name, then linked into place: a
+		 * process opening the same new image at the same moment sees
+		 * it whole or not at all (it once saw it empty: "too
+		 * small"). link() fails with EEXIST if another won the race.
+		 */
+		size_t n = strlen(dev) + 32;
+		char *tmp = malloc(n);
+		int fd = -1;
 
+		if (tmp) {
+			snprintf(tmp, n, "%s.new.%ld", dev, (long)getpid());
+			fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+				  0644);
+		}
 		if (fd >= 0) {
 			if (ftruncate(fd, (off_t)create_bytes))
 				vlog(SQLITE_CANTOPEN, "cannot size %s: %s",
 				     dev, strerror(errno));
+			else if (link(tmp, dev) && errno != EEXIST)
+				vlog(SQLITE_CANTOPEN, "cannot create %s: %s",
+				     dev, strerror(errno));
 			close(fd);
+			unlink(tmp);
 		}
+		free(tmp);
 	}
 	if (stat(dev, &st)) {
 		vlog(SQLITE_CANTOPEN, "device %s: %s", dev, strerror(errno));
