@@ -54,14 +54,11 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
 	return caa_container_of(node, struct pwb_inode, hnode);
 }
 
-/* Undo a pwb__inode_open() that failed after the inode was built (not
- * registered): its page cache and space state (each may be absent), its
- * locks, the memory and the bdi reference the open took. */
-static void open_undo(struct pwb_inode *inode)
+/* Free an inode's page-cache and space state (each may be absent), its
+ * page map, its locks and its memory: the end of both a failed open and
+ * the grace period after a close. */
+static void inode_destroy(struct pwb_inode *inode)
 {
-	struct pwb_bdi *bdi = inode->bdi;
-
-	pwb__pcache_inode_close(inode);
 	pwb__pcache_inode_free(inode);
 	pwb__space_inode_free(inode);
 	pwb__map_destroy(&inode->map);
@@ -69,6 +66,17 @@ static void open_undo(struct pwb_inode *inode)
 	pthread_cond_destroy(&inode->wb_cond);
 	pthread_mutex_destroy(&inode->lock);
 	free(inode);
+}
+
+/* Undo a pwb__inode_open() that failed after the inode was built (not
+ * registered): its page cache, the inode, and the bdi reference the open
+ * took. */
+static void open_undo(struct pwb_inode *inode)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+
+	pwb__pcache_inode_close(inode);
+	inode_destroy(inode);
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 }
 
@@ -168,13 +176,7 @@ static void inode_free_rcu(struct rcu_head *head)
 	pwb__rcu_callback_begin(inode);
 
 	pwb__region_free(inode);
-	pwb__pcache_inode_free(inode);
-	pwb__space_inode_free(inode);
-	pwb__map_destroy(&inode->map);
-	pthread_cond_destroy(&inode->users_cond);
-	pthread_cond_destroy(&inode->wb_cond);
-	pthread_mutex_destroy(&inode->lock);
-	free(inode);
+	inode_destroy(inode);
 }
 
 /*
