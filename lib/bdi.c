@@ -771,8 +771,14 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
 
 	if (!epoch)
 		return 0;	/* nothing was ever written */
+	/* A flush that began after those writes finished covers them.
+	 * Looked at first without the lock: a caller whose writes are
+	 * covered already (a close after an fsync) must not queue behind
+	 * another caller's fdatasync. The acquire pairs with the release
+	 * below, after the fdatasync that covered them returned. */
+	if (__atomic_load_n(&bdi->flushed_epoch, __ATOMIC_ACQUIRE) >= epoch)
+		return 0;
 	pthread_mutex_lock(&bdi->flush_lock);
-	/* A flush that began after those writes finished covers them. */
 	if (bdi->flushed_epoch >= epoch)
 		goto out;
 	/* Writes finishing from here on are tagged target + 1: this flush
@@ -813,7 +819,8 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
 		pwb__err(err, "fdatasync of %s: %s", bdi->path,
 			 strerror(-err));
 	} else {
-		bdi->flushed_epoch = target;
+		__atomic_store_n(&bdi->flushed_epoch, target,
+				 __ATOMIC_RELEASE);
 	}
 out:
 	pthread_mutex_unlock(&bdi->flush_lock);

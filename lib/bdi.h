@@ -111,7 +111,8 @@ struct pwb_bdi {
 	pthread_mutex_t flush_lock;	/* serialises device flushes */
 	uint64_t write_epoch;		/* uatomic; advanced under flush_lock */
 	uint64_t written_epoch;		/* uatomic: newest epoch written in */
-	uint64_t flushed_epoch;		/* flush_lock: epochs <= covered */
+	uint64_t flushed_epoch;		/* flush_lock; read without it
+					 * (acquire): epochs <= covered */
 
 	uint64_t dirty_limit_pages;	/* set at open, read-only: 0: no
 					 * hard limit (throttle.c) */

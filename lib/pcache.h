@@ -24,6 +24,8 @@
 
 #include "pwb-internal.h"
 
+#include <urcu/lfstack.h>
+
 #define PWB__PAGE_DEAD (-(1 << 30))
 
 #define PWB__PG_UPTODATE 0x1u	/* data valid (page->lock) */
@@ -51,6 +53,11 @@ struct pwb__page {
 struct pwb__pcache_inode {
 	struct cds_lfht *pages;		/* index -> page: RCU */
 	uint64_t size;			/* uatomic: bytes (file size) */
+	/* After the close: the emptied index, destroyed once no reader can
+	 * be in it (see pwb__pcache_inode_free), and the node that queues
+	 * it for that. Owned by the closing thread, then by the queue. */
+	struct cds_lfht *dead_pages;
+	struct cds_lfs_node dead_node;
 };
 
 /*

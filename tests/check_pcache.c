@@ -12,6 +12,9 @@
 #include "test-util.h"
 
 #include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -535,6 +538,80 @@ START_TEST(test_pages_read_from_device_are_reclaimed)
 }
 END_TEST
 
+
+/*
+ * A close does not wait for an RCU grace period: a thread stays inside a
+ * read-side section until the close has returned. The page index of the
+ * closed inode is destroyed later (by the next close or the bdi's end),
+ * once no reader can be in it. The close used to call synchronize_rcu(),
+ * which cost every pwb-objd PUT 5 ms, and would deadlock here (the reader
+ * gives up after 5 s, and the case fails).
+ */
+struct rcu_holder {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool inside, closed, timed_out;
+};
+
+static void *hold_read_section(void *arg)
+{
+	struct rcu_holder *h = arg;
+	struct timespec until;
+
+	rcu_register_thread();
+	rcu_read_lock();
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;	/* a watchdog, not a measurement */
+	pthread_mutex_lock(&h->lock);
+	h->inside = true;
+	pthread_cond_broadcast(&h->cond);
+	while (!h->closed && !h->timed_out)
+		h->timed_out = pthread_cond_timedwait(&h->cond, &h->lock,
+						      &until) == ETIMEDOUT;
+	pthread_mutex_unlock(&h->lock);
+	rcu_read_unlock();
+	rcu_unregister_thread();
+	return NULL;
+}
+
+START_TEST(test_close_does_not_wait_for_a_grace_period)
+{
+	struct rcu_holder h = {
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+		.cond = PTHREAD_COND_INITIALIZER,
+	};
+	static unsigned char w[4 * PS];
+	struct pwb_inode *inode;
+	struct tu_env e;
+	pthread_t t;
+
+	env_open(&e, 1, 0);
+	inode = open_lib(&e, 0, 0);
+	ck_assert_int_eq(pwb_write(inode, w, sizeof(w), 0), (ssize_t)sizeof(w));
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, hold_read_section, &h), 0);
+	pthread_mutex_lock(&h.lock);
+	while (!h.inside)
+		pthread_cond_wait(&h.cond, &h.lock);
+	pthread_mutex_unlock(&h.lock);
+
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	pthread_mutex_lock(&h.lock);
+	h.closed = true;
+	pthread_cond_broadcast(&h.cond);
+	pthread_mutex_unlock(&h.lock);
+	pthread_join(t, NULL);
+	ck_assert_msg(!h.timed_out,
+		      "pwb_inode_close() waited for a reader to leave");
+
+	/* The next close reaps the queued index; so does the bdi's end. */
+	inode = open_lib(&e, 1, 1);
+	ck_assert_int_eq(pwb_write(inode, w, PS, 0), PS);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
 /* Every page dirty and writeback stalled: a writer that needs a page
  * waits, and fails with -ETIMEDOUT once throttle_timeout_ms passed on
  * the bdi's clock. */
@@ -785,6 +862,7 @@ static Suite *pcache_suite(void)
 	tcase_add_test(tc, test_pages_read_from_device_are_reclaimed);
 	tcase_add_test(tc, test_mt_stress);
 	tcase_add_test(tc, test_concurrent_cold_reads);
+	tcase_add_test(tc, test_close_does_not_wait_for_a_grace_period);
 	suite_add_tcase(s, tc);
 	return s;
 }
