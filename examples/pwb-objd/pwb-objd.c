@@ -124,6 +124,9 @@ static struct {
 	uint64_t bytes_in, bytes_out, errors, aborted_puts, freed;
 	/* time PUTs spent, summed over requests, ns */
 	uint64_t write_ns, fsync_ns, commit_ns;
+	/* ... in opening and closing their inodes, and in all (from the
+	 * headers to the queued reply), ns */
+	uint64_t open_ns, close_ns, put_ns;
 	uint64_t index_commits;
 } cnt;
 
@@ -694,6 +697,7 @@ struct put_req {
 	int err;		/* first error; the rest of the body is dropped */
 	bool committed;		/* the inode belongs to the table now */
 	bool too_big;
+	uint64_t t_begin;	/* now_ns() when the headers arrived */
 };
 
 /* Keys: 1..max_key bytes after the leading '/', no control characters,
@@ -751,8 +755,10 @@ static struct put_req *put_begin(struct MHD_Connection *c, const char *url,
 	}
 	p->kind = REQ_PUT;
 	p->klen = klen;
+	p->t_begin = now_ns();
 	p->ino = __atomic_fetch_add(&next_ino, 1, __ATOMIC_RELAXED);
 	ret = pwb_inode_open(bdi, p->ino, &alloc_ops, NULL, &p->inode);
+	CNT_ADD(open_ns, now_ns() - p->t_begin);
 	if (ret) {
 		fprintf(stderr, "pwb-objd: inode open: %s\n", pwb_errmsg());
 		free(p->key);
@@ -856,12 +862,14 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 		p->err = ret;
 		goto fail;
 	}
+	t0 = now_ns();
 	if (old)
 		table_kill(old);
 	if (keep_open)
 		table_pin(o);
 	else
 		table_put(o);	/* closes it, unless a GET has it already */
+	CNT_ADD(close_ns, now_ns() - t0);
 	free(r);
 	CNT_ADD(puts, 1);
 	CNT_ADD(bytes_in, p->off);
@@ -880,6 +888,7 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
 		mret = MHD_queue_response(c, old ? 204 : 201, resp);
 		MHD_destroy_response(resp);
+		CNT_ADD(put_ns, now_ns() - p->t_begin);
 		return mret;
 	}
 fail:
@@ -1207,6 +1216,7 @@ static enum MHD_Result do_stats(struct MHD_Connection *c)
 		C(puts) C(gets) C(heads) C(deletes) C(lists) C(syncs)
 		C(bytes_in) C(bytes_out) C(errors) C(aborted_puts) C(freed)
 		C(write_ns) C(fsync_ns) C(commit_ns) C(index_commits)
+		C(open_ns) C(close_ns) C(put_ns)
 	}
 #undef C
 	fprintf(f, "},\n  \"pwb\": {");
