@@ -554,7 +554,15 @@ static Suite *suite(void)
 	return s;
 }
 
+/* SQLite's and the VFS's sqlite3_log() lines go to the test's log. */
+static void log_line(void *arg, int rc, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "sqlite3_log(%d): %s\n", rc, msg);
+}
+
 int main(void)
 {
+	sqlite3_config(SQLITE_CONFIG_LOG, log_line, NULL);
 	return tu_run_suite(suite(), true);
 }
