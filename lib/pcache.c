@@ -1488,6 +1488,9 @@ static void reap_dead_indexes(void)
 			caa_container_of(n, struct pwb__pcache_inode, dead_node);
 
 		next = n->next;
+		/* liburcu's stack is asm TSan does not see: pairs with the
+		 * release before the push. */
+		PWB__TSAN_ACQUIRE(pc);
 		cds_lfht_destroy(pc->dead_pages, NULL);
 		free(pc);
 	}
@@ -1576,6 +1579,7 @@ void pwb__pcache_inode_free(struct pwb_inode *inode)
 	inode->pcache = NULL;
 	if (pc && pc->dead_pages) {
 		cds_lfs_node_init(&pc->dead_node);
+		PWB__TSAN_RELEASE(pc);
 		cds_lfs_push(&dead_indexes, &pc->dead_node);
 		return;
 	}
