@@ -24,8 +24,6 @@
 
 #include "pwb-internal.h"
 
-#include <urcu/lfstack.h>
-
 #define PWB__PAGE_DEAD (-(1 << 30))
 
 #define PWB__PG_UPTODATE 0x1u	/* data valid (page->lock) */
@@ -57,7 +55,7 @@ struct pwb__pcache_inode {
 	 * be in it (see pwb__pcache_inode_free), and the node that queues
 	 * it for that. Owned by the closing thread, then by the queue. */
 	struct cds_lfht *dead_pages;
-	struct cds_lfs_node dead_node;
+	struct pwb__pcache_inode *dead_next;
 };
 
 /*
