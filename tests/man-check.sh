@@ -12,6 +12,11 @@
 #      warning;
 #  (c) `make install-man3-pages install-man DESTDIR=<tmp>` installs a page
 #      for every exported function, libpwb.7 and pwb-demo.1;
+#  (d) when examples/pwb-objd was built: doc/pwb-objd.1 has an OPTIONS
+#      entry "-x, --long" for every option `pwb-objd --help` prints, and
+#      no other; every --long the page names (outside EXAMPLES, where
+#      curl's are) is one of them; and (c) installed it as man1/pwb-objd.1
+#      (groff checks it in (b), built or not);
 #  and doc/api.md, the guide, names every page as `name(3)`.
 #
 # Environment (from Makefile.am): top_builddir, top_srcdir, MAKE. Exit 0
@@ -84,6 +89,62 @@ for fn in $(cat "$tmp/so"); do
 	fi
 done
 
+# (d) pwb-objd's options: --help prints "  -x, --long ARG  text" lines; the
+# page's OPTIONS entries are the lines after .TP, '.BI "\-x, \-\-long " arg'.
+# groff's \- is a plain - here and font escapes are dropped.
+objd=$top_builddir/examples/pwb-objd/pwb-objd
+objd_page=$top_srcdir/doc/pwb-objd.1
+if [ -x "$objd" ]; then
+	if ! "$objd" --help >"$tmp/objd-help" 2>&1; then
+		echo "FAIL: pwb-objd --help failed:"
+		cat "$tmp/objd-help"
+		fail=1
+	fi
+	sed -n 's/^  *\(-[A-Za-z]\), \(--[a-z][a-z-]*\).*/\1, \2/p' \
+		"$tmp/objd-help" | LC_ALL=C sort -u >"$tmp/objd-help-opts"
+	sed 's/.*, //' "$tmp/objd-help-opts" | LC_ALL=C sort -u \
+		>"$tmp/objd-help-long"
+	sed 's/\\-/-/g; s/\\f[BIRP]//g' "$objd_page" >"$tmp/objd-page"
+	awk '/^\.SH / { sec = $0 } sec == ".SH OPTIONS"' "$tmp/objd-page" |
+		awk 'tag { print; tag = 0 } /^\.TP/ { tag = 1 }' \
+		>"$tmp/objd-entries"
+	sed -n 's/^\.[A-Z]*  *"\{0,1\}\(-[A-Za-z]\), \(--[a-z][a-z-]*\).*/\1, \2/p' \
+		"$tmp/objd-entries" | LC_ALL=C sort -u >"$tmp/objd-page-opts"
+	awk '/^\.SH / { sec = $0 } sec == ".SH EXAMPLES" { next }
+		{ while (match($0, /--[a-z][a-z-]*/)) {
+			print substr($0, RSTART, RLENGTH)
+			$0 = substr($0, RSTART + RLENGTH)
+		} }' "$tmp/objd-page" | LC_ALL=C sort -u >"$tmp/objd-page-long"
+	if [ ! -s "$tmp/objd-help-opts" ]; then
+		echo "FAIL: no \"-x, --long\" option lines in pwb-objd --help"
+		fail=1
+	fi
+	if grep -v '^\.[A-Z]*  *"\{0,1\}-[A-Za-z], --[a-z]' \
+		"$tmp/objd-entries" >"$tmp/objd-odd"; then
+		echo "FAIL: doc/pwb-objd.1: OPTIONS entries not of the form" \
+			"'-x, --long':"
+		sed 's/^/  /' "$tmp/objd-odd"
+		fail=1
+	fi
+	if ! cmp -s "$tmp/objd-help-opts" "$tmp/objd-page-opts"; then
+		echo "FAIL: pwb-objd --help and the OPTIONS of doc/pwb-objd.1" \
+			"differ:"
+		LC_ALL=C comm -23 "$tmp/objd-help-opts" "$tmp/objd-page-opts" |
+			sed 's/^/  in --help, not in the page: /'
+		LC_ALL=C comm -13 "$tmp/objd-help-opts" "$tmp/objd-page-opts" |
+			sed 's/^/  in the page, not in --help: /'
+		fail=1
+	fi
+	LC_ALL=C comm -13 "$tmp/objd-help-long" "$tmp/objd-page-long" \
+		>"$tmp/objd-unknown"
+	if [ -s "$tmp/objd-unknown" ]; then
+		echo "FAIL: doc/pwb-objd.1 names options pwb-objd --help does" \
+			"not have:"
+		sed 's/^/  /' "$tmp/objd-unknown"
+		fail=1
+	fi
+fi
+
 # (c) Clear the enclosing make's jobserver and command-line variables so
 # that this is a plain install.
 # shellcheck disable=SC2086 # $MAKE may carry options
@@ -107,6 +168,11 @@ for p in libpwb.7 pwb-demo.1; do
 		fail=1
 	fi
 done
+if [ -x "$objd" ] &&
+	[ -z "$(find "$tmp/stage" -path '*/man1/pwb-objd.1')" ]; then
+	echo "FAIL: pwb-objd was built but man1/pwb-objd.1 was not installed"
+	fail=1
+fi
 
 [ $fail -eq 0 ] || exit 1
 echo "PASS: $(wc -l <"$tmp/so") exported functions, each with a complete" \
