@@ -26,9 +26,39 @@ truncate -s 256M "$IMG"
 "$OBJD" --device "$IMG" --contexts x 2>/dev/null; check "bad --contexts exits 2" 2 $?
 "$OBJD" --device "$IMG" --cache-size -5 2>/dev/null; check "negative --cache-size exits 2" 2 $?
 "$OBJD" 2>/dev/null; check "no --device exits 2" 2 $?
+# Each call below must end by itself; one that starts serving instead
+# is killed after a minute (and fails its check).
+must_exit() { timeout -s KILL 60 "$OBJD" "$@"; }
+# 17179869184G is 2^64 bytes: refused, not wrapped to 0.
+must_exit --device "$IMG" --max-object 17179869184G 2>/dev/null
+check "--max-object past 64 bits exits 2" 2 $?
+must_exit --device "$IMG" --cache-size 16777216T 2>/dev/null
+check "unknown suffix exits 2" 2 $?
+
+# Something at the socket path that is not a socket is neither replaced
+# nor removed: the daemon refuses to start.
+echo keep >"$SOCK"
+must_exit --device "$IMG" --socket "$SOCK" >/dev/null 2>"$W/err.sock"
+check "a file at the socket path: exit 1" 1 $?
+check "a file at the socket path is kept" keep "$(cat "$SOCK")"
+grep -q "not a socket" "$W/err.sock"; check "a file at the socket path: says so" 0 $?
+rm -f "$SOCK"
 
 objd_start --max-object 16M || exit 1
 check "socket mode" "srw-------" "$(ls -l "$SOCK" | cut -c1-10)"
+
+# One daemon per device: a second one, through another path to the same
+# image and with its own socket and index, exits 1 and leaves the first
+# serving.
+ln -s "$IMG" "$W/img.link"
+must_exit --device "$W/img.link" --socket "$W/second.sock" \
+	--index "$W/second.index" >/dev/null 2>"$W/err.second"
+check "a second daemon on the device: exit 1" 1 $?
+grep -q "in use by another pwb-objd" "$W/err.second"
+check "a second daemon on the device: says so" 0 $?
+check "a second daemon on the device: no socket" no \
+	"$([ -e "$W/second.sock" ] && echo yes || echo no)"
+check "the first daemon still serves" 200 "$(code /-/stats)"
 free0=$(free_bytes)
 
 # The CRC-32C check value of "123456789" is e3069283.

@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1144,8 +1145,13 @@ static enum MHD_Result do_list(struct MHD_Connection *c)
 		if (len + k.mv_size + 1 > cap) {
 			cap = (len + k.mv_size + 1) * 2;
 			bigger = realloc(out, cap);
-			if (!bigger)
-				break;
+			if (!bigger) {
+				/* Never a partial list with 200. */
+				mdb_cursor_close(cur);
+				mdb_txn_abort(txn);
+				free(out);
+				return reply(c, 500, "out of memory\n");
+			}
 			out = bigger;
 		}
 		memcpy(out + len, k.mv_data, k.mv_size);
@@ -1532,11 +1538,41 @@ fail:
 	return -1;
 }
 
-/* The Unix socket: a stale one (nobody answers) is replaced; the umask
- * makes it 0600 from the start, chmod says so explicitly. */
+/*
+ * One daemon per device: an exclusive flock() on the device (or image)
+ * file, held until the process ends, so a second pwb-objd on the same
+ * file, under any path or socket, is refused before it touches anything.
+ * The kernel drops the lock when the holder dies, SIGKILL included. Only
+ * pwb-objd takes it: other programs writing the device are not stopped.
+ */
+static int lock_device(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "pwb-objd: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno == EWOULDBLOCK)
+			fprintf(stderr, "pwb-objd: %s: in use by another "
+				"pwb-objd\n", path);
+		else
+			fprintf(stderr, "pwb-objd: %s: lock: %s\n", path,
+				strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;	/* kept open: the lock lives as long as the process */
+}
+
+/* The Unix socket: a stale one (nobody answers) is replaced, anything
+ * else at the path is left alone and refused; the umask makes it 0600
+ * from the start, chmod says so explicitly. */
 static int listen_unix(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
 	mode_t old;
 	int fd;
 
@@ -1555,6 +1591,11 @@ static int listen_unix(const char *path)
 		return -1;
 	}
 	close(fd);
+	if (!lstat(path, &st) && !S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "pwb-objd: %s: exists and is not a socket; "
+			"not replacing it\n", path);
+		return -1;
+	}
 	unlink(path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -1634,7 +1675,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: pwb-objd --device PATH [options]\n"
 "An object store over HTTP/1.1 on libpwb: PUT, GET (Range), HEAD, DELETE\n"
-"/KEY; GET /?list; GET /-/stats; POST /-/sync. SIGTERM flushes and exits 0.\n"
+"/KEY; GET /?list; GET /-/stats; POST /-/sync. SIGTERM flushes everything\n"
+"and exits 0 (1 if that flush fails).\n"
 "\n"
 "  -d, --device PATH     block device or image file (required, must exist)\n"
 "  -i, --index DIR       LMDB directory of the index (default PATH.index)\n"
@@ -1646,7 +1688,7 @@ static void usage(FILE *f)
 "  -C, --cache-size N    page cache bytes, K/M/G suffixes (default: libpwb's)\n"
 "  -m, --max-object N    largest object, bytes (default 256M)\n"
 "  -k, --max-key N       longest key, bytes (default 1024)\n"
-"  -n, --max-connections N  (default 1024)\n"
+"  -n, --max-connections N  connections at once, per listener (default 1024)\n"
 "  -t, --timeout SEC     idle connection timeout (default 60)\n"
 "  -K, --keep-open       keep every object's inode open (default: open on\n"
 "                        demand, closed after the last request)\n"
@@ -1657,6 +1699,7 @@ static void usage(FILE *f)
 static int parse_size(const char *s, uint64_t *out)
 {
 	unsigned long long v;
+	unsigned int shift = 0;
 	char *end;
 
 	if (!*s || *s == '-')
@@ -1666,15 +1709,17 @@ static int parse_size(const char *s, uint64_t *out)
 	if (errno || end == s)
 		return -1;
 	switch (*end) {
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
 	case 0: break;
 	default: return -1;
 	}
-	if (*end)
+	/* A value the suffix would push past 64 bits is refused, not
+	 * wrapped (17179869184G used to become 0). */
+	if (*end || v > (UINT64_MAX >> shift))
 		return -1;
-	*out = v;
+	*out = (uint64_t)v << shift;
 	return 0;
 }
 
@@ -1806,6 +1851,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	MHD_set_panic_func(mhd_panic, NULL);
 
+	if (lock_device(opt.device) < 0)
+		goto out;
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = opt.contexts;
 	cfg.policy = opt.policy;
