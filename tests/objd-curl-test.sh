@@ -98,6 +98,16 @@ check "GET after overwrite" new "$(ocurl /k/nine)"
 check "GET missing: 404" 404 "$(code /k/none)"
 check "DELETE missing: 404" 404 "$(code /k/none -X DELETE)"
 check "list" "k/big k/empty k/nine" "$(ocurl '/?list' | tr '\n' ' ' | sed 's/ $//')"
+
+# A client's requests share one connection: GETs, a 404, the listing and
+# the stats are answered once their request is whole, and none closes it.
+curl -sv --unix-socket "$SOCK" http://objd/k/big -o /dev/null \
+	http://objd/k/none -o /dev/null 'http://objd/?list' -o /dev/null \
+	http://objd/-/stats -o /dev/null http://objd/k/nine -o /dev/null \
+	2>"$W/keep.log"
+check "five GETs on one connection" 1 "$(grep -c '^\* Connected to' "$W/keep.log")"
+check "no reply says Connection: close" 0 \
+	"$(grep -ci '^< Connection: close' "$W/keep.log")"
 check "list with prefix" "k/empty" "$(ocurl '/?list&prefix=k/e' | tr '\n' ' ' | sed 's/ $//')"
 check "stats: objects" 3 "$(ocurl /-/stats | sed -n 's/^  "objects": \([0-9]*\),/\1/p')"
 check "sync: 200" 200 "$(code /-/sync -X POST)"

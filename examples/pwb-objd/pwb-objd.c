@@ -1185,7 +1185,8 @@ static enum MHD_Result do_list(struct MHD_Connection *c)
 	X(log_forces) X(lsn_held_pages) X(latched_pages) X(busy_waits)         \
 	X(cache_pages) X(reclaimed_pages) X(reclaim_passes)                    \
 	X(direct_reclaimed_pages) X(extents) X(alloc_groups)                   \
-	X(reserved_bytes) X(free_bytes) X(reclaim_ns)
+	X(reserved_bytes) X(free_bytes) X(reclaim_ns) X(read_ios)              \
+	X(read_pages)
 
 /* GET /-/stats: {"objects": .., "objd": {..}, "pwb": {..}}. */
 static enum MHD_Result do_stats(struct MHD_Connection *c)
@@ -1288,7 +1289,9 @@ static enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
 	return reply(c, 204, "%s", "");
 }
 
-static int skip_marker;
+/* *con_cls of a request whose body is dropped (after an early reply), and
+ * of one answered only once its request is whole (every method but PUT). */
+static int skip_marker, whole_marker;
 
 static enum MHD_Result count_cl(void *cls, enum MHD_ValueKind kind,
 				const char *key, const char *value)
@@ -1348,6 +1351,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	if (p == (void *)&whole_marker) {
+		if (*upload_data_size) {	/* a body nobody reads */
+			*upload_data_size = 0;
+			return MHD_YES;
+		}
+		*con_cls = NULL;
+		goto whole;
+	}
 	if (p) {
 		if (*upload_data_size) {
 			put_data(p, upload_data, *upload_data_size);
@@ -1368,7 +1379,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		*con_cls = p;
 		return MHD_YES;
 	}
-	/* Everything else answers at the first call; a body is ignored. */
+	/*
+	 * Everything else answers once the request is whole (the next call),
+	 * any body dropped: libmicrohttpd closes the connection after a
+	 * reply queued at the first call, since it cannot know where the
+	 * next request starts. Answered then, a client's GETs share one
+	 * connection as its PUTs do.
+	 */
+	*con_cls = &whole_marker;
+	return MHD_YES;
+whole:
 	if ((is_get || is_head) && !strcmp(url, "/") &&
 	    MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "list", 4,
 					  NULL, NULL) == MHD_YES)
@@ -1393,7 +1413,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 static void done_cb(void *cls, struct MHD_Connection *c, void **con_cls,
 		    enum MHD_RequestTerminationCode toe)
 {
-	if (*con_cls == (void *)&skip_marker) {
+	if (*con_cls == (void *)&skip_marker ||
+	    *con_cls == (void *)&whole_marker) {
 		*con_cls = NULL;
 		return;
 	}
