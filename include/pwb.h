@@ -1445,6 +1445,14 @@ struct pwb_stats {
 	 *  (pwb_bdi_stats: all flushers); reclaimed_pages minus
 	 *  direct_reclaimed_pages over this is the reclaim rate. */
 	uint64_t reclaim_ns;
+	/** pwb_bdi_stats only: device reads the page cache made to fill
+	 *  pages (pwb_read() of pages not cached, and a pwb_write() of part
+	 *  of one); one read fills a run of up to 32 pages that the read
+	 *  asked for and the device holds one after another. */
+	uint64_t read_ios;
+	/** pwb_bdi_stats only: pages those reads filled; read_pages over
+	 *  read_ios is the mean run. */
+	uint64_t read_pages;
 };
 
 /**

@@ -168,6 +168,15 @@ static inline void pwb__rcu_callback_begin(void *obj)
  *                                   extents; one group at a time; space.c)
  *   pool_lock    -> retain_lock    (a closing bdi handing its page-buffer
  *                                   chunks to the process; pcache.c)
+ *   page->lock   -> page->lock     (a read filling a run of pages with
+ *                                   one device read: the first page
+ *                                   locked, the later ones, in rising
+ *                                   index, only tried with
+ *                                   pwb__mutex_trylock_nested; pcache.c)
+ *   page->lock   -> the ranks after it  (a fill looks its pages' blocks
+ *                                   up; a run's later pages are charged
+ *                                   to the cache, which may reclaim and
+ *                                   kick the flushers)
  *
  * inode->lock and every rank after it take no other lock today (the
  * whole suite runs so under lockdep): keep them leaves if you can.
@@ -177,6 +186,11 @@ static inline void pwb__rcu_callback_begin(void *obj)
  * not call into libpwb); and the shard policy's callbacks (and the
  * map_page that select may call) during a re-shard, under reshard_lock.
  */
+/* The most pages a read fills with one device read (pcache.c), so the
+ * most page->locks one thread holds at once (with the few under them,
+ * within the 64 locks ThreadSanitizer follows per thread). */
+#define PWB__FILL_RUN_MAX 32
+
 enum pwb__lock_rank {
 	PWB__LOCK_UNRANKED = 0,	/* not given a rank: lockdep refuses it */
 	PWB__LOCK_BDI,		/* bdi->lock: inode registry, users, close */
@@ -280,6 +294,18 @@ static inline int pwb__mutex_trylock_at(pthread_mutex_t *m, const char *file,
 	return ret;
 }
 
+/* A trylock of a second lock of a rank held already (see
+ * pwb__mutex_lock_nested()); one that succeeds is a held lock. */
+static inline int pwb__mutex_trylock_nested_at(pthread_mutex_t *m,
+					       const char *file, int line)
+{
+	int ret = (pthread_mutex_trylock)(m);
+
+	if (!ret)
+		pwb__lockdep_acquire(m, true, file, line);
+	return ret;
+}
+
 static inline int pwb__mutex_unlock_at(pthread_mutex_t *m, const char *file,
 				       int line)
 {
@@ -304,6 +330,8 @@ static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
 
 #define pwb__mutex_init(m, rank) pwb__mutex_init_at(m, rank, __FILE__, __LINE__)
 #define pwb__mutex_lock_nested(m) pwb__mutex_lock_at(m, true, __FILE__, __LINE__)
+#define pwb__mutex_trylock_nested(m)                                           \
+	pwb__mutex_trylock_nested_at(m, __FILE__, __LINE__)
 #define PWB__MUTEX_RANK_STATIC(m, rank)                                        \
 	__attribute__((constructor)) static void m##_rank(void)                \
 	{                                                                      \
@@ -334,6 +362,11 @@ static inline int pwb__mutex_init(pthread_mutex_t *m, enum pwb__lock_rank rank)
 static inline int pwb__mutex_lock_nested(pthread_mutex_t *m)
 {
 	return pthread_mutex_lock(m);
+}
+
+static inline int pwb__mutex_trylock_nested(pthread_mutex_t *m)
+{
+	return pthread_mutex_trylock(m);
 }
 
 #define PWB__MUTEX_RANK_STATIC(m, rank) _Static_assert(1, "")

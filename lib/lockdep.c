@@ -68,8 +68,9 @@ struct held_lock {
 	int line;
 };
 
-/* Deeper than any nesting in lib/ (three today). */
-#define MAX_HELD 16
+/* Deeper than any nesting in lib/: a read filling a run of pages holds
+ * their locks, and a few more under them. */
+#define MAX_HELD (PWB__FILL_RUN_MAX + 16)
 static __thread struct held_lock held[MAX_HELD];
 static __thread unsigned int nr_held;
 

@@ -15,6 +15,7 @@
 
 #include <limits.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -887,12 +888,118 @@ static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
 			break;
 		done += (size_t)r;
 	}
+	uatomic_inc(&bdi->pcache->read_ios);
+	uatomic_inc(&bdi->pcache->read_pages);
 	if (done < ps)
 		memset((char *)data + done, 0, ps - done);
 	/* Bytes past the end of the file read as zeros. */
 	if (size - start < ps)
 		memset((char *)data + (size - start), 0,
 		       ps - (size - start));
+	return 0;
+}
+
+/* The most pages a read fills with one device read, PWB__FILL_RUN_MAX
+ * (128 KiB of 4 KiB pages): a large uncached pwb_read() costs a read per
+ * run, not per page. */
+#define FILL_RUN_MAX PWB__FILL_RUN_MAX
+
+/* Take page @index into a run: cached or made, its lock free and its data
+ * not up to date (so not dirty: a page is filled before it is dirtied).
+ * NULL (nothing held) ends the run. */
+static struct pwb__page *run_page(struct pwb_inode *inode, uint64_t index)
+{
+	struct pwb__page *q;
+
+	if (page_find(inode, index, true, false, &q))
+		return NULL;	/* no room: the run ends here */
+	/* After the run's first page, in rising index (base.h). */
+	if (pwb__mutex_trylock_nested(&q->lock)) {
+		page_put(q);
+		return NULL;
+	}
+	if (pwb__aread(&q->flags) & PWB__PG_UPTODATE) {
+		pthread_mutex_unlock(&q->lock);
+		page_put(q);
+		return NULL;
+	}
+	return q;
+}
+
+/*
+ * Fill page @p (locked, not up to date) and, with the same device read,
+ * the pages after it up to @last that are not up to date, as long as the
+ * device holds them right after @p's block. Pages another thread holds
+ * end the run; so do holes, the end of the file and the cache's limit.
+ * 0 or -errno about @p, as page_fill_locked(); the run's other pages are
+ * filled with it or left as they were.
+ */
+static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
+				uint64_t size, uint64_t last)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	unsigned int ps = pwb__page_size(bdi), n = 1, i;
+	struct pwb__page *run[FILL_RUN_MAX];
+	struct iovec iov[FILL_RUN_MAX];
+	uint64_t first = p->index, dev0, dev, tail;
+	ssize_t r;
+
+	if (size == 0 || last <= first ||
+	    first >= (size - 1) >> bdi->page_shift)
+		return page_fill_locked(inode, p, size);
+	if (last > (size - 1) >> bdi->page_shift)
+		last = (size - 1) >> bdi->page_shift;
+	if (last - first >= FILL_RUN_MAX)
+		last = first + FILL_RUN_MAX - 1;
+	/* A hole or a bad mapping: the one-page path says what it is. */
+	if (pcache_dev_lookup(inode, first, &dev0) || (dev0 & (bdi->lbs - 1)))
+		return page_fill_locked(inode, p, size);
+	run[0] = p;
+	while (first + n <= last) {
+		struct pwb__page *q;
+
+		if (pcache_dev_lookup(inode, first + n, &dev) ||
+		    dev != dev0 + (uint64_t)n * ps)
+			break;
+		q = run_page(inode, first + n);
+		if (!q)
+			break;
+		run[n++] = q;
+	}
+	if (n > 1 && dev0 <= bdi->capacity &&
+	    bdi->capacity - dev0 >= (uint64_t)n * ps) {
+		for (i = 0; i < n; i++)
+			iov[i] = (struct iovec){ run[i]->data, ps };
+		do
+			r = preadv(bdi->fd, iov, (int)n, (off_t)dev0);
+		while (r < 0 && errno == EINTR);
+	} else {
+		r = -1;
+	}
+	if (r != (ssize_t)n * ps) {
+		/* An error, a short read or past the device: each page on
+		 * its own, the first one now, which reports what failed. */
+		for (i = 1; i < n; i++) {
+			pthread_mutex_unlock(&run[i]->lock);
+			lru_add(bdi->pcache, run[i], inode_owner_ctx(inode));
+			page_put(run[i]);
+		}
+		return page_fill_locked(inode, p, size);
+	}
+	uatomic_inc(&bdi->pcache->read_ios);
+	uatomic_add(&bdi->pcache->read_pages, n);
+	/* Bytes past the end of the file read as zeros. */
+	tail = size - ((first + n - 1) << bdi->page_shift);
+	if (tail < ps)
+		memset((char *)run[n - 1]->data + tail, 0, ps - tail);
+	for (i = 0; i < n; i++) {
+		uatomic_or(&run[i]->flags, PWB__PG_UPTODATE);
+		if (i)	/* the caller unlocks and puts the first */
+			pthread_mutex_unlock(&run[i]->lock);
+		lru_add(bdi->pcache, run[i], inode_owner_ctx(inode));
+		if (i)
+			page_put(run[i]);
+	}
 	return 0;
 }
 
@@ -1287,8 +1394,9 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 			break;
 		pthread_mutex_lock(&p->lock);
 		if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE))
-			ret = page_fill_locked(inode, p,
-					       pwb__aread(&pc->size));
+			ret = page_fill_run_locked(inode, p,
+						   pwb__aread(&pc->size),
+						   (off + len - 1) >> shift);
 		if (!ret) {
 			memcpy((char *)buf + done, (char *)p->data + pgoff, n);
 			if (!(pwb__aread(&p->flags) & PWB__PG_REF))
@@ -1429,6 +1537,8 @@ void pwb__pcache_stats(struct pwb_bdi *bdi, int idx, struct pwb_stats *st)
 	}
 	st->direct_reclaimed_pages = pwb__aread(&pb->direct_reclaims);
 	st->reclaimed_pages += st->direct_reclaimed_pages;
+	st->read_ios = pwb__aread(&pb->read_ios);
+	st->read_pages = pwb__aread(&pb->read_pages);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -82,6 +82,9 @@ struct pwb__pcache_bdi {
 	uint64_t reclaim_passes[PWB_MAX_WB_CTX];	/* uatomic */
 	uint64_t reclaim_ns[PWB_MAX_WB_CTX];	/* uatomic: time reclaiming */
 	uint64_t direct_reclaims;	/* uatomic: pages freed by writers */
+	uint64_t read_ios;		/* uatomic: device reads that filled
+					 * pages (pwb_stats.read_ios) */
+	uint64_t read_pages;		/* uatomic: pages they filled */
 	int reclaiming;			/* uatomic: above the high watermark,
 					 * not yet down to the low one */
 	uint64_t sweep_start;		/* uatomic: rotates the list a

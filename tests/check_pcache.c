@@ -855,6 +855,104 @@ START_TEST(test_concurrent_cold_reads)
 }
 END_TEST
 
+/*
+ * A large read of pages not cached fills them in runs, one device read
+ * per run of up to 32 pages the device holds one after another: a cached
+ * page ends a run (and keeps its data), the end of the file ends the last
+ * one (the rest of its page reads as zeros), and pages the map scatters
+ * are read one by one, each from its own block.
+ */
+#define RUN_PAGES 200u
+
+/* Page i at block i ^ 7 of the quarter: no two neighbours adjacent. */
+static int scatter_map(struct pwb_inode *inode, uint64_t index,
+		       uint64_t *dev_off)
+{
+	uint64_t base = (uint64_t)(uintptr_t)pwb_inode_priv(inode);
+
+	if (index >= IMG_PAGES / 4)
+		return -ERANGE;
+	*dev_off = base + (index ^ 7) * PS;
+	return 0;
+}
+
+static const struct pwb_inode_ops scatter_ops = { .map_page = scatter_map };
+
+static void read_stats(struct tu_env *e, uint64_t *ios, uint64_t *pages)
+{
+	struct pwb_stats st;
+
+	ck_assert_int_eq(pwb_bdi_stats(e->bdi, &st), 0);
+	*ios = st.read_ios;
+	*pages = st.read_pages;
+}
+
+START_TEST(test_large_read_fills_runs_with_one_device_read)
+{
+	const uint64_t size = RUN_PAGES * PS - 100;
+	unsigned char *ref = malloc(RUN_PAGES * PS);
+	unsigned char *buf = malloc(RUN_PAGES * PS);
+	uint64_t seed = 11, ios0, pages0, ios, pages;
+	struct pwb_inode *inode;
+	void *base2 = (void *)(uintptr_t)(2ull * (IMG_PAGES / 4) * PS);
+	struct tu_env e;
+
+	env_open(&e, 2, 0);
+	fill_rand(&seed, ref, RUN_PAGES * PS);
+	inode = open_lib(&e, 1, 1);
+	ck_assert_int_eq(pwb_write(inode, ref, RUN_PAGES * PS, 0),
+			 (ssize_t)(RUN_PAGES * PS));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+
+	/* Reopened, nothing cached, the file 100 bytes short of the data
+	 * on the device; page 100 cached and dirtied by a small write
+	 * (which fills it first: one read of one page). */
+	inode = open_lib(&e, 1, 1);
+	ck_assert_int_eq(pwb_inode_set_size(inode, size), 0);
+	ck_assert_int_eq(pwb_write(inode, "0123456789", 10, 100 * PS + 5), 10);
+	memcpy(ref + 100 * PS + 5, "0123456789", 10);
+	read_stats(&e, &ios0, &pages0);
+	ck_assert_int_eq(pwb_read(inode, buf, RUN_PAGES * PS, 0),
+			 (ssize_t)size);
+	ck_assert(!memcmp(buf, ref, size));
+	read_stats(&e, &ios, &pages);
+	/* Pages 0-99, then 101-199, in runs of PWB__FILL_RUN_MAX pages and
+	 * a shorter last one (32: 4 + 4 reads). */
+	ck_assert_uint_eq(pages - pages0, RUN_PAGES - 1);
+	ck_assert_uint_eq(ios - ios0,
+			  (100 + PWB__FILL_RUN_MAX - 1) / PWB__FILL_RUN_MAX +
+			  (99 + PWB__FILL_RUN_MAX - 1) / PWB__FILL_RUN_MAX);
+	/* The last page's bytes past the old end read as zeros. */
+	ck_assert_int_eq(pwb_inode_set_size(inode, RUN_PAGES * PS), 0);
+	ck_assert_int_eq(pwb_read(inode, buf, 100, size), 100);
+	for (unsigned int i = 0; i < 100; i++)
+		ck_assert_uint_eq(buf[i], 0);
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+
+	/* Scattered blocks: one read per page, each page its own data. */
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 2, &scatter_ops, base2, &inode),
+			 0);
+	ck_assert_int_eq(pwb_write(inode, ref, RUN_PAGES * PS, 0),
+			 (ssize_t)(RUN_PAGES * PS));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 2, &scatter_ops, base2, &inode),
+			 0);
+	ck_assert_int_eq(pwb_inode_set_size(inode, RUN_PAGES * PS), 0);
+	read_stats(&e, &ios0, &pages0);
+	ck_assert_int_eq(pwb_read(inode, buf, RUN_PAGES * PS, 0),
+			 (ssize_t)(RUN_PAGES * PS));
+	ck_assert(!memcmp(buf, ref, RUN_PAGES * PS));
+	read_stats(&e, &ios, &pages);
+	ck_assert_uint_eq(ios - ios0, RUN_PAGES);
+	ck_assert_uint_eq(pages - pages0, RUN_PAGES);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+	free(ref);
+	free(buf);
+}
+END_TEST
+
 static Suite *pcache_suite(void)
 {
 	Suite *s = suite_create("pcache");
@@ -874,6 +972,7 @@ static Suite *pcache_suite(void)
 	tcase_add_test(tc, test_pages_read_from_device_are_reclaimed);
 	tcase_add_test(tc, test_mt_stress);
 	tcase_add_test(tc, test_concurrent_cold_reads);
+	tcase_add_test(tc, test_large_read_fills_runs_with_one_device_read);
 	tcase_add_test(tc, test_close_does_not_wait_for_a_grace_period);
 	suite_add_tcase(s, tc);
 	return s;
