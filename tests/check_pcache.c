@@ -22,15 +22,22 @@
 #define PS 4096u
 #define IMG_PAGES 2048u
 
-static int ident_map(struct pwb_inode *inode, uint64_t index,
-		     uint64_t *dev_off)
+/* Page @index at block @block of the inode's quarter of the image. */
+static int quarter_map(struct pwb_inode *inode, uint64_t index,
+		       uint64_t block, uint64_t *dev_off)
 {
 	uint64_t base = (uint64_t)(uintptr_t)pwb_inode_priv(inode);
 
 	if (index >= IMG_PAGES / 4)
 		return -ERANGE;
-	*dev_off = base + index * PS;
+	*dev_off = base + block * PS;
 	return 0;
+}
+
+static int ident_map(struct pwb_inode *inode, uint64_t index,
+		     uint64_t *dev_off)
+{
+	return quarter_map(inode, index, index, dev_off);
 }
 
 static const struct pwb_inode_ops lib_ops = { .map_page = ident_map };
@@ -868,12 +875,7 @@ END_TEST
 static int scatter_map(struct pwb_inode *inode, uint64_t index,
 		       uint64_t *dev_off)
 {
-	uint64_t base = (uint64_t)(uintptr_t)pwb_inode_priv(inode);
-
-	if (index >= IMG_PAGES / 4)
-		return -ERANGE;
-	*dev_off = base + (index ^ 7) * PS;
-	return 0;
+	return quarter_map(inode, index, index ^ 7, dev_off);
 }
 
 static const struct pwb_inode_ops scatter_ops = { .map_page = scatter_map };
