@@ -71,6 +71,15 @@ static void fill_rand(uint64_t *seed, unsigned char *b, size_t n)
 		b[i] = (unsigned char)tu_rand(seed);
 }
 
+/* Write @pages pages of @ref at offset 0 of @inode, then close it. */
+static void write_and_close(struct pwb_inode *inode, const unsigned char *ref,
+			    size_t pages)
+{
+	ck_assert_int_eq(pwb_write(inode, ref, pages * PS, 0),
+			 (ssize_t)(pages * PS));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+}
+
 #define FILE_MAX (256u * PS)
 
 START_TEST(test_unaligned_rw)
@@ -835,10 +844,7 @@ START_TEST(test_concurrent_cold_reads)
 
 	env_open(&e, 2, 0);
 	fill_rand(&seed, ref, CR_PAGES * PS);
-	inode = open_lib(&e, 1, 0);
-	ck_assert_int_eq(pwb_write(inode, ref, CR_PAGES * PS, 0),
-			 (ssize_t)(CR_PAGES * PS));
-	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	write_and_close(open_lib(&e, 1, 0), ref, CR_PAGES);
 	for (round = 0; round < 20; round++) {
 		/* Reopened: nothing cached. */
 		inode = open_lib(&e, 1, 0);
@@ -901,10 +907,7 @@ START_TEST(test_large_read_fills_runs_with_one_device_read)
 
 	env_open(&e, 2, 0);
 	fill_rand(&seed, ref, RUN_PAGES * PS);
-	inode = open_lib(&e, 1, 1);
-	ck_assert_int_eq(pwb_write(inode, ref, RUN_PAGES * PS, 0),
-			 (ssize_t)(RUN_PAGES * PS));
-	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	write_and_close(open_lib(&e, 1, 1), ref, RUN_PAGES);
 
 	/* Reopened, nothing cached, the file 100 bytes short of the data
 	 * on the device; page 100 cached and dirtied by a small write
@@ -935,9 +938,7 @@ START_TEST(test_large_read_fills_runs_with_one_device_read)
 	/* Scattered blocks: one read per page, each page its own data. */
 	ck_assert_int_eq(pwb_inode_open(e.bdi, 2, &scatter_ops, base2, &inode),
 			 0);
-	ck_assert_int_eq(pwb_write(inode, ref, RUN_PAGES * PS, 0),
-			 (ssize_t)(RUN_PAGES * PS));
-	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	write_and_close(inode, ref, RUN_PAGES);
 	ck_assert_int_eq(pwb_inode_open(e.bdi, 2, &scatter_ops, base2, &inode),
 			 0);
 	ck_assert_int_eq(pwb_inode_set_size(inode, RUN_PAGES * PS), 0);
