@@ -74,12 +74,13 @@
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
 		WL_WAL, WL_PCWRITE, WL_PCREAD, WL_RECLAIM,
-		WL_PCUNCACHED, WL_FRAG, WL_SQLITE, NR_WL };
+		WL_PCUNCACHED, WL_FRAG, WL_SQLITE, WL_PCSEQREAD, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
 	"memory", "one-file-seq", "one-file-rand", "wal", "pcache-write",
 	"pcache-read", "reclaim", "pcache-uncached", "frag", "sqlite",
+	"pcache-seqread",
 };
 
 /* The one-file workloads: one inode, written by every context under the
@@ -2031,6 +2032,7 @@ struct dp_thread {
 	uint64_t base;			/* kernel: the file region */
 	uint64_t *order;		/* page indexes, in order of access */
 	uint64_t n;
+	size_t chunk;			/* bytes per call (0: one page) */
 	bool read;
 	pthread_barrier_t *bar;
 	double t0, t1;
@@ -2040,27 +2042,28 @@ struct dp_thread {
 static void *dp_thread_fn(void *arg)
 {
 	struct dp_thread *t = arg;
+	size_t len = t->chunk ? t->chunk : PS;
 	uint8_t *buf;
 	uint64_t i;
 
-	if (posix_memalign((void **)&buf, 4096, PS))
+	if (posix_memalign((void **)&buf, 4096, len))
 		die("out of memory");
-	memset(buf, 0x5a, PS);	/* g_src exists only with an image */
+	memset(buf, 0x5a, len);	/* g_src exists only with an image */
 	pthread_barrier_wait(t->bar);
 	t->t0 = now_s();
 	for (i = 0; i < t->n && !t->err; i++) {
-		uint64_t off = t->order[i] * PS;
+		uint64_t off = t->order[i] * len;
 		ssize_t r;
 
 		if (t->inode)
-			r = t->read ? pwb_read(t->inode, buf, PS, off)
-				    : pwb_write(t->inode, buf, PS, off);
+			r = t->read ? pwb_read(t->inode, buf, len, off)
+				    : pwb_write(t->inode, buf, len, off);
 		else
-			r = t->read ? pread(t->fd, buf, PS,
+			r = t->read ? pread(t->fd, buf, len,
 					    (off_t)(t->base + off))
-				    : pwrite(t->fd, buf, PS,
+				    : pwrite(t->fd, buf, len,
 					     (off_t)(t->base + off));
-		if (r != (ssize_t)PS)
+		if (r != (ssize_t)len)
 			t->err = r < 0 ? (t->inode ? (int)-r : errno) : EIO;
 	}
 	t->t1 = now_s();
@@ -2068,8 +2071,8 @@ static void *dp_thread_fn(void *arg)
 	return NULL;
 }
 
-/* Start the threads together; 4 KiB calls per second over all of them
- * (from the first start to the last end). */
+/* Start the threads together; calls (of 4 KiB, or of their chunk) per
+ * second over all of them (from the first start to the last end). */
 static double dp_run_threads(struct dp_thread *t, unsigned int n)
 {
 	pthread_barrier_t bar;
@@ -2313,15 +2316,25 @@ static void bench_dp_reclaim(void)
  * so that most reads go to the device), one read in flight per thread;
  * against fio O_DIRECT rw=randread bs=4k, numjobs = T, iodepth 1 (psync),
  * over the same bytes. MiB/s.
+ *
+ * pcache-seqread: the same set-up, each thread pwb_read()s its inode from
+ * start to end in calls of 1 MiB; against fio rw=read bs=1M O_DIRECT,
+ * psync, numjobs = T. MiB/s.
  */
-static void bench_dp_uncached(void)
+#define SEQREAD_CHUNK (1u << 20)
+
+static void bench_dp_uncached(bool seq)
 {
 	unsigned int T = o.threads, i, run;
+	size_t chunk = seq ? SEQREAD_CHUNK : PS;
 	uint64_t per = o.size / PS / T, seed = 11;
 	double p[MAX_RUNS], f[MAX_RUNS];
-	struct result r = { .wl = WL_PCUNCACHED, .backend = o.backend,
+	struct result r = { .wl = seq ? WL_PCSEQREAD : WL_PCUNCACHED,
+			    .backend = o.backend,
 			    .ctx = o.sweep[0], .depth = 1, .threads = T,
 			    .bytes = o.size, .kern = -1, .unit = "MiB/s" };
+
+	per -= per % (chunk / PS);	/* whole chunks per thread */
 
 	for (run = 0; run < o.runs; run++) {
 		struct pwb_bdi *bdi = dp_bdi_open(g_img, o.backend, o.sweep[0],
@@ -2341,8 +2354,14 @@ static void bench_dp_uncached(void)
 			t[i] = (struct dp_thread){ .inode = d[i].inode,
 						   .order = dp_order(per, &seed),
 						   .n = per, .read = true };
+			if (seq) {	/* in order, a chunk per call */
+				t[i].chunk = chunk;
+				t[i].n = per * PS / chunk;
+				for (uint64_t j = 0; j < t[i].n; j++)
+					t[i].order[j] = j;
+			}
 		}
-		p[run] = dp_run_threads(t, T) * PS / MIB;
+		p[run] = dp_run_threads(t, T) * (double)chunk / MIB;
 		for (i = 0; i < T; i++) {
 			pwb_inode_close(d[i].inode);
 			free(t[i].order);
@@ -2352,8 +2371,9 @@ static void bench_dp_uncached(void)
 		if (!o.no_fio && have_fio()) {
 			snprintf(job, sizeof(job),
 				 "--ioengine=psync --iodepth=1 --numjobs=%u "
-				 "--rw=randread --bs=4k --size=%" PRIu64
-				 " --offset_increment=%" PRIu64, T, per * PS,
+				 "--rw=%s --bs=%zu --size=%" PRIu64
+				 " --offset_increment=%" PRIu64, T,
+				 seq ? "read" : "randread", chunk, per * PS,
 				 per * PS);
 			g_fio_dir = "\"read\"";
 			f[run] = fio_run(job, false);
@@ -2362,8 +2382,13 @@ static void bench_dp_uncached(void)
 	}
 	r.pwb = median(p, o.runs);
 	r.fio = median(f, o.runs);
-	snprintf(r.note, sizeof(r.note), "random 4 KiB pwb_read, cache 1/16 "
-		 "of the data, vs fio randread O_DIRECT; goal pwb/fio >= 0.9");
+	if (seq)
+		snprintf(r.note, sizeof(r.note), "sequential 1 MiB pwb_read, "
+			 "cache 1/16 of the data, vs fio read bs=1M O_DIRECT");
+	else
+		snprintf(r.note, sizeof(r.note), "random 4 KiB pwb_read, cache "
+			 "1/16 of the data, vs fio randread O_DIRECT; goal "
+			 "pwb/fio >= 0.9");
 	add_result(&r);
 }
 
@@ -2701,7 +2726,8 @@ static void usage(FILE *f)
 "  --workload LIST   seed,rand4k,skew,fsync,markdirty,null,throttle,\n"
 "                    memory, one-file (one-file-seq,one-file-rand),\n"
 "                    wal, pcache-write, pcache-read, pcache-uncached,\n"
-"                    reclaim, frag, all (seed); sqlite (not in all;\n"
+"                    pcache-seqread, reclaim, frag, all (seed); sqlite\n"
+"                    (not in all;\n"
 "                    built with sqlite3)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
@@ -3039,7 +3065,8 @@ int main(int argc, char **argv)
 	if (o.wl[WL_SEED] || o.wl[WL_RAND4K] || o.wl[WL_SKEW] ||
 	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE] || o.wl[WL_ONEFILE_SEQ] ||
 	    o.wl[WL_ONEFILE_RAND] || o.wl[WL_WAL] || o.wl[WL_PCWRITE] ||
-	    o.wl[WL_PCREAD] || o.wl[WL_PCUNCACHED] || o.wl[WL_FRAG]) {
+	    o.wl[WL_PCREAD] || o.wl[WL_PCUNCACHED] || o.wl[WL_FRAG] ||
+	    o.wl[WL_PCSEQREAD]) {
 		if (o.device) {
 			g_img = strdup(o.device);
 			img = device_size(g_img);
@@ -3106,8 +3133,8 @@ int main(int argc, char **argv)
 			bench_dp_cached((enum workload)i);
 		else if (i == WL_RECLAIM)
 			bench_dp_reclaim();
-		else if (i == WL_PCUNCACHED)
-			bench_dp_uncached();
+		else if (i == WL_PCUNCACHED || i == WL_PCSEQREAD)
+			bench_dp_uncached(i == WL_PCSEQREAD);
 		else if (i == WL_FRAG)
 			bench_dp_frag();
 		else if (i == WL_SQLITE)

@@ -109,9 +109,10 @@ fi
 # The data path (issue 12): library-owned pages against the kernel's page
 # cache and fio, reclaim on 1 and 2 contexts; frag needs the allocator
 # (it says "skipped" without one, and prints no row).
-if run datapath --workload pcache-write,pcache-read,pcache-uncached,reclaim \
+if run datapath \
+	--workload pcache-write,pcache-read,pcache-uncached,pcache-seqread,reclaim \
 	--backend "$backend" --size 8M --threads 2 --runs 1 --repeat 1; then
-	for wl in pcache-write pcache-read pcache-uncached; do
+	for wl in pcache-write pcache-read pcache-uncached pcache-seqread; do
 		expect datapath "^$wl +$backend +2 "
 	done
 	expect datapath "^reclaim +null +1 "
