@@ -532,7 +532,7 @@ START_TEST(test_pages_read_from_device_are_reclaimed)
 	struct pwb_inode *inode;
 	struct pwb_stats st;
 	const uint64_t cache_pages = 64, total = 4 * cache_pages;
-	unsigned char *ref = malloc(total * PS), *buf = malloc(PS);
+	unsigned char *ref = malloc(total * PS), *buf = malloc(PS), *big;
 	uint64_t seed = 9, i, before;
 
 	env_open(&e, 2, cache_pages * PS);
@@ -560,7 +560,19 @@ START_TEST(test_pages_read_from_device_are_reclaimed)
 	ck_assert_uint_ge(st.reclaimed_pages - before, total - cache_pages);
 	ck_assert_uint_ge(cached_pages_of(inode), cache_pages / 2);
 	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	/* Cold again, read in one call four times the cache's size: its
+	 * runs make room by reclaiming the pages read before them. */
+	inode = open_lib(&e, 0, 0);
+	ck_assert_int_eq(pwb_inode_set_size(inode, total * PS), 0);
+	big = malloc(total * PS);
+	ck_assert_int_eq(pwb_read(inode, big, total * PS, 0),
+			 (ssize_t)(total * PS));
+	ck_assert(!memcmp(big, ref, total * PS));
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	ck_assert_uint_le(st.cache_pages, cache_pages);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
 	tu_env_close(&e);
+	free(big);
 	free(ref);
 	free(buf);
 }
