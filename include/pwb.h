@@ -23,6 +23,9 @@
  * The application owns the page data: it hands libpwb two callbacks, one
  * that returns a page's memory and one that maps a page to a device offset.
  * libpwb owns the dirty state and decides when and by whom pages are written.
+ * Or libpwb owns the pages too (a page cache: pwb_write(), pwb_read()), and
+ * with them the device space (an extent allocator): pwb_inode_open() lists
+ * the three modes.
  *
  * Conventions, for every function below unless its comment says otherwise:
  *  - It returns 0 on success or a negative errno value; pwb_strerror() turns
@@ -771,18 +774,27 @@ struct pwb_inode_ops {
  *
  * The inode is affined to a writeback context when it is first dirtied.
  *
+ * Three ownership modes, by the ops given:
+ *  - get_page and map_page: the application owns the page memory and the
+ *    device layout, and dirties pages with pwb_mark_dirty();
+ *  - map_page only (get_page NULL): libpwb owns the pages (a page cache,
+ *    pwb_write() and pwb_read(), see "Library-owned pages" below), the
+ *    application the layout;
+ *  - neither: libpwb owns the pages and takes device space from the
+ *    bdi's extent allocator (allocator mode, see pwb_inode_extents()).
+ *    An inode closed earlier on the same bdi comes back with the size
+ *    and extents it had (the bdi remembers closed allocator-mode inodes
+ *    until it closes); a new bdi starts with none, and the application
+ *    restores them with pwb_inode_set_extents() and pwb_inode_set_size().
+ *
  * Context: any thread. The caller owns the inode and closes it with
  * pwb_inode_close() (or pwb_bdi_close()).
- * With get_page NULL the inode's pages are owned by libpwb (pwb_write(),
- * pwb_read(), see "Library-owned pages" below).
  *
- * Return: 0; -EINVAL for a NULL argument, an ops table without map_page,
- *         or @ops_sz smaller than the first layout of the struct;
- *         -EOPNOTSUPP for an ops table without get_page and map_page
- *         (device space from a built-in allocator: not in this build);
- *         -E2BIG if @ops is larger than this library's struct and sets an
- *         op this library does not know; -EEXIST if @ino is already open on @bdi; -ESHUTDOWN if
- *         @bdi is closing; -ENOMEM.
+ * Return: 0; -EINVAL for a NULL argument, an ops table with get_page but
+ *         no map_page, or @ops_sz smaller than the first layout of the
+ *         struct; -E2BIG if @ops is larger than this library's struct and
+ *         sets an op this library does not know; -EEXIST if @ino is
+ *         already open on @bdi; -ESHUTDOWN if @bdi is closing; -ENOMEM.
  */
 PWB_API int pwb_inode_open(struct pwb_bdi *bdi, uint64_t ino,
 			   const struct pwb_inode_ops *ops, size_t ops_sz,
@@ -1049,8 +1061,12 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi);
  *
  * Copies into the cached pages and marks them dirty for writeback. A page
  * the write covers in part and that lies below the inode's size is read
- * from the device first (map_page gives its place). The size grows to
- * @off + @len if that is more. Waits for a write in flight of a page it
+ * from the device first (map_page gives its place; in allocator mode a
+ * page with no written block reads as zeros). The size grows to
+ * @off + @len if that is more; the bytes between the old size and @off
+ * read as zeros. A write that stops early (a short count or an error)
+ * changed exactly the bytes it counts: the rest keep their old bytes, and
+ * a page it did not dirty keeps no device space for it. Waits for a write in flight of a page it
  * changes (stable pages), and when the cache is full for writeback to
  * make clean pages it can reclaim. With PWB_BDI_THROTTLE it is throttled
  * like pwb_mark_dirty(). Concurrent calls on one inode are safe; each
@@ -1060,11 +1076,16 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi);
  * Return: the bytes written (@len, or fewer if an error stopped it after
  *         some pages: those are dirty); 0 for @len 0; -EINVAL for a NULL
  *         @inode, a NULL @buf with @len > 0 or an inode whose pages the
- *         application owns; -EFBIG if @off + @len wraps past 2^64;
- *         -EBADF if @inode is being closed; -EDEADLK from an ops
- *         callback; -ETIMEDOUT if the cache stayed full for
- *         throttle_timeout_ms; -ENOMEM; the error of map_page or of the
- *         device read of a partial page.
+ *         application owns; -EFBIG if @off + @len wraps past 2^64 (checked
+ *         before @len is cut to SSIZE_MAX); -EBADF if @inode is being
+ *         closed; -EDEADLK from an ops callback (for cached pages too);
+ *         -ETIMEDOUT if the cache stayed full for throttle_timeout_ms;
+ *         -ENOSPC in allocator mode when the device has no free block
+ *         left (the message says how much is busy, see
+ *         pwb_bdi_freed_cookie()); -ENOMEM; -ERANGE if map_page gives an
+ *         offset not aligned to the logical block size or past the
+ *         device; the error of map_page or of the device read of a
+ *         partial page.
  */
 PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
 			  size_t len, uint64_t off);
@@ -1086,8 +1107,10 @@ PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
  * Return: the bytes read (fewer than @len at the end of the file); 0 at
  *         or past the end; -EINVAL for a NULL @inode, a NULL @buf with
  *         @len > 0 or an application-owned inode; -EBADF if @inode is
- *         being closed; -EDEADLK from an ops callback; -ENOMEM; or the
- *         error of map_page or of the device read.
+ *         being closed; -EDEADLK from an ops callback (for cached pages
+ *         too); -ENOMEM; -ERANGE if map_page gives an offset not aligned
+ *         to the logical block size or past the device; or the error of
+ *         map_page or of the device read.
  */
 PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 			 uint64_t off);
@@ -1099,8 +1122,11 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
  *
  * The size is the end of the furthest pwb_write(), or what
  * pwb_inode_set_size() or a truncate (pwb_inode_discard() with @len
- * UINT64_MAX) made it. It starts at 0 when the inode is opened: an
- * application that reopens a file restores it with pwb_inode_set_size().
+ * UINT64_MAX) made it. With an application's map_page it starts at 0 when
+ * the inode is opened: an application that reopens a file restores it
+ * with pwb_inode_set_size(). In allocator mode an inode reopened on the
+ * same bdi keeps the size (and extents) it had at its close; on a new bdi
+ * it starts at 0.
  *
  * Context: any thread but a flusher.
  * Return: 0; -EINVAL for a NULL argument or an application-owned inode;
@@ -1115,14 +1141,23 @@ PWB_API int pwb_inode_size(struct pwb_inode *inode, uint64_t *size);
  *
  * Shrinking is pwb_inode_discard(@inode, @size, UINT64_MAX): the pages
  * wholly past @size lose their dirty state and leave the cache, and the
- * bytes past @size in the last page become zeros (that page is dirtied).
- * Growing only moves the size: with an application's map_page the pages
- * below the new size read from the device, so reopening a file restores
- * its size this way.
+ * bytes past @size in the last page become zeros, cached or not (that
+ * page is read if it is not cached, and dirtied). In allocator mode the
+ * blocks of the pages wholly past @size are freed: they read as zeros
+ * when the file grows again, and stay busy until released (see
+ * pwb_bdi_freed_cookie()). Growing only moves the size: in allocator mode
+ * the new pages read as zeros until written; with an application's
+ * map_page the pages below the new size read what the device holds at
+ * map_page's offsets (so reopening a file restores its size this way; an
+ * application that gives such pages space that held other data must
+ * write them before it grows the size over them).
  *
  * Context: any thread but a flusher; sleeps.
  * Return: 0; -EINVAL for a NULL @inode or an application-owned inode;
- *         -EBADF if @inode is being closed; -EDEADLK from an ops callback.
+ *         -EBADF if @inode is being closed; -EDEADLK from an ops callback;
+ *         when shrinking into a page, the errors of pwb_write() for that
+ *         page's zeroing (-ETIMEDOUT, -ENOMEM, a read error): the size is
+ *         then left as it was.
  */
 PWB_API int pwb_inode_set_size(struct pwb_inode *inode, uint64_t size);
 
@@ -1157,7 +1192,11 @@ PWB_API int pwb_inode_set_size(struct pwb_inode *inode, uint64_t size);
  * On an inode with library-owned pages (pwb_write()) the pages wholly
  * inside the range also leave the cache, and @len UINT64_MAX truncates:
  * the size becomes @off if it was larger, and the bytes from @off to the
- * end of its page become zeros (pwb_inode_set_size()).
+ * end of its page become zeros (pwb_inode_set_size()). What a discarded
+ * page reads as afterwards: in allocator mode zeros (its block is freed,
+ * and stays busy until released: see pwb_bdi_freed_cookie()); with an
+ * application's map_page what the device holds at its offset (the
+ * dirty data not yet written is gone, the last data written is not).
  *
  * Errors of discarded pages (errors are recorded per inode, not per page,
  * as in the kernel's errseq_t; see pwb_fsync()):
@@ -1186,7 +1225,9 @@ PWB_API int pwb_inode_set_size(struct pwb_inode *inode, uint64_t size);
  * Return: 0 (also when no whole page lies in the range, or @len is 0);
  *         -EINVAL for a NULL @inode; -EOVERFLOW if @off + @len wraps past
  *         2^64 and @len is not UINT64_MAX; -EBADF if @inode is being
- *         closed; -EDEADLK from an ops callback (a flusher thread).
+ *         closed; -EDEADLK from an ops callback (a flusher thread); for a
+ *         truncate into a page of a library-owned inode, the errors of
+ *         pwb_inode_set_size().
  */
 PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
 			      uint64_t len);
@@ -1576,8 +1617,13 @@ struct pwb_extent {
  * @nr: how many to copy at most
  * @total: set to how many extents the inode has (may be NULL)
  *
- * Copies the first min(@nr, *@total) extents in file order. Pages dirtied
- * but not yet written have no extent yet. Call with @nr 0 to size @ext.
+ * Copies the first min(@nr, *@total) extents in file order. Only blocks
+ * that hold the file's data are listed: pages dirtied but not yet
+ * written, and blocks allocated whose write has not ended (or failed),
+ * have no extent yet; so extents read after a pwb_fsync() name durable
+ * data only, which is what an application saves in its index (see
+ * pwb_bdi_freed_cookie() for when freed blocks may be reused). Call with
+ * @nr 0 to size @ext.
  *
  * Context: any thread.
  * Return: 0; -EINVAL for a NULL @inode, a NULL @ext with @nr > 0, or an
