@@ -1145,9 +1145,11 @@ PWB_API int pwb_inode_size(struct pwb_inode *inode, uint64_t *size);
  * page is read if it is not cached, and dirtied). In allocator mode the
  * blocks of the pages wholly past @size are freed: they read as zeros
  * when the file grows again, and stay busy until released (see
- * pwb_bdi_freed_cookie()). Growing only moves the size: in allocator mode
- * the new pages read as zeros until written; with an application's
- * map_page the pages below the new size read what the device holds at
+ * pwb_bdi_freed_cookie()). With an application's map_page, pages a
+ * truncate cut off read as zeros, until written again, for as long as the
+ * inode stays open. Growing only moves the size: in allocator mode the
+ * new pages read as zeros until written; with an application's map_page
+ * the other pages below the new size read what the device holds at
  * map_page's offsets (so reopening a file restores its size this way; an
  * application that gives such pages space that held other data must
  * write them before it grows the size over them).

@@ -78,9 +78,55 @@ static int pcache_reserve(struct pwb_inode *inode, uint64_t index,
 static int pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
 			     uint64_t *dev_off)
 {
+	bool zeroed;
+
 	if (inode->space)
 		return pwb__space_read_lookup(inode, index, dev_off);
+	/* Cut off by a truncate and not written since: zeros. */
+	pthread_mutex_lock(&inode->lock);
+	zeroed = pwb__extmap_count(&inode->pcache->zeroed) &&
+		 pwb__extmap_find(&inode->pcache->zeroed, index);
+	pthread_mutex_unlock(&inode->lock);
+	if (zeroed)
+		return -ENODATA;
 	return inode->ops.map_page(inode, index, dev_off);
+}
+
+/* Page @index is about to get data of its own: it no longer reads as
+ * zeros (pcache_dev_lookup). 0, or -ENOMEM (message set). */
+static int pcache_unzero(struct pwb_inode *inode, uint64_t index)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	int64_t r = 0;
+
+	if (inode->space)
+		return 0;
+	pthread_mutex_lock(&inode->lock);
+	if (pwb__extmap_count(&pc->zeroed))
+		r = pwb__extmap_remove(&pc->zeroed, index, 1, NULL, NULL);
+	pthread_mutex_unlock(&inode->lock);
+	return r < 0 ? pwb__err((int)r, "pwb_write: out of memory") : 0;
+}
+
+/* A truncate cut pages [first, last] off a user-map inode: they read as
+ * zeros until written again. 0, or -ENOMEM (message set). */
+static int pcache_zero_range(struct pwb_inode *inode, uint64_t first,
+			     uint64_t last)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	int ret;
+
+	if (inode->space || first > last)
+		return 0;
+	pthread_mutex_lock(&inode->lock);
+	ret = (int)PWB__MIN(pwb__extmap_remove(&pc->zeroed, first,
+					       last - first + 1, NULL, NULL),
+			    0);
+	if (!ret)
+		ret = pwb__extmap_insert(&pc->zeroed, first, last - first + 1,
+					 0, false);
+	pthread_mutex_unlock(&inode->lock);
+	return ret ? pwb__err(ret, "truncate: out of memory") : 0;
 }
 
 /* Give back a reservation pcache_reserve() took for page @index. */
@@ -1133,6 +1179,8 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	 * in get_page and leaves the page for later. */
 	uatomic_or(&p->flags, PWB__PG_WLATCH);
 	ret = pwb_wait_writeback(inode, start, ps);
+	if (!ret)
+		ret = pcache_unzero(inode, index);
 	if (ret) {
 		uatomic_and(&p->flags, ~PWB__PG_WLATCH);
 		goto out;
@@ -1553,6 +1601,12 @@ int pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 			return ret;
 		s = pwb__aread(&pc->size);
 	}
+	if (s > off) {
+		ret = pcache_zero_range(inode, (off + ps - 1) / ps,
+					(s - 1) / ps);
+		if (ret)
+			return ret;
+	}
 	while (s > off) {
 		uint64_t old = uatomic_cmpxchg(&pc->size, s, off);
 
@@ -1697,6 +1751,7 @@ int pwb__pcache_inode_init(struct pwb_inode *inode)
 	 * lags behind a cache that fills fast, and long chains made
 	 * lookups most of a miss's cost (measured). No accounting: with it
 	 * the table also shrinks while reclaim empties it. */
+	pwb__extmap_init(&pc->zeroed, false);
 	pc->pages = cds_lfht_new(512, 512, 0, CDS_LFHT_AUTO_RESIZE, NULL);
 	if (!pc->pages) {
 		free(pc);
@@ -1730,6 +1785,9 @@ void pwb__pcache_inode_close(struct pwb_inode *inode)
 	if (!pc || !pc->pages)
 		return;
 	drop_range(inode, 0, UINT64_MAX);
+	pthread_mutex_lock(&inode->lock);
+	pwb__extmap_destroy(&pc->zeroed);
+	pthread_mutex_unlock(&inode->lock);
 	/* read_fast() may still be looking in the index: it goes with the
 	 * inode's grace period. */
 	pc->dead_pages = pc->pages;

@@ -23,6 +23,7 @@
 #define PWB_PCACHE_H
 
 #include "pwb-internal.h"
+#include "space.h"
 
 #define PWB__PAGE_DEAD (-(1 << 30))
 
@@ -51,6 +52,11 @@ struct pwb__page {
 struct pwb__pcache_inode {
 	struct cds_lfht *pages;		/* index -> page: RCU */
 	uint64_t size;			/* uatomic: bytes (file size) */
+	/* With an application's map_page: the pages a truncate cut off and
+	 * nothing wrote since, which read as zeros (not the device's old
+	 * bytes) if the file grows over them, until the close. Allocator
+	 * mode frees their blocks instead. inode->lock. */
+	struct pwb__extmap zeroed;
 	/* After the close: the emptied index, destroyed once no reader can
 	 * be in it (see pwb__pcache_inode_free), and the node that queues
 	 * it for that. Owned by the closing thread, then by the queue. */

@@ -333,6 +333,41 @@ START_TEST(test_truncate_into_an_uncached_page_zeroes_its_tail)
 }
 END_TEST
 
+/*
+ * Item 3, the whole pages: pages a truncate cut off read as zeros when the
+ * file grows over them again, not as the data they held (in allocator
+ * mode their blocks were freed; with a map_page the device still holds the
+ * old bytes). A page written again reads its new data.
+ */
+START_TEST(test_pages_cut_by_a_truncate_read_zeros_when_the_file_grows)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char b[4 * PS];
+	int mode = _i;
+
+	env_open(&e, 256, 64, 0);
+	inode = open_mode(&e, mode);
+	memset(b, 0x48, sizeof(b));
+	ck_assert_int_eq(pwb_write(inode, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_inode_set_size(inode, PS), 0);
+	ck_assert_int_eq(pwb_inode_set_size(inode, 4 * PS), 0);
+	ck_assert_int_eq(first_not(inode, 0, PS, 0x48), -1);
+	ck_assert_int_eq(first_not(inode, PS, 3 * PS, 0), -1);
+	/* Page 2 written again, in part: its other bytes are zeros. */
+	ck_assert_int_eq(pwb_write(inode, b, 10, 2 * PS + 5), 10);
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_inode_set_size(inode, 3 * PS), 0);	/* page 3 */
+	ck_assert_int_eq(pwb_inode_set_size(inode, 4 * PS), 0);
+	ck_assert_int_eq(first_not(inode, PS, PS + 5, 0), -1);
+	ck_assert_int_eq(first_not(inode, 2 * PS + 5, 10, 0x48), -1);
+	ck_assert_int_eq(first_not(inode, 2 * PS + 15, 2 * PS - 15, 0), -1);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
 /* Item 4: lengths that wrap past 2^64 are refused before anything is
  * cut or copied. */
 START_TEST(test_a_wrapping_length_is_efbig_not_a_crash)
@@ -581,6 +616,9 @@ static Suite *datasafety_suite(void)
 	tcase_add_loop_test(tc,
 			    test_truncate_into_an_uncached_page_zeroes_its_tail,
 			    0, 4);
+	tcase_add_loop_test(tc,
+		test_pages_cut_by_a_truncate_read_zeros_when_the_file_grows,
+		0, 2);
 	tcase_add_test(tc, test_a_wrapping_length_is_efbig_not_a_crash);
 	tcase_add_test(tc, test_enospc_from_pwb_write_says_why);
 	tcase_add_test(tc, test_cached_pages_from_a_callback_are_edeadlk);
