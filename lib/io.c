@@ -143,6 +143,9 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	uint64_t last = io->index + io->nr - 1;
 	bool attach = false, counted = true;
 	bool ending = inode->ops.end_write != NULL;
+	/* Read now: once the writes are ended below, a close may free the
+	 * inode's page cache (and, after its grace period, the inode). */
+	bool lib_pages = inode->pcache != NULL;
 
 	/* Allocator mode: the blocks hold the pages' data from now on, so
 	 * a read after the pages leave the cache finds it. Before the
@@ -193,7 +196,7 @@ void pwb__io_complete(struct pwb__io *io, int err)
 
 	uatomic_sub(&wb->stats.writeback_pages, io->nr);
 	/* Clean pages a writer waiting for cache room may take. */
-	if (inode->pcache)
+	if (lib_pages)
 		pwb__pcache_room(bdi);
 	if (err) {
 		uatomic_inc(&wb->stats.io_errors);

@@ -1149,7 +1149,7 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	unsigned int ps = pwb__page_size(bdi);
 	uint64_t start = index << bdi->page_shift;
 	struct pwb__page *p;
-	bool reserved = false;
+	bool reserved = false, whole = false;
 	int ret;
 
 	*dirtied = false;
@@ -1163,7 +1163,9 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	 * unwritten extents). */
 	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
 		if (n == ps) {
-			uatomic_or(&p->flags, PWB__PG_UPTODATE);
+			/* Up to date once copied: a write that stops before
+			 * leaves the buffer's old bytes unreadable. */
+			whole = true;
 		} else {
 			ret = page_fill_locked(inode, p,
 					       pwb__aread(&inode->pcache->size));
@@ -1189,6 +1191,8 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 		memcpy((char *)p->data + pgoff, src, n);
 	else
 		memset((char *)p->data + pgoff, 0, n);
+	if (whole)
+		uatomic_or(&p->flags, PWB__PG_UPTODATE);
 	uatomic_and(&p->flags, ~PWB__PG_WLATCH);
 	uatomic_or(&p->flags, PWB__PG_REF);
 	pthread_mutex_unlock(&p->lock);
@@ -1563,14 +1567,15 @@ static int zero_tail(struct pwb_inode *inode, uint64_t off)
 	unsigned int shift = inode->bdi->page_shift, ps = 1u << shift;
 	unsigned int pgoff = (unsigned int)(off & (ps - 1));
 	uint64_t index = off >> shift, dev;
-	struct pwb__page *p;
 	bool dirtied;
 	int ret;
 
-	if (!page_find(inode, index, false, true, &p))
-		page_put(p);
-	else if (inode->space &&
-		 pwb__space_read_lookup(inode, index, &dev) == -ENODATA)
+	/* Allocator mode: a page without written data that is not dirty
+	 * reads as zeros, cached or not: nothing to zero (and no space to
+	 * reserve for it, which could fail on a full device). */
+	if (inode->space &&
+	    pwb__space_read_lookup(inode, index, &dev) == -ENODATA &&
+	    !(pwb_page_state(inode, index) & PWB_PAGE_DIRTY))
 		return 0;
 	ret = write_page(inode, index, pgoff, ps - pgoff, NULL, false,
 			 &dirtied);

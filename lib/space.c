@@ -921,7 +921,8 @@ PWB_API int pwb_bdi_release_freed(struct pwb_bdi *bdi, uint64_t cookie)
 		uatomic_add(&sp->busy_units, -(int64_t)sp->busy[i].nr);
 	}
 	keep = sp->nr_busy - i;
-	memmove(sp->busy, sp->busy + i, keep * sizeof(*sp->busy));
+	if (i && keep)	/* sp->busy may be NULL when nothing was busy */
+		memmove(sp->busy, sp->busy + i, keep * sizeof(*sp->busy));
 	sp->nr_busy = keep;
 out:
 	pthread_mutex_unlock(&sp->busy_lock);
