@@ -1245,7 +1245,7 @@ static int run_seed(void)
 		set_faults(&r);
 		for (i = 0; i < cfg.nr_threads; i++) {
 			w[i].id = i;
-			w[i].rng = mix64(cfg.seed ^ ((uint64_t)epoch << 8) ^ i);
+			w[i].rng = mix64(mix64(cfg.seed) ^ ((uint64_t)epoch << 8) ^ i);
 			w[i].ops = 60 + rnd_below(&r, 120);
 			pthread_create(&w[i].thr, NULL, worker_main, &w[i]);
 		}
@@ -1548,7 +1548,7 @@ int main(int argc, char **argv)
 		cfg.nr_threads = 3;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	prog = argv[0];
-	if (argc == 8 && !strcmp(argv[1], "--child")) {
+	if (argc == 7 && !strcmp(argv[1], "--child")) {
 		/* The crash variant's child: run until killed. */
 		cfg.seed = strtoull(argv[2], NULL, 0);
 		cfg.nr_threads = atoi(argv[3]);
