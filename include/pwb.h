@@ -368,9 +368,21 @@ struct pwb_bdi_config {
  * pwb_bdi_info() reports what the device offers.
  */
 #define PWB_BDI_ATOMIC_WRITES 0x4u
+/**
+ * PWB_BDI_REUSE_FREED - no busy extents: reuse freed blocks at once
+ *
+ * By default a block of an allocator-mode inode freed by a truncate or a
+ * discard is busy: no allocation gets it until pwb_bdi_release_freed()
+ * says that the application's saved index no longer names it (see
+ * there). With this flag it is free at once, as for a program that keeps
+ * no index across runs (scratch files, benchmarks). Unsafe for one that
+ * does: after a crash its old index may name blocks another file took.
+ */
+#define PWB_BDI_REUSE_FREED 0x8u
 /** Every flag this release knows; other bits give -EINVAL. */
 #define PWB_BDI_FLAGS_ALL                                                      \
-	(PWB_BDI_THROTTLE | PWB_BDI_AUTO_WB_CTX | PWB_BDI_ATOMIC_WRITES)
+	(PWB_BDI_THROTTLE | PWB_BDI_AUTO_WB_CTX | PWB_BDI_ATOMIC_WRITES |      \
+	 PWB_BDI_REUSE_FREED)
 
 /**
  * pwb_bdi_config_init() - set every field of @cfg to its default
@@ -1453,6 +1465,10 @@ struct pwb_stats {
 	/** pwb_bdi_stats only: pages those reads filled; read_pages over
 	 *  read_ios is the mean run. */
 	uint64_t read_pages;
+	/** Now, pwb_bdi_stats only: bytes freed by truncates and discards
+	 *  of allocator-mode inodes and not yet reusable (busy extents,
+	 *  see pwb_bdi_release_freed()). */
+	uint64_t busy_bytes;
 };
 
 /**
@@ -1589,6 +1605,55 @@ PWB_API int pwb_inode_extents(struct pwb_inode *inode, struct pwb_extent *ext,
  */
 PWB_API int pwb_inode_set_extents(struct pwb_inode *inode,
 				  const struct pwb_extent *ext, size_t nr);
+
+/**
+ * pwb_bdi_freed_cookie() - name the frees that have happened so far
+ * @bdi: the bdi
+ * @cookie: filled with a number that covers every block of an
+ *          allocator-mode inode freed before this call
+ *
+ * Busy extents, as XFS keeps them: a block that a truncate or discard
+ * (pwb_inode_set_size(), pwb_inode_discard()) takes from an
+ * allocator-mode inode is busy: no allocation gets it, because the
+ * application's saved index (the extents it stored with
+ * pwb_inode_extents()) may still name it, and after a crash two files
+ * would claim it, one showing the other's data. The rule:
+ *  1. take a cookie with this call;
+ *  2. then save your index as it is now: for every inode whose saved
+ *     extents could name freed blocks, the extents pwb_inode_extents()
+ *     gives after this call (after a pwb_fsync() of the inode, so that
+ *     they name written data only), and the size;
+ *  3. once that save is durable, pass the cookie to
+ *     pwb_bdi_release_freed(): the blocks freed before step 1 become
+ *     free.
+ * Frees after step 1 stay busy until a later cookie is released. A
+ * program that keeps no index sets PWB_BDI_REUSE_FREED instead. Blocks
+ * allocated but never written (a write that failed and was dropped, a
+ * page reserved but never dirtied) were never reported by
+ * pwb_inode_extents() and are freed at once. Busy blocks count in
+ * pwb_stats.busy_bytes; a write that finds no free space says how many
+ * bytes are busy in its message.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL argument; -ESHUTDOWN if @bdi is closing.
+ */
+PWB_API int pwb_bdi_freed_cookie(struct pwb_bdi *bdi, uint64_t *cookie);
+
+/**
+ * pwb_bdi_release_freed() - let freed blocks be reused
+ * @bdi: the bdi
+ * @cookie: from pwb_bdi_freed_cookie() on @bdi
+ *
+ * Every block freed before @cookie was taken becomes free for new
+ * allocations (see pwb_bdi_freed_cookie() for when that is safe).
+ * Releasing a cookie again, or an older one after a newer, does nothing.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL @bdi or a @cookie that
+ *         pwb_bdi_freed_cookie() has not given yet; -ESHUTDOWN if @bdi is
+ *         closing.
+ */
+PWB_API int pwb_bdi_release_freed(struct pwb_bdi *bdi, uint64_t cookie);
 
 /**
  * struct pwb_alloc_group_stats - one allocation group (bytes)

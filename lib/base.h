@@ -166,6 +166,9 @@ static inline void pwb__rcu_callback_begin(void *obj)
  *   space_inode->lock -> alloc_group->lock  (allocating, freeing or
  *                                   marking the blocks of one inode's
  *                                   extents; one group at a time; space.c)
+ *   space_inode->lock -> busy_lock  (a truncate's freed blocks become
+ *                                   busy; space.c)
+ *   busy_lock    -> alloc_group->lock  (released busy blocks are freed)
  *   pool_lock    -> retain_lock    (a closing bdi handing its page-buffer
  *                                   chunks to the process; pcache.c)
  *   page->lock   -> page->lock     (a read filling a run of pages with
@@ -218,6 +221,8 @@ enum pwb__lock_rank {
 				 * mode inodes' extents (space.c) */
 	PWB__LOCK_SPACE,	/* space_inode->lock: one inode's extent map
 				 * and delalloc runs (space.c) */
+	PWB__LOCK_SPACE_BUSY,	/* space->busy_lock: freed blocks not yet
+				 * released (busy extents, space.c) */
 	PWB__LOCK_ALLOC_GROUP,	/* group->lock: one allocation group's free
 				 * space (alloc.c); taken alone or under
 				 * the inode's space lock */

@@ -309,7 +309,7 @@ PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
 	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
 	bool detach[1 + PWB_MAX_WB_CTX], all;
 	uint64_t first, last;
-	int i, nr;
+	int i, nr, ret;
 
 	pwb__err_clear();
 	nr = range_call_begin(inode, "pwb_inode_discard", off, len, true,
@@ -321,10 +321,11 @@ PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
 		detach[i] = discard_begin(h[i], first, last, all);
 	for (i = 0; i < nr; i++)
 		discard_end(h[i], first, last, detach[i]);
-	if (inode->pcache)
-		pwb__pcache_discarded(inode, off, len, first, last);
+	ret = inode->pcache ? pwb__pcache_discarded(inode, off, len, first,
+						     last)
+			    : 0;
 	pwb__inode_exit(inode, PWB__HOLD_REF);
-	return 0;
+	return ret;
 }
 
 PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,

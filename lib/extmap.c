@@ -80,15 +80,16 @@ struct pwb__extent *pwb__extmap_after(const struct pwb__extent *e)
 }
 
 static bool joins(const struct pwb__extmap *m, const struct pwb__extent *a,
-		  uint64_t file, uint64_t dev)
+		  uint64_t file, uint64_t dev, bool unwritten)
 {
-	/* a ends where (file, dev) begins */
+	/* a ends where (file, dev) begins, in the same state */
 	return a->file + a->len == file &&
-	       (!m->has_dev || a->dev + a->len == dev);
+	       (!m->has_dev || (a->dev + a->len == dev &&
+				a->unwritten == unwritten));
 }
 
 int pwb__extmap_insert(struct pwb__extmap *m, uint64_t file, uint64_t len,
-		       uint64_t dev)
+		       uint64_t dev, bool unwritten)
 {
 	struct pwb__extent *prev, *next, *e;
 
@@ -98,10 +99,14 @@ int pwb__extmap_insert(struct pwb__extmap *m, uint64_t file, uint64_t len,
 	next = pwb__extmap_next(m, file);
 	if (next == prev)
 		next = prev ? pwb__extmap_after(prev) : NULL;
-	if (prev && !joins(m, prev, file, dev))
+	if (!m->has_dev)
+		unwritten = false;
+	if (prev && !joins(m, prev, file, dev, unwritten))
 		prev = NULL;
-	if (next && !(file + len == next->file &&
-		      (!m->has_dev || dev + len == next->dev)))
+	if (next && !joins(m, &(struct pwb__extent){ .file = file, .len = len,
+						      .dev = dev,
+						      .unwritten = unwritten },
+			   next->file, next->dev, next->unwritten))
 		next = NULL;
 	m->units += len;
 	if (prev && next) {
@@ -124,14 +129,29 @@ int pwb__extmap_insert(struct pwb__extmap *m, uint64_t file, uint64_t len,
 		e->file = file;
 		e->len = len;
 		e->dev = m->has_dev ? dev : 0;
+		e->unwritten = unwritten;
 		pwb__avl_insert(&m->tree, &e->node, cmp_file);
 	}
 	return 0;
 }
 
+/* Tell @fn of the piece [@s, @s + @n) of run @e. */
+static void piece(const struct pwb__extmap *m, const struct pwb__extent *e,
+		  uint64_t s, uint64_t n,
+		  void (*fn)(void *arg, const struct pwb__extent *piece),
+		  void *arg)
+{
+	struct pwb__extent p = { .file = s, .len = n,
+				 .dev = m->has_dev ? e->dev + (s - e->file)
+						   : 0,
+				 .unwritten = e->unwritten };
+
+	if (fn)
+		fn(arg, &p);
+}
+
 int64_t pwb__extmap_remove(struct pwb__extmap *m, uint64_t first, uint64_t nr,
-			   void (*fn)(void *arg, uint64_t file, uint64_t dev,
-				      uint64_t len),
+			   void (*fn)(void *arg, const struct pwb__extent *piece),
 			   void *arg)
 {
 	uint64_t end = nr > UINT64_MAX - first ? UINT64_MAX : first + nr;
@@ -147,9 +167,8 @@ int64_t pwb__extmap_remove(struct pwb__extmap *m, uint64_t first, uint64_t nr,
 		t->file = end;
 		t->len = e->file + e->len - end;
 		t->dev = m->has_dev ? e->dev + (end - e->file) : 0;
-		if (fn)
-			fn(arg, first, m->has_dev ? e->dev + (first - e->file) : 0,
-			   end - first);
+		t->unwritten = e->unwritten;
+		piece(m, e, first, end - first, fn, arg);
 		e->len = first - e->file;
 		pwb__avl_insert(&m->tree, &t->node, cmp_file);
 		m->units -= end - first;
@@ -161,8 +180,7 @@ int64_t pwb__extmap_remove(struct pwb__extmap *m, uint64_t first, uint64_t nr,
 		uint64_t t = PWB__MIN(e->file + e->len, end);
 		uint64_t n = t - s;
 
-		if (fn)
-			fn(arg, s, m->has_dev ? e->dev + (s - e->file) : 0, n);
+		piece(m, e, s, n, fn, arg);
 		removed += (int64_t)n;
 		m->units -= n;
 		if (s == e->file && t == e->file + e->len) {
@@ -180,6 +198,82 @@ int64_t pwb__extmap_remove(struct pwb__extmap *m, uint64_t first, uint64_t nr,
 		e = next;
 	}
 	return removed;
+}
+
+/* Merge run @e with the run after it if they join (same state, adjacent
+ * in the file and on the device). */
+static void merge_next(struct pwb__extmap *m, struct pwb__extent *e)
+{
+	struct pwb__extent *n = pwb__extmap_after(e);
+
+	if (n && joins(m, e, n->file, n->dev, n->unwritten)) {
+		e->len += n->len;
+		pwb__avl_remove(&m->tree, &n->node);
+		free(n);
+	}
+}
+
+/* Split run @e at page @at (inside it, not its first page) with node @t:
+ * @e keeps the pages before @at, @t (inserted) the rest. */
+static void split_at(struct pwb__extmap *m, struct pwb__extent *e,
+		     uint64_t at, struct pwb__extent *t)
+{
+	t->file = at;
+	t->len = e->file + e->len - at;
+	t->dev = e->dev + (at - e->file);
+	t->unwritten = e->unwritten;
+	e->len = at - e->file;
+	pwb__avl_insert(&m->tree, &t->node, cmp_file);
+}
+
+int pwb__extmap_mark_written(struct pwb__extmap *m, uint64_t first,
+			     uint64_t nr)
+{
+	uint64_t end = nr > UINT64_MAX - first ? UINT64_MAX : first + nr;
+	struct pwb__extent *e, *spare[2] = { NULL, NULL };
+	struct pwb__avl_node *pn;
+	unsigned int need = 0, used = 0;
+
+	/* Nodes first, so nothing changes when there are none: only the
+	 * first and the last run the range touches can be cut. */
+	e = pwb__extmap_next(m, first);
+	if (e && e->unwritten && e->file < first)
+		need++;
+	for (; e && e->file < end; e = pwb__extmap_after(e))
+		if (e->unwritten && e->file + e->len > end)
+			need++;
+	for (unsigned int i = 0; i < need; i++)
+		if (!(spare[i] = malloc(sizeof(*spare[i])))) {
+			free(spare[0]);
+			return -ENOMEM;
+		}
+	e = pwb__extmap_next(m, first);
+	while (e && e->file < end) {
+		if (!e->unwritten) {
+			e = pwb__extmap_after(e);
+			continue;
+		}
+		if (e->file < first) {	/* keep the head unwritten */
+			split_at(m, e, first, spare[used++]);
+			e = pwb__extmap_after(e);
+		}
+		if (e->file + e->len > end)	/* and the tail */
+			split_at(m, e, end, spare[used++]);
+		e->unwritten = false;
+		/* Join the written neighbours, before and after. */
+		pn = pwb__avl_prev(&e->node);
+		if (pn) {
+			struct pwb__extent *p = EXT(pn);
+
+			if (joins(m, p, e->file, e->dev, false)) {
+				merge_next(m, p);
+				e = p;
+			}
+		}
+		merge_next(m, e);
+		e = pwb__extmap_after(e);
+	}
+	return 0;
 }
 
 void pwb__extmap_move(struct pwb__extmap *to, struct pwb__extmap *from)

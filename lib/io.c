@@ -15,6 +15,7 @@
 #include "region.h"
 #include "writeback.h"
 #include "pcache.h"
+#include "space.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,13 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	bool attach = false, counted = true;
 	bool ending = inode->ops.end_write != NULL;
 
+	/* Allocator mode: the blocks hold the pages' data from now on, so
+	 * a read after the pages leave the cache finds it. Before the
+	 * WRITEBACK tags go: the pages stay cached until then. Without
+	 * memory for that, the write counts as failed and is done again. */
+	if (!err && pwb__inode_app(inode)->space)
+		err = pwb__space_written(pwb__inode_app(inode), io->index,
+					 io->nr);
 	pthread_mutex_lock(&inode->lock);
 	pwb__map_clear(&inode->map, PWB__TAG_WRITEBACK, io->index, last);
 	if (err) {

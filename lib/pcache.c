@@ -59,26 +59,35 @@ static struct pwb__page *page_of(struct cds_lfht_node *node)
  * (allocator mode, inode->space set); user-map inodes have none.
  */
 
-/* Before pages [first, first + nr) are dirtied: reserve device space for
- * those not yet allocated, so -ENOSPC reaches pwb_write(). */
-static int pcache_reserve(struct pwb_inode *inode, uint64_t first,
-			  uint64_t nr)
+/* Before page @index is dirtied: reserve device space for it if it has
+ * none, so -ENOSPC reaches pwb_write(); *@newly: this call reserved it. */
+static int pcache_reserve(struct pwb_inode *inode, uint64_t index,
+			  bool *newly)
 {
+	*newly = false;
 	if (!inode->space)
 		return 0;
-	return pwb__space_reserve(inode, first, nr);
+	return pwb__space_reserve_page(inode, index, newly);
 }
 
 /* The device offset of page @index before it is read. User-map mode:
  * every page below the size exists, at map_page's offset. Allocator mode:
- * only allocated pages (-ENODATA: a hole or never written, zeros); the
+ * only pages whose blocks hold written data (-ENODATA: a hole, never
+ * written, or a block allocated whose write has not ended: zeros); the
  * allocator's map_page would allocate. */
 static int pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
 			     uint64_t *dev_off)
 {
 	if (inode->space)
-		return pwb__space_lookup(inode, index, dev_off);
+		return pwb__space_read_lookup(inode, index, dev_off);
 	return inode->ops.map_page(inode, index, dev_off);
+}
+
+/* Give back a reservation pcache_reserve() took for page @index. */
+static void pcache_unreserve(struct pwb_inode *inode, uint64_t index)
+{
+	if (inode->space)
+		pwb__space_unreserve(inode, index);
 }
 
 /* Pages [first, last] were discarded or truncated away: free their
@@ -1094,16 +1103,18 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	unsigned int ps = pwb__page_size(bdi);
 	uint64_t start = index << bdi->page_shift;
 	struct pwb__page *p;
+	bool reserved = false;
 	int ret;
 
 	*dirtied = false;
-	ret = pcache_reserve(inode, index, 1);
-	if (ret)
-		return ret;
 	ret = page_find(inode, index, true, true, &p);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&p->lock);
+	/* Filled before its space is reserved: a page without a block gets
+	 * none until it is reserved, so the fill reads zeros for it, and a
+	 * block allocated meanwhile reads as zeros until written (space.c,
+	 * unwritten extents). */
 	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
 		if (n == ps) {
 			uatomic_or(&p->flags, PWB__PG_UPTODATE);
@@ -1114,6 +1125,9 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 				goto out;
 		}
 	}
+	ret = pcache_reserve(inode, index, &reserved);
+	if (ret)
+		goto out;
 	/* Stable pages: latch (a full barrier), then wait for a write in
 	 * flight; a flusher that tags the page from now on sees the latch
 	 * in get_page and leaves the page for later. */
@@ -1136,9 +1150,17 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	 * page in between (it needs the count at 0). */
 	ret = pwb_mark_dirty(inode, start, ps);
 	*dirtied = !ret || ret == -ETIMEDOUT || ret == -ESHUTDOWN;
+	if (!*dirtied && reserved &&
+	    !(pwb_page_state(inode, index) & PWB_PAGE_DIRTY))
+		pcache_unreserve(inode, index);
 	page_put(p);
 	return ret;
 out:
+	/* Not dirtied: give back the reservation this call took, so no
+	 * block is given to a page without data (and reserved_bytes does
+	 * not stay up until the close). */
+	if (reserved)
+		pcache_unreserve(inode, index);
 	pthread_mutex_unlock(&p->lock);
 	/* Not dirtied: reclaimable, even if never filled. */
 	lru_add(inode->bdi->pcache, p, inode_owner_ctx(inode));
@@ -1209,7 +1231,9 @@ static ssize_t write_fast(struct pwb_inode *inode, const void *buf,
 	uint64_t index;
 	bool ok;
 
-	if (!buf || PWB__RCU_DEREF(inode->region))
+	/* A flusher (an ops callback) takes the slow path's -EDEADLK, as
+	 * for a page not cached. */
+	if (!buf || PWB__RCU_DEREF(inode->region) || pwb__in_flusher())
 		return -EAGAIN;
 	p = fast_lock_page(inode, len, off, &pgoff);
 	if (!p)
@@ -1250,12 +1274,13 @@ PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
 	}
 	if (!buf && len)
 		return pwb__err(-EINVAL, "pwb_write: NULL buf");
-	if (len > SSIZE_MAX)
-		len = SSIZE_MAX;
+	/* The whole range asked for, before it is cut to SSIZE_MAX. */
 	if (len && off > UINT64_MAX - len)
 		return pwb__err(-EFBIG, "pwb_write: range %llu+%zu wraps past "
 					"2^64",
 				(unsigned long long)off, len);
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
 	ret = pc_enter(inode, "pwb_write");
 	if (ret)
 		return ret;
@@ -1317,8 +1342,8 @@ static ssize_t read_fast(struct pwb_inode *inode, void *buf, size_t len,
 	unsigned int pgoff;
 	uint64_t size;
 
-	if (!pc || !buf)
-		return -EAGAIN;
+	if (!pc || !buf || pwb__in_flusher())
+		return -EAGAIN;	/* the slow path says why */
 	size = pwb__aread(&pc->size);
 	if (off >= size)
 		return -EAGAIN;	/* end of file: the slow path says 0 */
@@ -1478,42 +1503,64 @@ static void drop_range(struct pwb_inode *inode, uint64_t first,
 	pwb__pcache_room(inode->bdi);
 }
 
-void pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
-			   uint64_t len, uint64_t first, uint64_t last)
+/*
+ * A truncate to @off inside a page: the bytes from @off to the end of the
+ * page become zeros, in the cache and (dirtied) on the device, whether or
+ * not the page is cached now, so that a later growth of the file shows
+ * zeros there and not the old tail. A page that reads as zeros already
+ * (allocator mode: not cached and no written block) is left alone.
+ */
+static int zero_tail(struct pwb_inode *inode, uint64_t off)
+{
+	unsigned int shift = inode->bdi->page_shift, ps = 1u << shift;
+	unsigned int pgoff = (unsigned int)(off & (ps - 1));
+	uint64_t index = off >> shift, dev;
+	struct pwb__page *p;
+	bool dirtied;
+	int ret;
+
+	if (!page_find(inode, index, false, true, &p))
+		page_put(p);
+	else if (inode->space &&
+		 pwb__space_read_lookup(inode, index, &dev) == -ENODATA)
+		return 0;
+	ret = write_page(inode, index, pgoff, ps - pgoff, NULL, false,
+			 &dirtied);
+	return dirtied ? 0 : ret;
+}
+
+int pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
+			  uint64_t len, uint64_t first, uint64_t last)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
-	unsigned int shift = inode->bdi->page_shift, ps = 1u << shift;
+	unsigned int ps = pwb__page_size(inode->bdi);
+	uint64_t s;
+	int ret;
 
 	if (first <= last) {
 		drop_range(inode, first, last);
 		pcache_punch(inode, first, last);
 	}
 	if (len != UINT64_MAX)
-		return;
-	/* Truncate: the size, and zeros after it in its last page. */
-	{
-		uint64_t s = pwb__aread(&pc->size);
-
-		while (s > off) {
-			uint64_t old = uatomic_cmpxchg(&pc->size, s, off);
-
-			if (old == s)
-				break;
-			s = old;
-		}
+		return 0;
+	/* Truncate: zeros after @off in its page, then the size (a failed
+	 * zeroing leaves the size as it was: the tail is still the
+	 * file's). */
+	s = pwb__aread(&pc->size);
+	if ((off & (ps - 1)) && s > off) {
+		ret = zero_tail(inode, off);
+		if (ret)
+			return ret;
+		s = pwb__aread(&pc->size);
 	}
-	if (off & (ps - 1)) {
-		struct pwb__page *p;
-		bool dirtied;
+	while (s > off) {
+		uint64_t old = uatomic_cmpxchg(&pc->size, s, off);
 
-		if (!page_find(inode, off >> shift, false, true, &p)) {
-			page_put(p);
-			write_page(inode, off >> shift,
-				   (unsigned int)(off & (ps - 1)),
-				   ps - (unsigned int)(off & (ps - 1)), NULL,
-				   false, &dirtied);
-		}
+		if (old == s)
+			break;
+		s = old;
 	}
+	return 0;
 }
 
 void pwb__pcache_stats(struct pwb_bdi *bdi, int idx, struct pwb_stats *st)

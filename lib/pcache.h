@@ -150,11 +150,12 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 			 const void **data) PWB__INTERNAL;
 /* pwb_inode_discard() ended on a library-owned inode: drop the cached
  * pages [first, last] (the pages wholly inside [off, off + len)); with
- * @len UINT64_MAX also truncate the size to @off. Caller holds a
- * reference (HOLD_REF). */
-void pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
-			   uint64_t len, uint64_t first,
-			   uint64_t last) PWB__INTERNAL;
+ * @len UINT64_MAX also truncate the size to @off, zeroing the rest of
+ * its page. 0, or the error of that zeroing (message set; the size is
+ * left as it was). Caller holds a reference (HOLD_REF). */
+int pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
+			  uint64_t len, uint64_t first,
+			  uint64_t last) PWB__INTERNAL;
 /* Reclaim clean pages of context @idx's inodes down to the low watermark
  * (called by its flusher after its passes). */
 void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi,

@@ -28,6 +28,58 @@ static int cmp_ino(const struct pwb__avl_node *a, const struct pwb__avl_node *b)
 	return REC(a)->ino < REC(b)->ino ? -1 : REC(a)->ino > REC(b)->ino;
 }
 
+/* extmap_remove callback: give a piece's blocks back to the allocator. */
+static void free_now(void *arg, const struct pwb__extent *piece)
+{
+	pwb__alloc_free(arg, piece->dev, piece->len);
+}
+
+/*
+ * Blocks [@start, @start + @nr) left the file: free them now, or (busy
+ * extents) note them as freed in the open generation. A block whose data
+ * was never written was never in an index the application saved (see
+ * pwb_inode_extents()), so it is free at once. Without memory to note
+ * them, the blocks stay out of use until the bdi closes: space lost for
+ * a while, never a block reused too early.
+ */
+static void busy_add(struct pwb__space *sp, uint64_t start, uint64_t nr)
+{
+	pthread_mutex_lock(&sp->busy_lock);
+	if (sp->nr_busy && sp->busy[sp->nr_busy - 1].gen == sp->busy_gen &&
+	    sp->busy[sp->nr_busy - 1].start + sp->busy[sp->nr_busy - 1].nr ==
+		    start) {
+		sp->busy[sp->nr_busy - 1].nr += nr;
+	} else {
+		if (sp->nr_busy == sp->cap_busy) {
+			size_t cap = sp->cap_busy ? 2 * sp->cap_busy : 64;
+			struct pwb__busy *v = realloc(sp->busy,
+						      cap * sizeof(*v));
+
+			if (!v) {
+				uatomic_add(&sp->busy_lost, nr);
+				pthread_mutex_unlock(&sp->busy_lock);
+				return;
+			}
+			sp->busy = v;
+			sp->cap_busy = cap;
+		}
+		sp->busy[sp->nr_busy++] = (struct pwb__busy){
+			.gen = sp->busy_gen, .start = start, .nr = nr };
+	}
+	uatomic_add(&sp->busy_units, nr);
+	pthread_mutex_unlock(&sp->busy_lock);
+}
+
+static void free_piece(void *arg, const struct pwb__extent *piece)
+{
+	struct pwb__space *sp = arg;
+
+	if (piece->unwritten || sp->reuse_freed)
+		pwb__alloc_free(&sp->alloc, piece->dev, piece->len);
+	else
+		busy_add(sp, piece->dev, piece->len);
+}
+
 int pwb__space_bdi_init(struct pwb_bdi *bdi)
 {
 	struct pwb__space *sp = calloc(1, sizeof(*sp));
@@ -43,7 +95,9 @@ int pwb__space_bdi_init(struct pwb_bdi *bdi)
 	}
 	sp->unit_shift = bdi->page_shift;
 	sp->max_run = PWB__MAX(MAX_RUN_BYTES >> bdi->page_shift, 1);
+	sp->reuse_freed = bdi->cfg.flags & PWB_BDI_REUSE_FREED;
 	pwb__mutex_init(&sp->records_lock, PWB__LOCK_SPACE_RECORDS);
+	pwb__mutex_init(&sp->busy_lock, PWB__LOCK_SPACE_BUSY);
 	pwb__avl_init(&sp->records);
 	bdi->space = sp;
 	return 0;
@@ -65,6 +119,8 @@ void pwb__space_bdi_fini(struct pwb_bdi *bdi)
 	}
 	pwb__alloc_destroy(&sp->alloc);
 	pthread_mutex_destroy(&sp->records_lock);
+	pthread_mutex_destroy(&sp->busy_lock);
+	free(sp->busy);
 	free(sp);
 	bdi->space = NULL;
 }
@@ -113,6 +169,23 @@ int pwb__space_inode_init(struct pwb_inode *inode)
 	return 0;
 }
 
+/* Caller holds si->lock: free the blocks of the unwritten runs of @si. */
+static void drop_unwritten_locked(struct pwb__space *sp,
+				  struct pwb__space_inode *si)
+{
+	struct pwb__extent *e, *next;
+	uint64_t before = pwb__extmap_count(&si->ext);
+
+	for (e = pwb__extmap_first(&si->ext); e; e = next) {
+		next = pwb__extmap_after(e);
+		if (e->unwritten)
+			pwb__extmap_remove(&si->ext, e->file, e->len,
+					   free_now, &sp->alloc);
+	}
+	uatomic_add(&sp->nr_extents, (int64_t)pwb__extmap_count(&si->ext) -
+					     (int64_t)before);
+}
+
 void pwb__space_inode_fini(struct pwb_inode *inode)
 {
 	struct pwb__space *sp = inode->bdi->space;
@@ -127,6 +200,10 @@ void pwb__space_inode_fini(struct pwb_inode *inode)
 	pwb__extmap_destroy(&si->dalloc);
 	pwb__alloc_unreserve(&sp->alloc, unused);
 	uatomic_add(&sp->reserved, -(int64_t)unused);
+	/* Every write has ended: blocks still unwritten hold no data of the
+	 * file (pages reserved but never dirtied, or whose writes failed
+	 * and were dropped). No index ever named them: free them now. */
+	drop_unwritten_locked(sp, si);
 	if (!pwb__extmap_count(&si->ext) && !si->size) {
 		pthread_mutex_unlock(&si->lock);
 		return;
@@ -240,13 +317,16 @@ static uint64_t next_gap_locked(const struct pwb__space_inode *si,
 	return *idx;
 }
 
-int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
+/* pwb__space_reserve(); *@newly: the units this call reserved. */
+static int reserve_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
+			 uint64_t *newly)
 {
 	struct pwb__space *sp = inode->bdi->space;
 	struct pwb__space_inode *si = inode->space;
-	uint64_t end, idx, stop, need = 0;
+	uint64_t end, idx, stop, need = 0, total;
 	int ret = 0;
 
+	*newly = 0;
 	if (!si)
 		return -EINVAL;
 	if (!nr)
@@ -262,13 +342,32 @@ int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
 		need += stop - idx;
 	if (!need)
 		goto out;
+	total = need;
 	ret = pwb__alloc_reserve(&sp->alloc, need);
-	if (ret)
-		goto out;
+	if (ret) {
+		uint64_t busy = pwb__aread(&sp->busy_units);
+
+		pthread_mutex_unlock(&si->lock);
+		if (busy)
+			return pwb__err(ret, "no free space on the device for "
+					     "%llu more pages of inode %llu: "
+					     "%llu bytes are busy (freed but "
+					     "not yet released with "
+					     "pwb_bdi_release_freed())",
+					(unsigned long long)need,
+					(unsigned long long)inode->ino,
+					(unsigned long long)busy
+						<< sp->unit_shift);
+		return pwb__err(ret, "no free space on the device for %llu "
+				     "more pages of inode %llu",
+				(unsigned long long)need,
+				(unsigned long long)inode->ino);
+	}
 	for (idx = first;
 	     !ret && (stop = next_gap_locked(si, &idx, end)) > idx;
 	     idx = stop) {
-		ret = pwb__extmap_insert(&si->dalloc, idx, stop - idx, 0);
+		ret = pwb__extmap_insert(&si->dalloc, idx, stop - idx, 0,
+					 false);
 		if (!ret) {
 			need -= stop - idx;
 			uatomic_add(&sp->reserved, (int64_t)(stop - idx));
@@ -277,9 +376,46 @@ int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
 	/* Out of memory part way: keep what was recorded (reserve is
 	 * idempotent: a retry reserves the rest), return the rest. */
 	pwb__alloc_unreserve(&sp->alloc, need);
+	*newly = total - need;
+	if (ret)
+		pwb__err(ret, "reserving space: out of memory");
 out:
 	pthread_mutex_unlock(&si->lock);
 	return ret;
+}
+
+int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
+{
+	uint64_t newly;
+
+	return reserve_range(inode, first, nr, &newly);
+}
+
+int pwb__space_reserve_page(struct pwb_inode *inode, uint64_t index,
+			    bool *newly)
+{
+	uint64_t n;
+	int ret = reserve_range(inode, index, 1, &n);
+
+	*newly = n != 0;
+	return ret;
+}
+
+void pwb__space_unreserve(struct pwb_inode *inode, uint64_t index)
+{
+	struct pwb__space *sp = inode->bdi->space;
+	struct pwb__space_inode *si = inode->space;
+
+	if (!si)
+		return;
+	pthread_mutex_lock(&si->lock);
+	/* Removing one page from a run may need a node: without one, the
+	 * reservation stays until a truncate or the close gives it back. */
+	if (pwb__extmap_remove(&si->dalloc, index, 1, NULL, NULL) > 0) {
+		pwb__alloc_unreserve(&sp->alloc, 1);
+		uatomic_add(&sp->reserved, -1);
+	}
+	pthread_mutex_unlock(&si->lock);
 }
 
 /*
@@ -334,7 +470,7 @@ static int allocate_locked(struct pwb__space *sp, struct pwb__space_inode *si,
 		ret = pwb__alloc_reserve(&sp->alloc, 1);
 		if (ret)
 			return ret;
-		ret = pwb__extmap_insert(&si->dalloc, index, 1, 0);
+		ret = pwb__extmap_insert(&si->dalloc, index, 1, 0, false);
 		if (ret) {
 			pwb__alloc_unreserve(&sp->alloc, 1);
 			return ret;
@@ -349,7 +485,10 @@ static int allocate_locked(struct pwb__space *sp, struct pwb__space_inode *si,
 	{
 		uint64_t before = pwb__extmap_count(&si->ext);
 
-		ret = pwb__extmap_insert(&si->ext, index, got, start);
+		/* Unwritten until its write ends (pwb__space_written): a
+		 * read of the page meanwhile, or after the write failed,
+		 * finds zeros, never what the block held before. */
+		ret = pwb__extmap_insert(&si->ext, index, got, start, true);
 		if (ret) {
 			/* Give the blocks back, still reserved. */
 			pwb__alloc_free(&sp->alloc, start, got);
@@ -393,8 +532,8 @@ int pwb__space_map_page(struct pwb_inode *app, uint64_t index,
 	return ret;
 }
 
-int pwb__space_lookup(struct pwb_inode *inode, uint64_t index,
-		      uint64_t *dev_off)
+static int lookup(struct pwb_inode *inode, uint64_t index, uint64_t *dev_off,
+		  bool written_only)
 {
 	struct pwb__space_inode *si = inode->space;
 	struct pwb__extent *e;
@@ -404,7 +543,7 @@ int pwb__space_lookup(struct pwb_inode *inode, uint64_t index,
 		return -EINVAL;
 	pthread_mutex_lock(&si->lock);
 	e = pwb__extmap_find(&si->ext, index);
-	if (e) {
+	if (e && !(written_only && e->unwritten)) {
 		*dev_off = (e->dev + (index - e->file))
 			   << inode->bdi->space->unit_shift;
 		ret = 0;
@@ -413,10 +552,34 @@ int pwb__space_lookup(struct pwb_inode *inode, uint64_t index,
 	return ret;
 }
 
-static void free_piece(void *arg, uint64_t file, uint64_t dev, uint64_t len)
+int pwb__space_lookup(struct pwb_inode *inode, uint64_t index,
+		      uint64_t *dev_off)
 {
-	(void)file;
-	pwb__alloc_free(arg, dev, len);
+	return lookup(inode, index, dev_off, false);
+}
+
+int pwb__space_read_lookup(struct pwb_inode *inode, uint64_t index,
+			   uint64_t *dev_off)
+{
+	return lookup(inode, index, dev_off, true);
+}
+
+int pwb__space_written(struct pwb_inode *inode, uint64_t first, uint64_t nr)
+{
+	struct pwb__space *sp = inode->bdi->space;
+	struct pwb__space_inode *si = inode->space;
+	uint64_t before;
+	int ret;
+
+	if (!si)
+		return 0;
+	pthread_mutex_lock(&si->lock);
+	before = pwb__extmap_count(&si->ext);
+	ret = pwb__extmap_mark_written(&si->ext, first, nr);
+	uatomic_add(&sp->nr_extents, (int64_t)pwb__extmap_count(&si->ext) -
+					     (int64_t)before);
+	pthread_mutex_unlock(&si->lock);
+	return ret;
 }
 
 void pwb__space_punch(struct pwb_inode *inode, uint64_t first, uint64_t nr)
@@ -430,7 +593,7 @@ void pwb__space_punch(struct pwb_inode *inode, uint64_t first, uint64_t nr)
 		return;
 	pthread_mutex_lock(&si->lock);
 	before = pwb__extmap_count(&si->ext);
-	pwb__extmap_remove(&si->ext, first, nr, free_piece, &sp->alloc);
+	pwb__extmap_remove(&si->ext, first, nr, free_piece, sp);
 	uatomic_add(&sp->nr_extents, (int64_t)pwb__extmap_count(&si->ext) -
 					     (int64_t)before);
 	n = pwb__extmap_remove(&si->dalloc, first, nr, NULL, NULL);
@@ -550,14 +713,20 @@ PWB_API int pwb_inode_extents(struct pwb_inode *inode, struct pwb_extent *ext,
 	si = inode->space;
 	shift = inode->bdi->space->unit_shift;
 	pthread_mutex_lock(&si->lock);
-	for (e = pwb__extmap_first(&si->ext); e && i < nr;
-	     e = pwb__extmap_after(e), i++) {
-		ext[i].file_off = e->file << shift;
-		ext[i].dev_off = e->dev << shift;
-		ext[i].len = e->len << shift;
+	/* Only blocks that hold the file's data: an index that named a
+	 * block still unwritten would show its old bytes after a restart. */
+	for (e = pwb__extmap_first(&si->ext); e; e = pwb__extmap_after(e)) {
+		if (e->unwritten)
+			continue;
+		if (i < nr) {
+			ext[i].file_off = e->file << shift;
+			ext[i].dev_off = e->dev << shift;
+			ext[i].len = e->len << shift;
+		}
+		i++;
 	}
 	if (total)
-		*total = pwb__extmap_count(&si->ext);
+		*total = i;
 	pthread_mutex_unlock(&si->lock);
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	return 0;
@@ -638,7 +807,7 @@ PWB_API int pwb_inode_set_extents(struct pwb_inode *inode,
 
 		ret = pwb__alloc_mark_used(&sp->alloc, d, n);
 		if (!ret) {
-			ret = pwb__extmap_insert(&si->ext, f, n, d);
+			ret = pwb__extmap_insert(&si->ext, f, n, d, false);
 			if (ret)
 				pwb__alloc_free(&sp->alloc, d, n);
 		}
@@ -686,6 +855,8 @@ void pwb__space_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	st->alloc_groups = sp->alloc.nr_groups;
 	v = uatomic_read(&sp->reserved);
 	st->reserved_bytes = v > 0 ? (uint64_t)v << sp->unit_shift : 0;
+	st->busy_bytes = (pwb__aread(&sp->busy_units) +
+			  pwb__aread(&sp->busy_lost)) << sp->unit_shift;
 	st->free_bytes = pwb__alloc_free_units(&sp->alloc, NULL)
 			 << sp->unit_shift;
 }
@@ -701,4 +872,59 @@ int pwb__space_policy_offset(struct pwb_inode *app, uint64_t index,
 	g = pwb__space_inode_group(app, index);
 	*dev_off = sp->alloc.groups[g].start << sp->unit_shift;
 	return 0;
+}
+
+PWB_API int pwb_bdi_freed_cookie(struct pwb_bdi *bdi, uint64_t *cookie)
+{
+	struct pwb__space *sp;
+
+	pwb__err_clear();
+	if (!bdi || !cookie)
+		return pwb__err(-EINVAL, "pwb_bdi_freed_cookie: NULL %s",
+				!bdi ? "bdi" : "cookie");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_freed_cookie"))
+		return -ESHUTDOWN;
+	sp = bdi->space;
+	pthread_mutex_lock(&sp->busy_lock);
+	/* Close the open generation: frees from now on are in the next. */
+	*cookie = sp->busy_gen++;
+	pthread_mutex_unlock(&sp->busy_lock);
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+	return 0;
+}
+
+PWB_API int pwb_bdi_release_freed(struct pwb_bdi *bdi, uint64_t cookie)
+{
+	struct pwb__space *sp;
+	size_t i, keep = 0;
+	int ret = 0;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_release_freed: NULL bdi");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_bdi_release_freed"))
+		return -ESHUTDOWN;
+	sp = bdi->space;
+	pthread_mutex_lock(&sp->busy_lock);
+	if (cookie >= sp->busy_gen) {
+		ret = pwb__err(-EINVAL, "pwb_bdi_release_freed: cookie %llu "
+					"was not given by pwb_bdi_freed_cookie() "
+					"(the next is %llu)",
+			       (unsigned long long)cookie,
+			       (unsigned long long)sp->busy_gen);
+		goto out;
+	}
+	/* Runs are in order of generation: release a prefix. */
+	for (i = 0; i < sp->nr_busy && sp->busy[i].gen <= cookie; i++) {
+		pwb__alloc_free(&sp->alloc, sp->busy[i].start,
+				sp->busy[i].nr);
+		uatomic_add(&sp->busy_units, -(int64_t)sp->busy[i].nr);
+	}
+	keep = sp->nr_busy - i;
+	memmove(sp->busy, sp->busy + i, keep * sizeof(*sp->busy));
+	sp->nr_busy = keep;
+out:
+	pthread_mutex_unlock(&sp->busy_lock);
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+	return ret;
 }

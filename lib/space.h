@@ -48,6 +48,9 @@ struct pwb_inode;
 struct pwb__extent {
 	struct pwb__avl_node node;
 	uint64_t file, len, dev;	/* units */
+	bool unwritten;			/* has_dev maps: blocks allocated
+					 * whose data was never written
+					 * (read as zeros, not reported) */
 };
 
 struct pwb__extmap {
@@ -76,16 +79,23 @@ struct pwb__extent *pwb__extmap_first(const struct pwb__extmap *m)
 	__attribute__((visibility("hidden")));
 struct pwb__extent *pwb__extmap_after(const struct pwb__extent *e)
 	__attribute__((visibility("hidden")));
-/* Add pages [@file, @file + @len) (none of them in @m), mapped to @dev;
- * merged with neighbours. 0 or -ENOMEM. */
+/* Add pages [@file, @file + @len) (none of them in @m), mapped to @dev
+ * and @unwritten or not; merged with neighbours of the same state.
+ * 0 or -ENOMEM. */
 int pwb__extmap_insert(struct pwb__extmap *m, uint64_t file, uint64_t len,
-		       uint64_t dev) __attribute__((visibility("hidden")));
+		       uint64_t dev, bool unwritten)
+	__attribute__((visibility("hidden")));
+/* The pages [@first, @first + @nr) that are mapped and unwritten become
+ * written (their data reached the device). 0, or -ENOMEM with nothing
+ * changed (a run cut in three needs two nodes). */
+int pwb__extmap_mark_written(struct pwb__extmap *m, uint64_t first,
+			     uint64_t nr) __attribute__((visibility("hidden")));
 /* Remove pages [@first, @first + @nr) (@nr may run past the last page),
- * calling @fn for each piece removed. Return the pages removed or -ENOMEM
+ * calling @fn for each piece removed (@piece describes it: file, len,
+ * dev, unwritten; not a node of @m). Return the pages removed or -ENOMEM
  * (nothing removed: cutting the middle out of a run needs a node). */
 int64_t pwb__extmap_remove(struct pwb__extmap *m, uint64_t first, uint64_t nr,
-			   void (*fn)(void *arg, uint64_t file, uint64_t dev,
-				      uint64_t len),
+			   void (*fn)(void *arg, const struct pwb__extent *piece),
 			   void *arg) __attribute__((visibility("hidden")));
 /* Move @from's runs to @to (empty), leaving @from empty. */
 void pwb__extmap_move(struct pwb__extmap *to, struct pwb__extmap *from)
@@ -106,6 +116,29 @@ struct pwb__space {
 	 * (open or closed), and units reserved but not allocated. */
 	int64_t nr_extents;
 	int64_t reserved;
+	/*
+	 * Busy extents (XFS's name): blocks a truncate or discard freed
+	 * stay out of the allocator until the application says that its
+	 * saved index no longer names them (pwb_bdi_release_freed()), so
+	 * a crash before it saves the new index cannot leave two files
+	 * naming one block. Each free is tagged with the generation open
+	 * when it happened; pwb_bdi_freed_cookie() closes that generation
+	 * and returns it. Not kept with PWB_BDI_REUSE_FREED.
+	 */
+	bool reuse_freed;		/* read-only: PWB_BDI_REUSE_FREED */
+	pthread_mutex_t busy_lock;	/* PWB__LOCK_SPACE_BUSY */
+	struct pwb__busy *busy;		/* busy_lock: busy runs, in order of
+					 * generation */
+	size_t nr_busy, cap_busy;	/* busy_lock */
+	uint64_t busy_gen;		/* busy_lock: the open generation */
+	uint64_t busy_units;		/* uatomic, changed under busy_lock */
+	uint64_t busy_lost;		/* uatomic: units kept out of use for
+					 * good (no memory to note them) */
+};
+
+/* A run of busy units and the generation in which it was freed. */
+struct pwb__busy {
+	uint64_t gen, start, nr;
 };
 
 /* ---------------------------------------------------------- per inode */
@@ -139,12 +172,33 @@ void pwb__space_inode_fini(struct pwb_inode *inode) __attribute__((visibility("h
 /* Free the (emptied) space state; from the inode's RCU free. */
 void pwb__space_inode_free(struct pwb_inode *inode) __attribute__((visibility("hidden")));
 
+/* Reserve a unit for each page of [@first, @first + @nr) that has neither
+ * a block nor a reservation: 0 or -ENOSPC (message set), -ENOMEM. */
 int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
+	__attribute__((visibility("hidden")));
+/* Reserve page @index's unit, as above; *@newly tells whether this call
+ * reserved it (the caller's to give back with pwb__space_unreserve()). */
+int pwb__space_reserve_page(struct pwb_inode *inode, uint64_t index,
+			    bool *newly) __attribute__((visibility("hidden")));
+/* Give back page @index's reservation if it has one and no block. */
+void pwb__space_unreserve(struct pwb_inode *inode, uint64_t index)
 	__attribute__((visibility("hidden")));
 int pwb__space_map_page(struct pwb_inode *app, uint64_t index,
 			uint64_t *dev_off) __attribute__((visibility("hidden")));
+/* The device offset of page @index's block, written or not: 0, or
+ * -ENODATA (no block). */
 int pwb__space_lookup(struct pwb_inode *inode, uint64_t index,
 		      uint64_t *dev_off) __attribute__((visibility("hidden")));
+/* As pwb__space_lookup(), for a read: -ENODATA also for a block whose
+ * data was never written (it holds whatever the device had there). */
+int pwb__space_read_lookup(struct pwb_inode *inode, uint64_t index,
+			   uint64_t *dev_off)
+	__attribute__((visibility("hidden")));
+/* A write of pages [@first, @first + @nr) of @inode (the application's
+ * inode) reached the device: their blocks hold data from now on. 0, or
+ * -ENOMEM (nothing changed: the write counts as failed). */
+int pwb__space_written(struct pwb_inode *inode, uint64_t first, uint64_t nr)
+	__attribute__((visibility("hidden")));
 void pwb__space_punch(struct pwb_inode *inode, uint64_t first, uint64_t nr)
 	__attribute__((visibility("hidden")));
 /* The allocation group of page @index of @inode: the group of its block if

@@ -260,6 +260,8 @@ START_TEST(test_close_reopen_keeps_extents)
 	inode = open_alloc(&e, 9);
 	ck_assert_int_eq(pwb__space_reserve(inode, 0, 16), 0);
 	d = map(inode, 0);
+	/* The write of the 16 pages ended: their blocks hold data. */
+	ck_assert_int_eq(pwb__space_written(inode, 0, 16), 0);
 	ck_assert_int_eq(pwb__space_reserve(inode, 100, 3), 0); /* unused */
 	/* The page cache's size is what close records. */
 	ck_assert_int_eq(pwb_inode_set_size(inode, 16 * TU_PS - 5), 0);
@@ -325,6 +327,11 @@ START_TEST(test_public_extents_and_rebuild)
 	map(a, 0);
 	ck_assert_int_eq(pwb__space_reserve(a, 50, 2), 0);
 	map(a, 50);
+	/* Blocks whose data was never written are not reported. */
+	ck_assert_int_eq(pwb_inode_extents(a, NULL, 0, &total), 0);
+	ck_assert_uint_eq(total, 0);
+	ck_assert_int_eq(pwb__space_written(a, 0, 10), 0);
+	ck_assert_int_eq(pwb__space_written(a, 50, 2), 0);
 	ck_assert_int_eq(pwb_inode_extents(a, NULL, 0, &total), 0);
 	ck_assert_uint_eq(total, 2);
 	ck_assert_int_eq(pwb_inode_extents(a, saved, 4, &nsaved), 0);
