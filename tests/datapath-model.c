@@ -181,6 +181,7 @@ static uint64_t released_cookie;
 static const char *prog;
 
 static atomic_ullong op_count[NR_OPS];
+static atomic_ullong errors_since_sync;	/* pwb_sync may report one */
 static atomic_ullong pages_compared, fresh_checks, short_writes,
 	write_errors, fsync_errors, close_errors, busy_releases;
 
@@ -234,7 +235,7 @@ static void slog(struct slot *s, const char *fmt, ...)
 	char *p = s->ring[s->ring_pos++ % RING];
 	int n;
 
-	n = snprintf(p, sizeof(s->ring[0]), "e%u ino %" PRIu64 ": ", epoch,
+	n = snprintf(p, sizeof(s->ring[0]), "e%u/%s ino %" PRIu64 ": ", epoch, fault_kind_name,
 		     s->ino);
 	va_start(ap, fmt);
 	vsnprintf(p + n, sizeof(s->ring[0]) - n, fmt, ap);
@@ -276,6 +277,74 @@ static void fail(struct slot *s, const char *fmt, ...)
 	}
 	atomic_store(&stop, 1);
 	pthread_mutex_unlock(&report_lock);
+}
+
+/*
+ * Every write of the run (the last WLOG_SIZE), so that a mismatch can say
+ * whose bytes a file shows: its own failed write's, an older write's, or
+ * another (maybe deleted) file's.
+ */
+#define WLOG_SIZE 8192
+static struct wlog {
+	uint64_t nr;
+	unsigned int slot;
+	uint64_t ino, off, len, dseed;
+	int64_t ret;
+} wlog[WLOG_SIZE];
+static uint64_t wlog_nr;
+static pthread_mutex_t wlog_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void wlog_add(struct slot *s, uint64_t off, uint64_t len,
+		     uint64_t dseed, int64_t ret)
+{
+	pthread_mutex_lock(&wlog_lock);
+	wlog[wlog_nr % WLOG_SIZE] = (struct wlog){ wlog_nr, s->idx, s->ino,
+						   off, len, dseed, ret };
+	wlog_nr++;
+	pthread_mutex_unlock(&wlog_lock);
+}
+
+static uint8_t gen(uint64_t dseed, uint64_t pos);
+
+/* @n bytes @got were read at file offset @off where the model says
+ * otherwise: name the write that put them there, at the same offset in a
+ * page (the device block may have moved between files). */
+static void explain(const uint8_t *got, uint64_t n, uint64_t off)
+{
+	uint64_t i, k, p, found = 0;
+
+	if (n > 32)
+		n = 32;
+	if (n < 4) {
+		fprintf(stderr, "  (too few bytes to say whose they are)\n");
+		return;
+	}
+	pthread_mutex_lock(&wlog_lock);
+	for (i = wlog_nr; i-- > 0 && wlog_nr - i <= WLOG_SIZE && found < 4;) {
+		struct wlog *w = &wlog[i % WLOG_SIZE];
+
+		for (p = off % PS; p < MAXF; p += PS) {
+			if (p < w->off || p + n > w->off + w->len)
+				continue;
+			for (k = 0; k < n; k++)
+				if (got[k] != gen(w->dseed, p + k))
+					break;
+			if (k < n)
+				continue;
+			fprintf(stderr, "  the %" PRIu64 " bytes read there are "
+				"bytes %" PRIu64 "..%" PRIu64 " of write #%"
+				PRIu64 " (of %" PRIu64 ") to slot %u inode %"
+				PRIu64 " (off %" PRIu64 " len %" PRIu64
+				", returned %" PRId64 ")\n", n, p, p + n - 1,
+				w->nr, wlog_nr, w->slot, w->ino, w->off,
+				w->len, w->ret);
+			found++;
+		}
+	}
+	pthread_mutex_unlock(&wlog_lock);
+	if (!found)
+		fprintf(stderr, "  the bytes read there match no write of the "
+			"last %d\n", WLOG_SIZE);
 }
 
 static void log_change(struct slot *s, uint32_t kind, uint64_t off,
@@ -327,19 +396,6 @@ static void model_zero(struct slot *s, uint64_t from, uint64_t to)
 	memset(s->cunc + from, 0, to - from);
 }
 
-/* User-map pages wholly past @from: the library leaves the device alone,
- * so a size that grows again may show the device's bytes (read from
- * there, as pwb_inode_set_size() says) or zeros. */
-static void model_user_drop(struct slot *s, uint64_t from, uint64_t to)
-{
-	uint64_t b;
-
-	for (b = from; b < to && b < MAXF; b++) {
-		s->calt[b] = 0;
-		s->cunc[b] = s->cur[b] != 0;
-	}
-}
-
 static int open_inode(struct slot *s)
 {
 	return pwb_inode_open(s->user ? ubdi : bdi, s->ino,
@@ -377,6 +433,7 @@ static void do_write(struct slot *s, uint64_t *r)
 	log_change(s, LOG_WRITE, off, len, dseed);
 	n = pwb_write(s->inode, buf, len, off);
 	free(buf);
+	wlog_add(s, off, len, dseed, n);
 	slog(s, "write off %" PRIu64 " len %" PRIu64 " -> %zd", off, len, n);
 	if (n < 0) {
 		if (n != -ENOSPC && n != -ETIMEDOUT) {
@@ -436,6 +493,7 @@ static void read_check(struct slot *s, uint64_t off, uint64_t len,
 			     s->cur[off + i],
 			     s->cunc[off + i] ? " or its alternative" : "",
 			     s->dur[off + i]);
+			explain(buf + i, want - i, off + i);
 			break;
 		}
 	}
@@ -461,15 +519,9 @@ static void do_read(struct slot *s, uint64_t *r)
 /* The new size is @size: what a truncate leaves past it. */
 static void model_truncate(struct slot *s, uint64_t size)
 {
-	uint64_t pend = (size + PS - 1) / PS * PS;
-
 	if (size >= s->size)
 		return;
-	model_zero(s, size, pend);	/* the tail of the last page */
-	if (s->user)
-		model_user_drop(s, pend, s->size);
-	else
-		model_zero(s, pend, s->size);
+	model_zero(s, size, s->size);
 	s->size = size;
 }
 
@@ -500,7 +552,8 @@ static bool user_settle(struct slot *s)
 		fail(s, "pwb_fsync = %d (%s)", rc, pwb_strerror(rc));
 		return false;
 	}
-	s->err_possible = false;
+	/* In a fault epoch a later write of the inode may still fail. */
+	s->err_possible = fault_errors;
 	memcpy(s->dur, s->cur, MAXF);
 	memcpy(s->dalt, s->calt, MAXF);
 	memcpy(s->dunc, s->cunc, MAXF);
@@ -783,6 +836,7 @@ static int check_on(struct pwb_bdi *b, unsigned int idx, bool user,
 		     "the device, durable model 0x%02x (%zu extents, size %"
 		     PRIu64 ")", e->ino, i, i / PS, i % PS, buf[i], dur[i],
 		     e->nr_ext, e->size);
+		explain(buf + i, e->size - i, i);
 		if (!report) {
 			size_t k;
 
@@ -839,12 +893,14 @@ static int do_fsync(struct slot *s, bool check)
 		    (rc == -EIO || rc == -ENOSPC)) {
 			s->err_possible = fault_errors;
 			atomic_fetch_add(&fsync_errors, 1);
+			atomic_fetch_add(&errors_since_sync, 1);
 			return rc;
 		}
 		fail(s, "pwb_fsync = %d (%s)", rc, pwb_strerror(rc));
 		return rc;
 	}
-	s->err_possible = false;
+	/* In a fault epoch a later write of the inode may still fail. */
+	s->err_possible = fault_errors;
 	memcpy(s->dur, s->cur, MAXF);
 	memcpy(s->dalt, s->calt, MAXF);
 	memcpy(s->dunc, s->cunc, MAXF);
@@ -887,9 +943,16 @@ static void do_reopen(struct slot *s)
 		fail(s, "pwb_inode_close = %d (%s)", rc, pwb_strerror(rc));
 		return;
 	}
-	s->err_possible = false;
-	if (rc)
+	s->err_possible = fault_errors;
+	if (rc) {
 		atomic_fetch_add(&close_errors, 1);
+		atomic_fetch_add(&errors_since_sync, 1);
+	} else {
+		/* A close that succeeds made everything durable. */
+		memcpy(s->dur, s->cur, MAXF);
+		memcpy(s->dalt, s->calt, MAXF);
+		memcpy(s->dunc, s->cunc, MAXF);
+	}
 	close_failed = rc != 0;
 	rc = open_inode(s);
 	slog(s, "reopen -> %d", rc);
@@ -1018,6 +1081,12 @@ static void *worker_main(void *arg)
 			kind = OP_RESHARD;
 		else
 			kind = OP_POLICY;
+		/* What a truncate leaves of a user-map inode's pages past
+		 * the size (the device's bytes or zeros) is not part of the
+		 * contract: truncates are for allocator inodes only. */
+		if (s->user && (kind == OP_SHRINK || kind == OP_TRUNC ||
+				kind == OP_DELETE))
+			kind = OP_READ;
 		atomic_fetch_add(&op_count[kind], 1);
 		switch (kind) {
 		case OP_WRITE: do_write(s, &w->rng); break;
@@ -1058,9 +1127,11 @@ static void set_faults(uint64_t *r)
 		break;
 	default: f.kind = PWB_FAULT_NONE; break;
 	}
-	if (fault_errors)
+	if (fault_errors) {
 		for (k = 0; k < NR_SLOTS; k++)
 			slots[k].err_possible = true;
+		atomic_fetch_add(&errors_since_sync, 1);
+	}
 	rc = pwb_bdi_inject_fault(bdi, f.kind ? &f : NULL);
 	if (!rc)
 		rc = pwb_bdi_inject_fault(ubdi, f.kind ? &f : NULL);
@@ -1110,6 +1181,22 @@ static void restart(uint64_t *r)
 	sync_all();
 	if (atomic_load(&failed))
 		return;
+	/* pwb_sync() and the bdi close have a cursor of their own: they
+	 * report once an error that an fsync or close reported already. */
+	for (i = 0; i < 2; i++) {
+		struct pwb_bdi *b = i ? ubdi : bdi;
+
+		rc = pwb_sync(b);
+		if (rc && atomic_load(&errors_since_sync) &&
+		    (rc == -EIO || rc == -ENOSPC))
+			rc = pwb_sync(b);
+		if (rc) {
+			fail(NULL, "pwb_sync = %d (%s) with everything "
+			     "fsynced", rc, pwb_strerror(rc));
+			return;
+		}
+	}
+	atomic_store(&errors_since_sync, 0);
 	rc = pwb_bdi_close(bdi);
 	if (!rc)
 		rc = pwb_bdi_close(ubdi);
