@@ -138,6 +138,9 @@ struct slot {
 	uint64_t size;
 	uint8_t *cur, *calt, *cunc;	/* current value, its alternative */
 	uint8_t *dur, *dalt, *dunc;	/* durable value, its alternative */
+	uint8_t *zs;			/* zeroed by a truncate or discard
+					 * since the last durable point */
+	uint8_t *cz;			/* 0 is also allowed (see byte_ok) */
 	bool err_possible;		/* a fault epoch may have left an error */
 	uint64_t seq;			/* changes made (crash log) */
 	char ring[RING][120];
@@ -378,9 +381,10 @@ static bool byte_ok(struct slot *s, uint64_t b, uint8_t got)
 		s->cunc[b] = 0;
 		return true;
 	}
-	if (s->cunc[b] && got == s->calt[b]) {
+	if ((s->cunc[b] && got == s->calt[b]) || (s->cz[b] && got == 0)) {
 		s->cur[b] = got;
 		s->cunc[b] = 0;
+		s->cz[b] = 0;
 		return true;
 	}
 	return false;
@@ -394,6 +398,17 @@ static void model_zero(struct slot *s, uint64_t from, uint64_t to)
 		return;
 	memset(s->cur + from, 0, to - from);
 	memset(s->cunc + from, 0, to - from);
+	memset(s->cz + from, 0, to - from);
+	memset(s->zs + from, 1, to - from);
+}
+
+/* Everything the model holds is on the device now. */
+static void make_durable(struct slot *s)
+{
+	memcpy(s->dur, s->cur, MAXF);
+	memcpy(s->dalt, s->calt, MAXF);
+	memcpy(s->dunc, s->cunc, MAXF);
+	memset(s->zs, 0, MAXF);
 }
 
 static int open_inode(struct slot *s)
@@ -452,6 +467,7 @@ static void do_write(struct slot *s, uint64_t *r)
 	for (i = 0; i < (uint64_t)n; i++) {
 		s->cur[off + i] = gen(dseed, off + i);
 		s->cunc[off + i] = 0;
+		s->cz[off + i] = 0;
 	}
 	if (n > 0 && off + n > s->size)
 		s->size = off + n;
@@ -554,9 +570,7 @@ static bool user_settle(struct slot *s)
 	}
 	/* In a fault epoch a later write of the inode may still fail. */
 	s->err_possible = fault_errors;
-	memcpy(s->dur, s->cur, MAXF);
-	memcpy(s->dalt, s->calt, MAXF);
-	memcpy(s->dunc, s->cunc, MAXF);
+	make_durable(s);
 	return true;
 }
 
@@ -901,9 +915,7 @@ static int do_fsync(struct slot *s, bool check)
 	}
 	/* In a fault epoch a later write of the inode may still fail. */
 	s->err_possible = fault_errors;
-	memcpy(s->dur, s->cur, MAXF);
-	memcpy(s->dalt, s->calt, MAXF);
-	memcpy(s->dunc, s->cunc, MAXF);
+	make_durable(s);
 	check_size(s, "after fsync");
 	if (save_slot(s, cookie))
 		return -EIO;
@@ -912,23 +924,57 @@ static int do_fsync(struct slot *s, bool check)
 	return 0;
 }
 
-/* A close that failed dropped the pages that still failed: each byte
- * that was not durable reads as its durable or its newer value. Read the
- * whole file back at once, which settles every such byte. */
+/*
+ * A close that failed dropped the pages that still failed: each byte that
+ * was not durable reads as its durable (fsync'd) or its newer value; or
+ * as zero if a truncate or discard zeroed it since it was durable (the
+ * truncate happened, the write after it did not). Read the whole file at
+ * once, past the size too (which the size is grown for, and truncated back
+ * to afterwards: a dropped page's tail past the size may hold its durable
+ * bytes), and settle every such byte.
+ */
 static void after_failed_close(struct slot *s)
 {
-	uint64_t b;
+	uint64_t b, size = s->size;
+	int rc;
 
-	for (b = 0; b < s->size; b++) {
+	for (b = 0; b < MAXF; b++) {
 		if (s->cur[b] != s->dur[b]) {
 			s->calt[b] = s->dur[b];
 			s->cunc[b] = 1;
 		}
+		if (s->zs[b] && s->cur[b])
+			s->cz[b] = 1;
+	}
+	if (!s->user && size < MAXF) {
+		rc = pwb_inode_set_size(s->inode, MAXF);
+		slog(s, "set_size %" PRIu64 " to read past the size -> %d",
+		     MAXF, rc);
+		if (rc) {
+			fail(s, "pwb_inode_set_size(%" PRIu64 ") = %d (%s)",
+			     MAXF, rc, pwb_strerror(rc));
+			return;
+		}
+		s->size = MAXF;
 	}
 	read_check(s, 0, s->size, "read after a failed close");
-	memcpy(s->dur, s->cur, MAXF);
-	memcpy(s->dalt, s->calt, MAXF);
-	memcpy(s->dunc, s->cunc, MAXF);
+	if (atomic_load(&failed))
+		return;
+	memset(s->cunc, 0, MAXF);
+	memset(s->cz, 0, MAXF);
+	make_durable(s);
+	if (s->size != size) {
+		mark_freeing(s);
+		log_change(s, LOG_ZERO, size, MAXF - size, 0);
+		rc = pwb_inode_set_size(s->inode, size);
+		slog(s, "set_size %" PRIu64 " back -> %d", size, rc);
+		if (rc) {
+			fail(s, "pwb_inode_set_size(%" PRIu64 ") = %d (%s)",
+			     size, rc, pwb_strerror(rc));
+			return;
+		}
+		model_truncate(s, size);
+	}
 }
 
 static void do_reopen(struct slot *s)
@@ -949,9 +995,7 @@ static void do_reopen(struct slot *s)
 		atomic_fetch_add(&errors_since_sync, 1);
 	} else {
 		/* A close that succeeds made everything durable. */
-		memcpy(s->dur, s->cur, MAXF);
-		memcpy(s->dalt, s->calt, MAXF);
-		memcpy(s->dunc, s->cunc, MAXF);
+		make_durable(s);
 	}
 	close_failed = rc != 0;
 	rc = open_inode(s);
@@ -997,7 +1041,7 @@ static void do_delete(struct slot *s)
 		     rc, pwb_strerror(rc));
 		return;
 	}
-	s->err_possible = false;
+	s->err_possible = fault_errors;	/* for the new file */
 	model_zero(s, 0, MAXF);
 	memset(s->dur, 0, MAXF);
 	memset(s->dunc, 0, MAXF);
@@ -1281,7 +1325,7 @@ static int setup(uint64_t *r)
 		s->user = i >= NR_ALLOC;
 		s->ino = 1 + i;
 		s->dev_base = s->user ? (uint64_t)(i - NR_ALLOC) * MAXF : 0;
-		s->cur = calloc(6, MAXF);
+		s->cur = calloc(8, MAXF);
 		if (!s->cur)
 			return -ENOMEM;
 		s->calt = s->cur + MAXF;
@@ -1289,6 +1333,8 @@ static int setup(uint64_t *r)
 		s->dur = s->cur + 3 * MAXF;
 		s->dalt = s->cur + 4 * MAXF;
 		s->dunc = s->cur + 5 * MAXF;
+		s->zs = s->cur + 6 * MAXF;
+		s->cz = s->cur + 7 * MAXF;
 		memset(&index_[i], 0, sizeof(index_[i]));
 		index_[i].ino = s->ino;
 		if ((rc = open_inode(s))) {
