@@ -295,9 +295,19 @@ static int table_get(uint64_t ino, struct obj **op)
 	return 0;
 }
 
-/* Give an inode's blocks back (@discard) and close it. */
+/*
+ * Give an inode's blocks back (@discard) and close it.
+ *
+ * Busy extents (pwb_bdi_freed_cookie()): libpwb keeps freed blocks out of
+ * use until we say that our index no longer names them. Every inode freed
+ * here left the index first: its key was replaced or deleted by a
+ * committed (durable) LMDB transaction, or its PUT never committed. So
+ * once the discard has returned, a cookie taken now covers only blocks
+ * that no durable index entry names, and releasing it at once is safe.
+ */
 static void inode_free(uint64_t ino, struct pwb_inode *inode, bool discard)
 {
+	uint64_t cookie;
 	int ret;
 
 	if (discard) {
@@ -306,6 +316,10 @@ static void inode_free(uint64_t ino, struct pwb_inode *inode, bool discard)
 			fprintf(stderr, "pwb-objd: discard of inode %" PRIu64
 				": %s\n", ino, pwb_errmsg());
 		CNT_ADD(freed, 1);
+		if (pwb_bdi_freed_cookie(bdi, &cookie) ||
+		    pwb_bdi_release_freed(bdi, cookie))
+			fprintf(stderr, "pwb-objd: releasing freed blocks: "
+				"%s\n", pwb_errmsg());
 	}
 	ret = pwb_inode_close(inode);
 	if (ret)

@@ -216,6 +216,25 @@ static void ent_free(struct ent *e)
 }
 
 /*
+ * libpwb keeps the blocks a discard or truncate frees busy (out of use)
+ * until we say that the durable directory no longer names them
+ * (pwb_bdi_freed_cookie()). Every free of this VFS comes after the
+ * directory write that stopped naming the blocks was flushed (a truncate
+ * persists first, a delete waits as a zombie, a reload frees only what
+ * the newer directory dropped or claims again), so each caller releases
+ * everything freed so far right after its discards. Caller holds m->lock.
+ */
+static void release_freed(struct mount *m)
+{
+	uint64_t cookie;
+
+	if (pwb_bdi_freed_cookie(m->bdi, &cookie) ||
+	    pwb_bdi_release_freed(m->bdi, cookie))
+		vlog(SQLITE_IOERR, "releasing freed blocks of %s: %s",
+		     m->path, pwb_errmsg());
+}
+
+/*
  * The blocks of a file deleted without dirSync stay with its inode until
  * the directory write that deleted it is flushed: until then a crash may
  * bring the file back, and its blocks must still hold its data (the way
@@ -229,6 +248,7 @@ static void free_zombies(struct mount *m)
 	for (pp = &m->ents; (e = *pp);) {
 		if (e->zombie) {
 			pwb_inode_discard(e->inode, 0, UINT64_MAX);
+			release_freed(m);
 			e->zombie = false;
 			if (!e->nopen) {
 				*pp = e->next;
@@ -538,6 +558,8 @@ static int dir_apply(struct mount *m, struct pent *pe, size_t np,
 		e->gone = true;
 		e->zombie = false;
 	}
+	/* The new directory names what it keeps: free for it to claim. */
+	release_freed(m);
 	for (i = 0; i < np; i++)
 		for (e = m->ents; e; e = e->next)
 			if (e->ino == pe[i].ino && !strcmp(e->name, pe[i].name))
@@ -1224,6 +1246,8 @@ static int x_truncate(sqlite3_file *f, sqlite3_int64 size)
 	ret = pwb_inode_discard(e->inode, (uint64_t)size, UINT64_MAX);
 	if (ret)
 		goto err;
+	if (frees)
+		release_freed(m);
 	if (size % PAGE)
 		__atomic_store_n(&e->written, true, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&m->lock);
@@ -1629,6 +1653,8 @@ static int v_delete(sqlite3_vfs *vfs, const char *name, int dir_sync)
 			ret = pwb_inode_discard(e->inode, 0, UINT64_MAX);
 			if (ret)
 				rc = SQLITE_IOERR_DELETE;
+			else
+				release_freed(m);
 			e->written = false;
 			if (!e->nopen) {
 				struct ent **pp;
