@@ -1379,19 +1379,22 @@ static int run_seed(void)
 		for (i = 0; i < cfg.nr_threads; i++) {
 			w[i].id = i;
 			w[i].rng = mix64(mix64(cfg.seed) ^ ((uint64_t)epoch << 8) ^ i);
-			w[i].ops = 60 + rnd_below(&r, 120);
+			w[i].ops = 30 + rnd_below(&r, 60);
 			pthread_create(&w[i].thr, NULL, worker_main, &w[i]);
 		}
 		for (i = 0; i < cfg.nr_threads; i++)
 			pthread_join(w[i].thr, NULL);
-		if (!atomic_load(&failed) && rnd_below(&r, 8) == 0)
+		if (!atomic_load(&failed) && rnd_below(&r, 5) == 0)
 			restart(&r);
 	}
-	/* The end: everything durable, every file checked on the device. */
-	if (!atomic_load(&failed)) {
-		sync_all();
-		for (i = 0; i < NR_SLOTS && !atomic_load(&failed); i++)
-			fresh_check(&slots[i]);
+	/* The end: a restart from the index, every file read back whole
+	 * through the restarted bdi and checked on the device. */
+	if (!atomic_load(&failed))
+		restart(&r);
+	for (i = 0; i < NR_SLOTS && !atomic_load(&failed); i++) {
+		slog(&slots[i], "final read after the restart");
+		read_check(&slots[i], 0, MAXF, "read after the restart");
+		fresh_check(&slots[i]);
 	}
 	teardown();
 	printf("seed %" PRIu64 ": %u epochs in %.1f s, %s\n", cfg.seed, epoch,
