@@ -12,11 +12,15 @@
  * The model. Each slot (a file) keeps, for every byte below MAXF, its
  * current value (what pwb_read must return below the size; 0 past the
  * size, so a size that grows again shows zeros) and its durable value (the
- * device's, as of the last successful pwb_fsync). Where the contract
- * allows two values (a close that failed and dropped its pages: the
- * durable or the newer value; a truncated page of a user-map inode: the
- * device's bytes or zeros) the byte carries the second one and the first
- * read of it settles which one the library holds.
+ * device's, as of the last successful pwb_fsync or pwb_inode_close). A
+ * pwb_write that returns n < len (or an error) changed exactly its first n
+ * bytes. Holes, truncated tails and discarded whole pages of allocator
+ * inodes are zeros. The one place the contract allows a choice is a close
+ * that failed and dropped its pages: each byte then reads as its durable
+ * or its newer value (or as zero if a truncate or discard zeroed it since
+ * it was durable); the test reads the whole file right after the reopen,
+ * and that read settles which (struct slot's calt/cunc/cz). Nothing else
+ * is accepted: not an older version of the byte, not another file's.
  *
  * Slots 0 .. NR_ALLOC-1 are allocator-mode inodes (no get_page, no
  * map_page) on the main bdi, over an image small enough that the files
@@ -41,6 +45,20 @@
  * successful pwb_fsync the slot is checked on the device: a FRESH bdi is
  * opened on the image, the inode restored from the index just saved, and
  * every byte below the size read and compared with the durable model.
+ * Every seed ends with a restart and a read of every file, through the
+ * restarted bdi and through a fresh one.
+ *
+ * User-map inodes are written, read, grown, fsynced, reopened (their size
+ * restored with pwb_inode_set_size) and discarded (after an fsync, so that
+ * the device holds what the model says), but not truncated: what a
+ * truncate leaves on their device past the size is not in the contract.
+ *
+ * A mismatch prints the seed, the slot and inode, the offset, what was
+ * read and expected, the last operations on that inode, and which write
+ * of the run (of this file or of another) the bytes read came from. The
+ * operations of each thread follow from the seed; their interleaving and
+ * the flushers' timing do not, so a seed finds the same kind of failure
+ * more reliably than the same one (--threads 1 narrows it).
  *
  * The SIGKILL variant (--crash N): a child runs the model with its index
  * saved durably, one file per slot (write, fdatasync, rename, before the
