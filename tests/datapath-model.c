@@ -104,7 +104,9 @@
 #define NR_ALLOC 8				/* allocator-mode slots */
 #define NR_USER 2				/* user-map slots */
 #define NR_SLOTS (NR_ALLOC + NR_USER)
+#ifndef ALLOC_IMAGE_PAGES
 #define ALLOC_IMAGE_PAGES 256	/* 1 MiB: 8 files of up to 48 pages fill it */
+#endif
 #define USER_IMAGE_PAGES (NR_USER * MAXF_PAGES)
 #define MAX_THREADS 4
 #define RING 24
