@@ -1217,6 +1217,11 @@ static int open_bdi(const char *img, struct pwb_bdi **b, uint64_t *r)
 	c.dirty_expire_ms = 50 + rnd_below(r, 500);
 	c.dirty_writeback_ms = 20 + rnd_below(r, 100);
 	c.nr_alloc_groups = 1 + rnd_below(r, 2);
+#if defined(DATAPATH_MODEL_REUSE_FREED) && HAVE_BUSY_EXTENTS
+	/* A negative control: freed blocks are reused at once, so a saved
+	 * index may name another file's blocks; the test must say so. */
+	c.flags |= PWB_BDI_REUSE_FREED;
+#endif
 	return pwb_bdi_open(img, &c, b);
 }
 
