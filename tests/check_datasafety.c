@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * check_datasafety.c - no library-owned file reads bytes it never held
+ * (issue 25, items 1 to 7): holes, failed writes, truncates, wrapping
+ * lengths, messages, calls from callbacks and busy extents.
+ *
+ * The images start full of STALE bytes, standing for a deleted file's
+ * data: a file that shows one of them shows bytes it never held.
+ */
+#include "pwb-internal.h"
+#include "pcache.h"
+#include "space.h"
+#include "test-util.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PS TU_PS
+#define STALE 0xee
+
+static const struct pwb_inode_ops alloc_ops = { 0 };
+
+/* Fill the image of @e with STALE bytes (before any I/O of its bdi). */
+static void stale_image(struct tu_env *e, uint64_t pages)
+{
+	static unsigned char b[64 * PS];
+	int fd = open(e->img, O_WRONLY);
+	uint64_t off;
+
+	ck_assert_int_ge(fd, 0);
+	memset(b, STALE, sizeof(b));
+	for (off = 0; off < pages * PS; off += sizeof(b))
+		ck_assert_int_eq(pwrite(fd, b, TU_MIN(sizeof(b),
+						      pages * PS - off),
+					(off_t)off),
+				 (ssize_t)TU_MIN(sizeof(b), pages * PS - off));
+	ck_assert_int_eq(fsync(fd), 0);
+	close(fd);
+}
+
+/* A bdi over @pages stale pages with a cache of @cache_pages. */
+static void env_open(struct tu_env *e, uint64_t pages, uint64_t cache_pages,
+		     unsigned int flags)
+{
+	tu_env_config(e, 1, "psync");
+	e->cfg.cache_bytes = cache_pages * PS;
+	e->cfg.flags |= flags;
+	tu_env_open(e, pages);
+	stale_image(e, pages);
+}
+
+static struct pwb_inode *open_alloc(struct tu_env *e, uint64_t ino)
+{
+	struct pwb_inode *inode = NULL;
+
+	ck_assert_int_eq(pwb_inode_open(e->bdi, ino, &alloc_ops, NULL, &inode),
+			 0);
+	return inode;
+}
+
+/* Bytes [@off, @off + @len) of @inode read as @want each, except where
+ * @except (may be NULL) says otherwise; returns the first bad offset or
+ * -1. */
+static int64_t first_not(struct pwb_inode *inode, uint64_t off, uint64_t len,
+			 unsigned char want)
+{
+	static unsigned char b[16 * PS];
+	uint64_t done = 0;
+
+	while (done < len) {
+		size_t n = (size_t)TU_MIN(sizeof(b), len - done);
+
+		ck_assert_int_eq(pwb_read(inode, b, n, off + done),
+				 (ssize_t)n);
+		for (size_t i = 0; i < n; i++)
+			if (b[i] != want)
+				return (int64_t)(off + done + i);
+		done += n;
+	}
+	return -1;
+}
+
+/*
+ * Item 1, the exact interleaving: a writer reserves a page of a hole below
+ * the size, a flusher then allocates the delalloc run holding it (as it
+ * does for the run's first dirty page), and only then does the writer fill
+ * the page for its partial write. The fill must read zeros, not the old
+ * bytes of the block just allocated.
+ */
+START_TEST(test_partial_write_into_a_hole_reads_zeros_around_it)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	uint64_t dev;
+	unsigned char b[PS];
+
+	env_open(&e, 256, 64, 0);
+	inode = open_alloc(&e, 1);
+	ck_assert_int_eq(pwb_inode_set_size(inode, 16 * PS), 0);
+	/* The writer's reservation, then the flusher's allocation. */
+	ck_assert_int_eq(pwb__space_reserve(inode, 0, 8), 0);
+	ck_assert_int_eq(inode->ops.map_page(inode, 0, &dev), 0);
+	ck_assert_int_eq(pwb__space_lookup(inode, 3, &dev), 0);
+	/* The partial write of page 3 fills the rest of its page. */
+	memset(b, 0x11, 100);
+	ck_assert_int_eq(pwb_write(inode, b, 100, 3 * PS + 50), 100);
+	ck_assert_int_eq(first_not(inode, 3 * PS, 50, 0), -1);
+	ck_assert_int_eq(first_not(inode, 3 * PS + 150, PS - 150, 0), -1);
+	/* The other pages of the run, never written, read as zeros from
+	 * the device too (not cached). */
+	ck_assert_int_eq(first_not(inode, 0, 3 * PS, 0), -1);
+	ck_assert_int_eq(first_not(inode, 4 * PS, 12 * PS, 0), -1);
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	/* Reopened: every page from the device. */
+	inode = open_alloc(&e, 1);
+	ck_assert_int_eq(first_not(inode, 0, 3 * PS + 50, 0), -1);
+	ck_assert_int_eq(first_not(inode, 3 * PS + 50, 100, 0x11), -1);
+	ck_assert_int_eq(first_not(inode, 3 * PS + 150, 13 * PS - 150, 0), -1);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * Item 1 as the outside test saw it: a file full of STALE bytes is written,
+ * made durable and deleted; a new file is grown to many pages and written
+ * 100 bytes at a time into its holes, with the flushers writing behind the
+ * writer. Every byte it did not write reads as zero, in the cache and from
+ * the device.
+ */
+START_TEST(test_holes_below_the_size_never_show_a_deleted_files_bytes)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char b[PS];
+	const uint64_t pages = 512;
+	uint64_t cookie, i;
+
+	tu_env_config(&e, 2, "psync");
+	e.cfg.cache_bytes = 64 * PS;
+	e.cfg.clock = NULL;		/* the flushers run on their own */
+	e.cfg.dirty_background_bytes = 8 * PS;
+	tu_env_open(&e, 1024);
+	inode = open_alloc(&e, 1);
+	memset(b, STALE, sizeof(b));
+	for (i = 0; i < pages; i++)
+		ck_assert_int_eq(pwb_write(inode, b, PS, i * PS), PS);
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_inode_discard(inode, 0, UINT64_MAX), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	/* Nothing names the deleted file's blocks any more. */
+	ck_assert_int_eq(pwb_bdi_freed_cookie(e.bdi, &cookie), 0);
+	ck_assert_int_eq(pwb_bdi_release_freed(e.bdi, cookie), 0);
+
+	inode = open_alloc(&e, 2);
+	ck_assert_int_eq(pwb_inode_set_size(inode, pages * PS), 0);
+	memset(b, 0x22, 100);
+	for (i = 0; i < pages; i++)
+		ck_assert_int_eq(pwb_write(inode, b, 100, i * PS + 1000), 100);
+	for (i = 0; i < pages; i++) {
+		ck_assert_int_eq(first_not(inode, i * PS, 1000, 0), -1);
+		ck_assert_int_eq(first_not(inode, i * PS + 1100, PS - 1100, 0),
+				 -1);
+	}
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	inode = open_alloc(&e, 2);
+	for (i = 0; i < pages; i++) {
+		ck_assert_int_eq(first_not(inode, i * PS, 1000, 0), -1);
+		ck_assert_int_eq(first_not(inode, i * PS + 1000, 100, 0x22), -1);
+		ck_assert_int_eq(first_not(inode, i * PS + 1100, PS - 1100, 0),
+				 -1);
+	}
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/* A pwb_write() that the full cache stops, run on its own thread while
+ * the test moves the clock. */
+struct stopped_write {
+	struct pwb_inode *inode;
+	const void *buf;
+	size_t len;
+	uint64_t off;
+	ssize_t ret;
+	int done;
+};
+
+static void *stopped_write_main(void *arg)
+{
+	struct stopped_write *w = arg;
+
+	w->ret = pwb_write(w->inode, w->buf, w->len, w->off);
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * Item 2: the cache stays full of pages whose writes fail, so pwb_write()
+ * stops early. The page it stopped at keeps no reservation, gets no block
+ * without data, and reads as zeros once the size covers it.
+ */
+START_TEST(test_a_write_stopped_by_a_full_cache_keeps_no_reservation)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct pwb_fault f;
+	struct pwb_stats st;
+	struct stopped_write w;
+	static unsigned char b[32 * PS];
+	pthread_t t;
+	uint64_t written;
+
+	tu_env_config(&e, 1, "psync");
+	e.cfg.cache_bytes = 16 * PS;
+	e.cfg.throttle_timeout_ms = 100;
+	tu_env_open(&e, 256);
+	stale_image(&e, 256);
+	inode = open_alloc(&e, 1);
+	memset(&f, 0, sizeof(f));
+	f.kind = PWB_FAULT_EIO;		/* nothing ever becomes clean */
+	f.every = 1;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	memset(b, 0x33, sizeof(b));
+	w = (struct stopped_write){ .inode = inode, .buf = b,
+				    .len = sizeof(b), .off = 0 };
+	ck_assert_int_eq(pthread_create(&t, NULL, stopped_write_main, &w), 0);
+	while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = { 0, 1000000 };
+
+		tu_clock_advance_ms(&e.clock, 20);
+		nanosleep(&ts, NULL);
+	}
+	pthread_join(t, NULL);
+	ck_assert_int_eq(w.ret, 16 * PS);	/* the cache's worth */
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	/* Reserved: the 16 dirty pages at most, never the 17th. */
+	ck_assert_uint_le(st.reserved_bytes, 16 * PS);
+	/* The device works again: everything dirty is written. */
+	f.kind = PWB_FAULT_NONE;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	ck_assert_int_eq(pwb_fsync(inode), -EIO);	/* reported once */
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_inode_dirty_pages(inode, &written), 0);
+	ck_assert_uint_eq(written, 0);
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	ck_assert_uint_eq(st.reserved_bytes, 0);
+	/* Grown over the page it stopped at: zeros, in the cache and on the
+	 * device (closed and reopened). */
+	ck_assert_int_eq(pwb_inode_set_size(inode, 32 * PS), 0);
+	ck_assert_int_eq(first_not(inode, 16 * PS, 16 * PS, 0), -1);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	inode = open_alloc(&e, 1);
+	ck_assert_int_eq(pwb_inode_set_size(inode, 32 * PS), 0);
+	ck_assert_int_eq(first_not(inode, 0, 16 * PS, 0x33), -1);
+	ck_assert_int_eq(first_not(inode, 16 * PS, 16 * PS, 0), -1);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close_expect(&e, -EIO);
+}
+END_TEST
+
+/* User-map inodes of item 3: page i at device page 64 + i. */
+static int user_map(struct pwb_inode *inode, uint64_t index, uint64_t *dev_off)
+{
+	(void)inode;
+	if (index >= 64)
+		return -ERANGE;
+	*dev_off = (64 + index) * PS;
+	return 0;
+}
+
+static const struct pwb_inode_ops user_ops = { .map_page = user_map };
+
+/* Open ino 1 in @mode: 0 allocator, 1 user map. */
+static struct pwb_inode *open_mode(struct tu_env *e, int mode)
+{
+	struct pwb_inode *inode = NULL;
+
+	ck_assert_int_eq(pwb_inode_open(e->bdi, 1, mode ? &user_ops
+							: &alloc_ops,
+					NULL, &inode),
+			 0);
+	return inode;
+}
+
+/*
+ * Item 3: a truncate into a page that is not cached (the file closed and
+ * reopened) zeroes the rest of that page on the device, so growing the
+ * file again shows zeros there, for set_size and for a truncating
+ * discard, in both modes.
+ */
+START_TEST(test_truncate_into_an_uncached_page_zeroes_its_tail)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char b[2 * PS];
+	int mode = _i / 2, by_discard = _i % 2;
+	uint64_t size;
+
+	env_open(&e, 256, 64, 0);
+	inode = open_mode(&e, mode);
+	memset(b, 0x44, sizeof(b));
+	ck_assert_int_eq(pwb_write(inode, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	inode = open_mode(&e, mode);
+	if (mode)	/* the application restores the size */
+		ck_assert_int_eq(pwb_inode_set_size(inode, 2 * PS), 0);
+	ck_assert_int_eq(pwb_inode_size(inode, &size), 0);
+	ck_assert_uint_eq(size, 2 * PS);
+	if (by_discard)
+		ck_assert_int_eq(pwb_inode_discard(inode, 100, UINT64_MAX), 0);
+	else
+		ck_assert_int_eq(pwb_inode_set_size(inode, 100), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	inode = open_mode(&e, mode);
+	if (mode)
+		ck_assert_int_eq(pwb_inode_set_size(inode, 100), 0);
+	ck_assert_int_eq(pwb_inode_size(inode, &size), 0);
+	ck_assert_uint_eq(size, 100);
+	ck_assert_int_eq(pwb_inode_set_size(inode, PS), 0);
+	ck_assert_int_eq(first_not(inode, 0, 100, 0x44), -1);
+	ck_assert_int_eq(first_not(inode, 100, PS - 100, 0), -1);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/* Item 4: lengths that wrap past 2^64 are refused before anything is
+ * cut or copied. */
+START_TEST(test_a_wrapping_length_is_efbig_not_a_crash)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	char b[16] = { 0 };
+
+	env_open(&e, 64, 16, 0);
+	inode = open_alloc(&e, 1);
+	ck_assert_int_eq(pwb_write(inode, b, SIZE_MAX, 1), -EFBIG);
+	ck_assert(strstr(pwb_errmsg(), "wraps"));
+	ck_assert_int_eq(pwb_write(inode, b, (size_t)SSIZE_MAX + 1,
+				   1ull << 63),
+			 -EFBIG);
+	ck_assert_int_eq(pwb_write(inode, b, 16, UINT64_MAX - 4), -EFBIG);
+	ck_assert_int_eq(pwb_inode_discard(inode, 5, UINT64_MAX - 1),
+			 -EOVERFLOW);
+	ck_assert_int_eq(pwb_wait_writeback(inode, 5, UINT64_MAX - 1),
+			 -EOVERFLOW);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/* Item 5: a full device is -ENOSPC with a message that says so. */
+START_TEST(test_enospc_from_pwb_write_says_why)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char b[32 * PS];
+	ssize_t r;
+
+	env_open(&e, 16, 64, 0);
+	inode = open_alloc(&e, 1);
+	r = pwb_write(inode, b, sizeof(b), 0);
+	ck_assert_int_eq(r, 16 * PS);	/* the device's worth */
+	ck_assert_int_eq(pwb_write(inode, b, PS, 16 * PS), -ENOSPC);
+	ck_assert_msg(strstr(pwb_errmsg(), "no free space"),
+		      "message: '%s'", pwb_errmsg());
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/* Item 6: from an ops callback (a flusher thread) pwb_write() and
+ * pwb_read() are -EDEADLK, for a cached page as for any other. */
+static struct pwb_inode *cb_target;
+static ssize_t cb_wret = 1, cb_rret = 1;
+static int cb_armed;
+
+static void cb_end_write(struct pwb_inode *inode, uint64_t index, uint64_t nr,
+			 int err)
+{
+	char b[10];
+
+	(void)inode;
+	(void)index;
+	(void)nr;
+	(void)err;
+	if (!__atomic_exchange_n(&cb_armed, 0, __ATOMIC_ACQ_REL))
+		return;
+	cb_wret = pwb_write(cb_target, "0123456789", 10, 0);
+	cb_rret = pwb_read(cb_target, b, 10, 0);
+}
+
+static const struct pwb_inode_ops cb_ops = { .map_page = user_map,
+					     .end_write = cb_end_write };
+
+START_TEST(test_cached_pages_from_a_callback_are_edeadlk)
+{
+	struct tu_env e;
+	struct pwb_inode *a, *t;
+	char b[PS];
+
+	env_open(&e, 256, 64, 0);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 1, &cb_ops, NULL, &a), 0);
+	t = open_alloc(&e, 2);
+	memset(b, 0x55, sizeof(b));
+	/* t's page 0: cached, up to date, dirty and not being written,
+	 * which is what both hit paths take. */
+	ck_assert_int_eq(pwb_write(t, b, PS, 0), PS);
+	cb_target = t;
+	__atomic_store_n(&cb_armed, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pwb_write(a, b, PS, 0), PS);
+	ck_assert_int_eq(pwb_fsync(a), 0);	/* runs cb_end_write */
+	ck_assert_int_eq(cb_wret, -EDEADLK);
+	ck_assert_int_eq(cb_rret, -EDEADLK);
+	ck_assert_int_eq(first_not(t, 0, PS, 0x55), -1);
+	ck_assert_int_eq(pwb_inode_close(t), 0);
+	ck_assert_int_eq(pwb_inode_close(a), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * Item 7: busy extents. Blocks freed by a truncate are not given to another
+ * file until the application releases them (its index no longer names
+ * them); with PWB_BDI_REUSE_FREED they are at once.
+ */
+START_TEST(test_freed_blocks_stay_busy_until_released)
+{
+	struct tu_env e;
+	struct pwb_inode *x, *y;
+	struct pwb_extent xe[4], ye[4];
+	struct pwb_stats st;
+	static unsigned char b[8 * PS];
+	uint64_t cookie, c2;
+	size_t nx, ny, i, j;
+	bool reuse = _i;
+
+	env_open(&e, 16, 64, reuse ? PWB_BDI_REUSE_FREED : 0);
+	x = open_alloc(&e, 1);
+	y = open_alloc(&e, 2);
+	memset(b, 0x66, sizeof(b));
+	ck_assert_int_eq(pwb_write(x, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	ck_assert_int_eq(pwb_fsync(x), 0);
+	/* The application's index: x's extents. */
+	ck_assert_int_eq(pwb_inode_extents(x, xe, 4, &nx), 0);
+	ck_assert_uint_ge(nx, 1);
+	ck_assert_int_eq(pwb_write(y, b, sizeof(b), 0), (ssize_t)sizeof(b));
+	ck_assert_int_eq(pwb_fsync(y), 0);
+	/* The device is full; x is deleted, its index not yet saved. */
+	ck_assert_int_eq(pwb_inode_set_size(x, 0), 0);
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	ck_assert_uint_eq(st.busy_bytes, reuse ? 0 : 8 * PS);
+	ck_assert_int_eq(pwb_bdi_freed_cookie(e.bdi, &cookie), 0);
+	/* y grows: without the release, no block of x's is reused. */
+	memset(b, 0x77, sizeof(b));
+	if (!reuse) {
+		ck_assert_int_eq(pwb_write(y, b, PS, 8 * PS), -ENOSPC);
+		ck_assert_msg(strstr(pwb_errmsg(), "busy"), "message: '%s'",
+			      pwb_errmsg());
+		/* The index without x is saved: release. */
+		ck_assert_int_eq(pwb_bdi_release_freed(e.bdi, cookie), 0);
+		ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+		ck_assert_uint_eq(st.busy_bytes, 0);
+	}
+	ck_assert_int_eq(pwb_write(y, b, sizeof(b), 8 * PS),
+			 (ssize_t)sizeof(b));
+	ck_assert_int_eq(pwb_fsync(y), 0);
+	/* y now holds x's old blocks (the device has no others): the
+	 * release, or the flag, allowed it. */
+	ck_assert_int_eq(pwb_inode_extents(y, ye, 4, &ny), 0);
+	for (i = 0, j = 0; i < ny; i++)
+		j += ye[i].len;
+	ck_assert_uint_eq(j, 16 * PS);
+	/* Cookies: only ones given; releasing again does nothing. */
+	ck_assert_int_eq(pwb_bdi_freed_cookie(e.bdi, &c2), 0);
+	ck_assert_uint_gt(c2, cookie);
+	ck_assert_int_eq(pwb_bdi_release_freed(e.bdi, c2 + 1), -EINVAL);
+	ck_assert(strstr(pwb_errmsg(), "cookie"));
+	ck_assert_int_eq(pwb_bdi_release_freed(e.bdi, cookie), 0);
+	ck_assert_int_eq(pwb_bdi_freed_cookie(NULL, &c2), -EINVAL);
+	ck_assert_int_eq(pwb_bdi_freed_cookie(e.bdi, NULL), -EINVAL);
+	ck_assert_int_eq(pwb_bdi_release_freed(NULL, 0), -EINVAL);
+	ck_assert_int_eq(pwb_inode_close(x), 0);
+	ck_assert_int_eq(pwb_inode_close(y), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * Bad arguments to the data-path calls: each gets its documented errno
+ * and a message, none crashes.
+ */
+START_TEST(test_bad_arguments_get_their_errno_and_a_message)
+{
+	struct tu_env e;
+	struct pwb_inode *a, *u, *app;
+	struct tu_store st;
+	struct pwb_extent ext[2];
+	char b[16];
+	uint64_t size;
+	size_t total;
+
+#define BAD(call, err)                                                         \
+	do {                                                                   \
+		ck_assert_int_eq((call), (err));                               \
+		ck_assert_msg(pwb_errmsg()[0], "no message from %s", #call);   \
+	} while (0)
+
+	env_open(&e, 256, 64, 0);
+	a = open_alloc(&e, 1);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 2, &user_ops, NULL, &u), 0);
+	tu_open_store(&e, &st, 3, 8, 128, NULL);
+	app = st.inode;
+	BAD(pwb_write(NULL, b, 1, 0), -EINVAL);
+	BAD(pwb_write(a, NULL, 1, 0), -EINVAL);
+	BAD(pwb_write(app, b, 1, 0), -EINVAL);
+	BAD(pwb_write(a, b, SIZE_MAX, 1), -EFBIG);
+	BAD(pwb_read(NULL, b, 1, 0), -EINVAL);
+	BAD(pwb_read(a, NULL, 1, 0), -EINVAL);
+	BAD(pwb_read(app, b, 1, 0), -EINVAL);
+	BAD(pwb_inode_size(NULL, &size), -EINVAL);
+	BAD(pwb_inode_size(a, NULL), -EINVAL);
+	BAD(pwb_inode_size(app, &size), -EINVAL);
+	BAD(pwb_inode_set_size(NULL, 0), -EINVAL);
+	BAD(pwb_inode_set_size(app, 0), -EINVAL);
+	BAD(pwb_inode_discard(NULL, 0, 1), -EINVAL);
+	BAD(pwb_inode_discard(a, 5, UINT64_MAX - 1), -EOVERFLOW);
+	BAD(pwb_wait_writeback(NULL, 0, 1), -EINVAL);
+	BAD(pwb_inode_extents(NULL, ext, 1, &total), -EINVAL);
+	BAD(pwb_inode_extents(a, NULL, 1, &total), -EINVAL);
+	BAD(pwb_inode_extents(u, ext, 1, &total), -EINVAL);
+	BAD(pwb_inode_extents(app, ext, 1, &total), -EINVAL);
+	BAD(pwb_inode_set_extents(NULL, ext, 1), -EINVAL);
+	BAD(pwb_inode_set_extents(u, ext, 1), -EINVAL);
+	/* Zero length, unaligned, past the device, wrapping, overlapping. */
+	ext[0] = (struct pwb_extent){ 0, 0, 0 };
+	BAD(pwb_inode_set_extents(a, ext, 1), -EINVAL);
+	ext[0] = (struct pwb_extent){ 0, 100, PS };
+	BAD(pwb_inode_set_extents(a, ext, 1), -EINVAL);
+	ext[0] = (struct pwb_extent){ 0, 255 * PS, 2 * PS };
+	BAD(pwb_inode_set_extents(a, ext, 1), -EINVAL);
+	ext[0] = (struct pwb_extent){ UINT64_MAX - PS + 1, 0, 2 * PS };
+	BAD(pwb_inode_set_extents(a, ext, 1), -EINVAL);
+	ext[0] = (struct pwb_extent){ 0, 0, 2 * PS };
+	ext[1] = (struct pwb_extent){ PS, 8 * PS, 2 * PS };
+	BAD(pwb_inode_set_extents(a, ext, 2), -EINVAL);
+	/* Two extents on one block. */
+	ext[1] = (struct pwb_extent){ 4 * PS, PS, PS };
+	BAD(pwb_inode_set_extents(a, ext, 2), -EEXIST);
+	BAD(pwb_page_state(NULL, 0), -EINVAL);
+	ck_assert_int_eq(pwb_inode_close(a), 0);
+	ck_assert_int_eq(pwb_inode_close(u), 0);
+	ck_assert_int_eq(pwb_inode_close(app), 0);
+	tu_store_destroy(&st);
+	tu_env_close(&e);
+#undef BAD
+}
+END_TEST
+
+static Suite *datasafety_suite(void)
+{
+	Suite *s = suite_create("datasafety");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc,
+		       test_partial_write_into_a_hole_reads_zeros_around_it);
+	tcase_add_test(tc,
+		       test_holes_below_the_size_never_show_a_deleted_files_bytes);
+	tcase_add_test(tc,
+		       test_a_write_stopped_by_a_full_cache_keeps_no_reservation);
+	tcase_add_loop_test(tc,
+			    test_truncate_into_an_uncached_page_zeroes_its_tail,
+			    0, 4);
+	tcase_add_test(tc, test_a_wrapping_length_is_efbig_not_a_crash);
+	tcase_add_test(tc, test_enospc_from_pwb_write_says_why);
+	tcase_add_test(tc, test_cached_pages_from_a_callback_are_edeadlk);
+	tcase_add_loop_test(tc, test_freed_blocks_stay_busy_until_released, 0,
+			    2);
+	tcase_add_test(tc, test_bad_arguments_get_their_errno_and_a_message);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(datasafety_suite(), true);
+}
