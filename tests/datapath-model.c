@@ -1411,6 +1411,9 @@ static int run_seed(void)
 			pthread_join(w[i].thr, NULL);
 		if (!atomic_load(&failed) && rnd_below(&r, 5) == 0)
 			restart(&r);
+		else if (!atomic_load(&failed) && rnd_below(&r, 4) == 0)
+			sync_all();	/* a checkpoint of every file: the
+					 * blocks freed so far are released */
 	}
 	/* The end: a restart from the index, every file read back whole
 	 * through the restarted bdi and checked on the device. */
@@ -1420,6 +1423,22 @@ static int run_seed(void)
 		slog(&slots[i], "final read after the restart");
 		read_check(&slots[i], 0, MAXF, "read after the restart");
 		fresh_check(&slots[i]);
+	}
+	if (bdi) {
+		struct pwb_stats st;
+
+		if (!pwb_bdi_stats(bdi, &st))
+			printf("seed %" PRIu64 ": the allocator ends with %"
+			       PRIu64 " bytes free, %" PRIu64 " reserved"
+#if HAVE_BUSY_EXTENTS
+			       ", %" PRIu64 " busy"
+#endif
+			       "\n", cfg.seed, st.free_bytes,
+			       st.reserved_bytes
+#if HAVE_BUSY_EXTENTS
+			       , st.busy_bytes
+#endif
+			       );
 	}
 	teardown();
 	printf("seed %" PRIu64 ": %u epochs in %.1f s, %s\n", cfg.seed, epoch,
