@@ -1570,12 +1570,15 @@ static int zero_tail(struct pwb_inode *inode, uint64_t off)
 	bool dirtied;
 	int ret;
 
-	/* Allocator mode: a page without written data that is not dirty
-	 * reads as zeros, cached or not: nothing to zero (and no space to
-	 * reserve for it, which could fail on a full device). */
+	/* Allocator mode: a page without written data that is neither
+	 * dirty nor being written reads as zeros, cached or not: nothing to
+	 * zero (and no space to reserve for it, which could fail on a full
+	 * device). A page in flight has no written block until its write
+	 * ends, and that write carries the old tail: it is zeroed below. */
 	if (inode->space &&
 	    pwb__space_read_lookup(inode, index, &dev) == -ENODATA &&
-	    !(pwb_page_state(inode, index) & PWB_PAGE_DIRTY))
+	    !(pwb_page_state(inode, index) &
+	      (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK)))
 		return 0;
 	ret = write_page(inode, index, pgoff, ps - pgoff, NULL, false,
 			 &dirtied);
