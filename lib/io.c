@@ -187,8 +187,14 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	 * of discarded pages only is no failure of the inode. */
 	if (counted)
 		pwb__wb_write_result_locked(inode, wb, err);
-	/* Stable-page and discard waiters (discard.c). */
-	if (ending)
+	/*
+	 * Stable-page, discard and close waiters (discard.c). Once the
+	 * writes are ended a close may free the inode, so a completion that
+	 * still has work on it below (end_write; after an error, the
+	 * requeue and the region slice's report) ends them only after that
+	 * work, as nr_ending tells the waiters.
+	 */
+	if (ending || err)
 		uatomic_inc(&inode->nr_ending);
 	else
 		pwb__inode_writes_ended(inode, false);
@@ -208,15 +214,15 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	if (attach)
 		pwb__inode_attach_dirty(inode);
 	/* A region slice: pwb_fsync() reads its inode's errors. */
-	if (counted)
+	if (counted && err)
 		pwb__region_report(inode, err);
-	if (ending) {
-		/* A region slice's callbacks are its inode's; its waiters
-		 * (discard.c) wait on the slice. */
+	/* A region slice's callbacks are its inode's; its waiters
+	 * (discard.c) wait on the slice. */
+	if (ending)
 		inode->ops.end_write(pwb__inode_app(inode), io->index, io->nr,
 				     err);
+	if (ending || err)
 		pwb__inode_writes_ended(inode, true);
-	}
 }
 
 /* Bytes of cached requests a context may keep: at least one request. */
