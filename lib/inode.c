@@ -300,7 +300,11 @@ inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
 		   uint64_t key, uint64_t first, uint64_t last, uint64_t lsn,
 		   bool *attach)
 {
-	int64_t n = pwb__map_set_lsn(&inode->map, first, last, lsn);
+	/* Plain pages go straight to the tag: the LSN variant is a call and
+	 * a range set-up more per pwb_mark_dirty(). */
+	int64_t n = lsn ? pwb__map_set_lsn(&inode->map, first, last, lsn)
+			: pwb__map_set(&inode->map, PWB__TAG_DIRTY, first,
+				       last);
 
 	*attach = false;
 	if (n <= 0)
@@ -322,7 +326,7 @@ mark_dirty_tail(struct pwb_inode *inode, int64_t n)
 	uint64_t bg = pwb__aread(&bdi->bg_thresh_pages);
 
 	if (bg && !pwb__aread(&bdi->bg_active) &&
-	    pwb__bdi_dirty_pages(bdi) > bg)
+	    pwb__bdi_dirty_pages_rcu(bdi) > bg)	/* in the call's section */
 		pwb__kick_background(bdi);
 	if (n > 0 && (bdi->cfg.flags & PWB_BDI_THROTTLE)) {
 		pwb__throttle_account((uint64_t)n);
@@ -357,7 +361,7 @@ int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n)
  * two calls is seen by the second, so no page is tagged on the inode's
  * own lists once routing through slices may have begun.
  */
-static bool by_region(struct pwb_inode *inode, bool may_attach)
+static inline bool by_region(struct pwb_inode *inode, bool may_attach)
 {
 	if (PWB__RCU_DEREF(inode->region))
 		return true;
