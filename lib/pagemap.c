@@ -240,6 +240,16 @@ static inline struct pwb__map_leaf *leaf_lookup(const struct pwb__map *map,
 	return p;
 }
 
+/*
+ * Bits set in @w, which is not 0. Without -mpopcnt __builtin_popcountll()
+ * is a call into libgcc (~20 instructions); a single page, the common case
+ * of pwb_mark_dirty() and of a write that ends, needs none of it.
+ */
+static inline unsigned int word_pages(uint64_t w)
+{
+	return w & (w - 1) ? (unsigned int)__builtin_popcountll(w) : 1;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Word-at-a-time leaf operations; each returns the pages it changed.     */
 
@@ -260,7 +270,7 @@ static inline unsigned int leaf_set(struct pwb__map_leaf *leaf,
 		/* Re-dirtying dirty pages is the hot case: no store. */
 		if (add) {
 			w[i] |= add;
-			n += __builtin_popcountll(add);
+			n += word_pages(add);
 		}
 		if (i == end)
 			break;
@@ -285,7 +295,7 @@ static unsigned int leaf_clear(struct pwb__map_leaf *leaf, enum pwb__tag tag,
 		del = m & w[i];
 		if (del) {
 			w[i] &= ~del;
-			n += __builtin_popcountll(del);
+			n += word_pages(del);
 		}
 		if (i == end)
 			break;
@@ -312,7 +322,7 @@ static unsigned int leaf_copy(struct pwb__map_leaf *leaf, enum pwb__tag from,
 		add = m & src[i] & ~dst[i];
 		if (add) {
 			dst[i] |= add;
-			n += __builtin_popcountll(add);
+			n += word_pages(add);
 		}
 		if (i == end)
 			break;
