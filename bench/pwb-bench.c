@@ -1162,7 +1162,7 @@ static const char *const nf_name[NR_NF] = {
 	[NF_PLAIN] = "plain",
 	[NF_LSN] = "LSNs (pwb_mark_dirty_lsn, log durable)",
 	[NF_LATCH] = "a page latch taken in get_page",
-	[NF_REGION] = "policy region:bytes=1024M",
+	[NF_REGION] = "policy region, two regions per inode",
 };
 
 /* Pages/s that pwb_sync pushes through the null backend on @ctx contexts
@@ -1177,11 +1177,19 @@ static double null_once(unsigned int ctx, enum null_feature nf,
 	struct app_inode ai[8];
 	uint8_t *latch = NULL;
 	struct pwb_stats st;
+	char spec[64];
 	double t0, t1;
 	unsigned int i;
 
-	if (nf == NF_REGION)
-		g_policy = "region:bytes=1024M";
+	if (nf == NF_REGION) {
+		/* Two regions per inode (in MiB, as the policy takes it):
+		 * each run of pages is cut at a region's end once. */
+		uint64_t mib = per * PS / 2 >> 20;
+
+		snprintf(spec, sizeof(spec), "region:bytes=%" PRIu64 "M",
+			 mib ? mib : 1);
+		g_policy = spec;
+	}
 	bdi = bdi_open(g_sparse, "null", ctx, false);
 	g_policy = NULL;
 	if (nf == NF_LATCH) {
