@@ -590,6 +590,45 @@ static void mark_path(struct pwb__map *map, enum pwb__tag tag, uint64_t key)
 	}
 }
 
+/*
+ * The leaf of @key just lost @tag altogether (its bits were cleared in
+ * place): clear @tag in its ancestors' masks up to the first that still
+ * holds it through another slot, and free the leaf and every node on the
+ * way that holds no tag at all. What clear_rec() does for a range inside
+ * that one leaf, in one descent and without the range arithmetic: a write
+ * of one page ends by emptying its leaf's WRITEBACK bits, so this runs
+ * once per I/O under random writes (issue 29). The caller handles the
+ * root, as after clear_rec().
+ */
+static void unmark_path(struct pwb__map *map, enum pwb__tag tag,
+			uint64_t key)
+{
+	struct pwb__map_node *path[MAP_MAX_HEIGHT];
+	unsigned int slot[MAP_MAX_HEIGHT];
+	unsigned int h = map->height, d, ch;
+	void *child = map->root;
+
+	/* path[d] is the node at height h - d; slot[d] leads to the leaf. */
+	for (d = 0; d < h; d++) {
+		path[d] = child;
+		slot[d] = (key >> (PWB__MAP_FANOUT_SHIFT * (h - 1 - d))) &
+			  MAP_FANOUT_MASK;
+		child = path[d]->slot[slot[d]];
+	}
+	for (d = h, ch = 0; d-- > 0; ch++) {
+		struct pwb__map_node *node = path[d];
+
+		if (sub_holds(child, ch, tag))
+			break;	/* so does every node above */
+		node->mask[tag] &= ~((uint64_t)1 << slot[d]);
+		if (sub_empty(child, ch)) {
+			map_free(map, child, ch);
+			node->slot[slot[d]] = NULL;
+		}
+		child = node;
+	}
+}
+
 /* ---------------------------------------------------------------------- */
 /* The interface                                                          */
 
@@ -684,8 +723,8 @@ uint64_t pwb__map_clear(struct pwb__map *map, enum pwb__tag tag,
 		/*
 		 * One leaf, as when a write of a few pages ends: clear the
 		 * bits directly. Only when the leaf loses @tag altogether do
-		 * the masks above it change, and perhaps the leaf goes; the
-		 * walk below does that (finding nothing left to clear).
+		 * the masks above it change, and perhaps the leaf goes:
+		 * unmark_path() does that.
 		 */
 		struct pwb__map_leaf *leaf = leaf_lookup(map, r.fkey);
 
@@ -695,10 +734,12 @@ uint64_t pwb__map_clear(struct pwb__map *map, enum pwb__tag tag,
 		map->count[tag] -= n;
 		if (leaf->count[tag] || !n)
 			return n;
+		unmark_path(map, tag, r.fkey);
+	} else {
+		walked = clear_rec(map, map->root, map->height, 0, tag, &r);
+		map->count[tag] -= walked;
+		n += walked;
 	}
-	walked = clear_rec(map, map->root, map->height, 0, tag, &r);
-	map->count[tag] -= walked;
-	n += walked;
 	if (sub_empty(map->root, map->height)) {
 		map_free(map, map->root, map->height);
 		map->root = NULL;
