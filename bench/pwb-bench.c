@@ -1259,7 +1259,7 @@ static void bench_null(void)
 		/* The plain figure the features are set against is the
 		 * one-context one, run in the same turn. */
 		fbest[NF_PLAIN] = best[0];
-		for (i = NF_PLAIN + 1; i < NR_NF; i++) {
+		for (i = NF_PLAIN + 1; counts[0] == 1 && i < NR_NF; i++) {
 			struct result t = { 0 };
 			double pps = null_once(1, (enum null_feature)i, &t);
 
