@@ -371,9 +371,10 @@ static inline bool by_region(struct pwb_inode *inode, bool may_attach)
 	       !pwb__region_attach(inode);
 }
 
-/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. */
-static int mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len,
-		      uint64_t lsn)
+/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. Inlined into
+ * both, so that pwb_mark_dirty() folds @lsn away and makes no second call. */
+static inline __attribute__((always_inline)) int
+mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len, uint64_t lsn)
 {
 	unsigned long gen;
 	struct pwb__wb_ctx *wb;
