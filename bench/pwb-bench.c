@@ -268,6 +268,7 @@ struct app_inode {
 	uint64_t base;		/* device offset of page 0 */
 	uint64_t pages;
 	struct pwb_inode *inode;
+	uint8_t *latch;		/* null workload's latch row: one per page */
 };
 
 static uint8_t *dummy_page;
@@ -292,6 +293,30 @@ static int app_map_page(struct pwb_inode *inode, uint64_t index,
 
 static const struct pwb_inode_ops app_ops = {
 	.get_page = app_get_page,
+	.map_page = app_map_page,
+};
+
+/*
+ * get_page of an application that latches its pages (a database's buffer
+ * pool): it takes the page's latch to hand the page out and says -EAGAIN
+ * while someone else holds it. Nobody else does here, so the row that uses
+ * it prices the check on the path every page takes.
+ */
+static int app_get_page_latched(struct pwb_inode *inode, uint64_t index,
+				const void **data)
+{
+	struct app_inode *ai = pwb_inode_priv(inode);
+	uint8_t *l = &ai->latch[index];
+
+	if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		return -EAGAIN;
+	*data = ai->mem ? ai->mem + index * PS : dummy_page;
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static const struct pwb_inode_ops app_latch_ops = {
+	.get_page = app_get_page_latched,
 	.map_page = app_map_page,
 };
 
@@ -1126,25 +1151,69 @@ static void bench_markdirty(void)
 	}
 }
 
+/*
+ * The null workload's rows: plain pages, then the same dense ranges with
+ * one feature in use each, so that its price per page is written down
+ * next to the plain figure (issue 29). Features run on one context.
+ */
+enum null_feature { NF_PLAIN, NF_LSN, NF_LATCH, NF_REGION, NR_NF };
+
+static const char *const nf_name[NR_NF] = {
+	[NF_PLAIN] = "plain",
+	[NF_LSN] = "LSNs (pwb_mark_dirty_lsn, log durable)",
+	[NF_LATCH] = "a page latch taken in get_page",
+	[NF_REGION] = "policy region, two regions per inode",
+};
+
 /* Pages/s that pwb_sync pushes through the null backend on @ctx contexts
- * for dense dirty ranges (8 inodes, o.null_pages in all); one run. */
-static double null_once(unsigned int ctx, struct result *res)
+ * for dense dirty ranges (8 inodes, o.null_pages in all), with @nf in
+ * use; one run. */
+static double null_once(unsigned int ctx, enum null_feature nf,
+			struct result *res)
 {
 	const unsigned int nr_inodes = 8;
 	uint64_t per = o.null_pages / nr_inodes;
-	struct pwb_bdi *bdi = bdi_open(g_sparse, "null", ctx, false);
+	struct pwb_bdi *bdi;
 	struct app_inode ai[8];
+	uint8_t *latch = NULL;
 	struct pwb_stats st;
+	char spec[64];
 	double t0, t1;
 	unsigned int i;
 
+	if (nf == NF_REGION) {
+		/* Two regions per inode (in MiB, as the policy takes it):
+		 * each run of pages is cut at a region's end once. */
+		uint64_t mib = per * PS / 2 >> 20;
+
+		snprintf(spec, sizeof(spec), "region:bytes=%" PRIu64 "M",
+			 mib ? mib : 1);
+		g_policy = spec;
+	}
+	bdi = bdi_open(g_sparse, "null", ctx, false);
+	g_policy = NULL;
+	if (nf == NF_LATCH) {
+		latch = calloc(per * nr_inodes, 1);
+		if (!latch)
+			die("out of memory");
+	}
 	for (i = 0; i < nr_inodes; i++) {
 		ai[i] = (struct app_inode){ .base = i * per * PS, .pages = per };
-		if (pwb_inode_open(bdi, i, &app_ops, &ai[i], &ai[i].inode))
+		if (latch)
+			ai[i].latch = latch + i * per;
+		if (pwb_inode_open(bdi, i, nf == NF_LATCH ? &app_latch_ops
+							  : &app_ops,
+				   &ai[i], &ai[i].inode))
 			die("pwb_inode_open failed");
-		if (pwb_mark_dirty(ai[i].inode, 0, per * PS))
+		/* LSNs 1..8, all durable before the sync: priced is the
+		 * tracking and the checks, not a wait for a log. */
+		if (nf == NF_LSN ? pwb_mark_dirty_lsn(ai[i].inode, 0, per * PS,
+						      i + 1)
+				 : pwb_mark_dirty(ai[i].inode, 0, per * PS))
 			die("pwb_mark_dirty failed");
 	}
+	if (nf == NF_LSN && pwb_bdi_log_durable(bdi, nr_inodes))
+		die("pwb_bdi_log_durable failed");
 	t0 = now_s();
 	if (pwb_sync(bdi))
 		die("pwb_sync failed");
@@ -1158,16 +1227,17 @@ static double null_once(unsigned int ctx, struct result *res)
 	res->written_pages = st.written_pages;
 	res->secs = t1 - t0;
 	pwb_bdi_close(bdi);
+	free(latch);
 	return (double)st.written_pages / (t1 - t0);
 }
 
-/* Context counts 1 and 2 (or the sweep), best of o.repeat runs taken in
- * turns. */
+/* Context counts 1 and 2 (or the sweep), then each feature on one
+ * context; best of o.repeat runs taken in turns. */
 static void bench_null(void)
 {
 	unsigned int counts[MAX_SWEEP], n = 0, i, rep;
-	struct result r[MAX_SWEEP];
-	double best[MAX_SWEEP] = { 0 };
+	struct result r[MAX_SWEEP], fr[NR_NF];
+	double best[MAX_SWEEP] = { 0 }, fbest[NR_NF] = { 0 };
 
 	if (o.nr_sweep > 1) {
 		memcpy(counts, o.sweep, o.nr_sweep * sizeof(counts[0]));
@@ -1179,11 +1249,23 @@ static void bench_null(void)
 	for (rep = 0; rep < o.repeat; rep++) {
 		for (i = 0; i < n; i++) {
 			struct result t = { 0 };
-			double pps = null_once(counts[i], &t);
+			double pps = null_once(counts[i], NF_PLAIN, &t);
 
 			if (pps > best[i]) {
 				best[i] = pps;
 				r[i] = t;
+			}
+		}
+		/* The plain figure the features are set against is the
+		 * one-context one, run in the same turn. */
+		fbest[NF_PLAIN] = best[0];
+		for (i = NF_PLAIN + 1; counts[0] == 1 && i < NR_NF; i++) {
+			struct result t = { 0 };
+			double pps = null_once(1, (enum null_feature)i, &t);
+
+			if (pps > fbest[i]) {
+				fbest[i] = pps;
+				fr[i] = t;
 			}
 		}
 	}
@@ -1196,9 +1278,26 @@ static void bench_null(void)
 		r[i].pwb = best[i] / 1e6;
 		r[i].bytes = r[i].written_pages * PS;
 		snprintf(r[i].note, sizeof(r[i].note),
-			 "dense ranges; x%.2f vs %u ctx", best[i] / best[0],
-			 counts[0]);
+			 "dense ranges; %.2f ns/page; x%.2f vs %u ctx",
+			 1e9 / best[i], best[i] / best[0], counts[0]);
 		add_result(&r[i]);
+	}
+	if (counts[0] != 1)
+		return;	/* the features are priced against one context */
+	for (i = NF_PLAIN + 1; i < NR_NF; i++) {
+		fr[i].wl = WL_NULL;
+		fr[i].backend = "null";
+		fr[i].ctx = 1;
+		fr[i].fio = fr[i].kern = -1;
+		fr[i].unit = "Mpages/s";
+		fr[i].pwb = fbest[i] / 1e6;
+		fr[i].bytes = fr[i].written_pages * PS;
+		snprintf(fr[i].note, sizeof(fr[i].note),
+			 "with %s: %.2f ns/page, %+.2f ns vs plain (x%.2f)",
+			 nf_name[i], 1e9 / fbest[i],
+			 1e9 / fbest[i] - 1e9 / fbest[NF_PLAIN],
+			 fbest[i] / fbest[NF_PLAIN]);
+		add_result(&fr[i]);
 	}
 }
 

@@ -727,16 +727,23 @@ PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn)
 	return 0;
 }
 
-uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
+uint64_t pwb__bdi_dirty_pages_rcu(struct pwb_bdi *bdi)
 {
-	struct pwb__wb_ctx_array *arr;
+	struct pwb__wb_ctx_array *arr = PWB__RCU_DEREF(bdi->ctxs);
 	uint64_t sum = 0;
 	unsigned int i;
 
-	rcu_read_lock();
-	arr = PWB__RCU_DEREF(bdi->ctxs);
 	for (i = 0; i < arr->nr; i++)
 		sum += pwb__wb_dirty_pages(arr->ctx[i]);
+	return sum;
+}
+
+uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
+{
+	uint64_t sum;
+
+	rcu_read_lock();
+	sum = pwb__bdi_dirty_pages_rcu(bdi);
 	pwb__rcu_read_unlock();
 	return sum;
 }

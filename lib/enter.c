@@ -82,8 +82,9 @@ static bool claim_close_rcu(struct pwb_inode *inode)
 	return claimed;
 }
 
-int pwb__inode_enter(struct pwb_inode *inode, enum pwb__hold hold,
-		     const char *who)
+/* HOLD_RCU is inline in bdi.h; these are HOLD_REF and HOLD_CLOSE. */
+int pwb__inode_enter_slow(struct pwb_inode *inode, enum pwb__hold hold,
+			  const char *who)
 {
 	bool freeing = false;
 	uint64_t ino;
@@ -95,8 +96,6 @@ int pwb__inode_enter(struct pwb_inode *inode, enum pwb__hold hold,
 	 * finds the inode (marked I_FREEING) and its bdi intact.
 	 */
 	rcu_read_lock();
-	if (hold == PWB__HOLD_RCU)
-		return 0;
 	if (hold == PWB__HOLD_CLOSE) {
 		freeing = !claim_close_rcu(inode);
 	} else {
@@ -117,12 +116,8 @@ int pwb__inode_enter(struct pwb_inode *inode, enum pwb__hold hold,
 			(unsigned long long)ino);
 }
 
-void pwb__inode_exit(struct pwb_inode *inode, enum pwb__hold hold)
+void pwb__inode_exit_slow(struct pwb_inode *inode, enum pwb__hold hold)
 {
-	if (hold == PWB__HOLD_RCU) {
-		pwb__rcu_read_unlock();
-		return;
-	}
 	if (hold != PWB__HOLD_REF)
 		return;
 	/* A close waiting for users may free the inode once we unlock: the

@@ -300,7 +300,11 @@ inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
 		   uint64_t key, uint64_t first, uint64_t last, uint64_t lsn,
 		   bool *attach)
 {
-	int64_t n = pwb__map_set_lsn(&inode->map, first, last, lsn);
+	/* Plain pages go straight to the tag: the LSN variant is a call and
+	 * a range set-up more per pwb_mark_dirty(). */
+	int64_t n = lsn ? pwb__map_set_lsn(&inode->map, first, last, lsn)
+			: pwb__map_set(&inode->map, PWB__TAG_DIRTY, first,
+				       last);
 
 	*attach = false;
 	if (n <= 0)
@@ -322,7 +326,7 @@ mark_dirty_tail(struct pwb_inode *inode, int64_t n)
 	uint64_t bg = pwb__aread(&bdi->bg_thresh_pages);
 
 	if (bg && !pwb__aread(&bdi->bg_active) &&
-	    pwb__bdi_dirty_pages(bdi) > bg)
+	    pwb__bdi_dirty_pages_rcu(bdi) > bg)	/* in the call's section */
 		pwb__kick_background(bdi);
 	if (n > 0 && (bdi->cfg.flags & PWB_BDI_THROTTLE)) {
 		pwb__throttle_account((uint64_t)n);
@@ -357,7 +361,7 @@ int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n)
  * two calls is seen by the second, so no page is tagged on the inode's
  * own lists once routing through slices may have begun.
  */
-static bool by_region(struct pwb_inode *inode, bool may_attach)
+static inline bool by_region(struct pwb_inode *inode, bool may_attach)
 {
 	if (PWB__RCU_DEREF(inode->region))
 		return true;
@@ -367,9 +371,10 @@ static bool by_region(struct pwb_inode *inode, bool may_attach)
 	       !pwb__region_attach(inode);
 }
 
-/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. */
-static int mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len,
-		      uint64_t lsn)
+/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. Inlined into
+ * both, so that pwb_mark_dirty() folds @lsn away and makes no second call. */
+static inline __attribute__((always_inline)) int
+mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len, uint64_t lsn)
 {
 	unsigned long gen;
 	struct pwb__wb_ctx *wb;
@@ -527,30 +532,24 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 	return 0;
 }
 
+/*
+ * pwb_inode_priv() and pwb_inode_ino() read fields fixed at open, and take
+ * no entry helper: writeback calls get_page and map_page once per page, and
+ * both callbacks usually begin with pwb_inode_priv(), so a read-side section
+ * here (two TLS look-ups through __tls_get_addr in a shared library) was
+ * four fifths of the engine's cost per dense page (issue 29). A section
+ * opened inside the call would not protect the load anyway: a close whose
+ * call_rcu() came before it need not wait for it. The caller's own hold on
+ * the inode (open, or inside an ops callback) is what keeps it valid.
+ */
 PWB_API void *pwb_inode_priv(const struct pwb_inode *inode)
 {
-	struct pwb_inode *in = (struct pwb_inode *)inode;
-	void *priv;
-
-	if (!in)
-		return NULL;
-	pwb__inode_enter(in, PWB__HOLD_RCU, "pwb_inode_priv");
-	priv = in->priv;
-	pwb__inode_exit(in, PWB__HOLD_RCU);
-	return priv;
+	return inode ? inode->priv : NULL;
 }
 
 PWB_API uint64_t pwb_inode_ino(const struct pwb_inode *inode)
 {
-	struct pwb_inode *in = (struct pwb_inode *)inode;
-	uint64_t ino;
-
-	if (!in)
-		return 0;
-	pwb__inode_enter(in, PWB__HOLD_RCU, "pwb_inode_ino");
-	ino = in->ino;
-	pwb__inode_exit(in, PWB__HOLD_RCU);
-	return ino;
+	return inode ? inode->ino : 0;
 }
 
 /*

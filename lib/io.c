@@ -249,14 +249,28 @@ struct pwb__io *pwb__io_get(struct pwb__wb_ctx *wb, uint64_t max_pages)
 	struct pwb__io *io = wb->io_cache;
 	unsigned int cap;
 
-	if (io && max_pages <= io->cap) {
+	if (max_pages <= PWB__IO_SMALL_PAGES && PWB__IO_SMALL_PAGES < full) {
+		/* Random writes: one page per request. malloc and free per
+		 * I/O were ~150 instructions of ~1,700 per I/O on the null
+		 * backend (issue 29). */
+		cap = PWB__IO_SMALL_PAGES;
+		io = wb->io_small;
+		if (io) {
+			wb->io_small = io->next_free;
+			wb->nr_io_small--;
+		} else {
+			io = malloc(io_size(cap));
+			if (!io)
+				return NULL;
+		}
+	} else if (io && max_pages <= io->cap) {
 		wb->io_cache = io->next_free;
 		wb->nr_io_cache--;
 		cap = io->cap;
 	} else {
-		/* A lone page is a small malloc that the allocator's
-		 * per-thread cache serves quickly; a request of a quarter
-		 * of the full size or more is made full size, to be kept. */
+		/* A request of a quarter of the full size or more is made
+		 * full size, to be kept; one between the small and that is
+		 * rare enough to go to malloc. */
 		cap = (unsigned int)(max_pages * 4 >= full ? full : max_pages);
 		io = malloc(io_size(cap));
 		if (!io)
@@ -277,6 +291,14 @@ void pwb__io_put(struct pwb__wb_ctx *wb, struct pwb__io *io)
 		wb->nr_io_cache++;
 		return;
 	}
+	if (io->cap == PWB__IO_SMALL_PAGES &&
+	    PWB__IO_SMALL_PAGES < wb->bdi->max_io_pages &&
+	    wb->nr_io_small <= wb->bdi->cfg.io_depth) {
+		io->next_free = wb->io_small;
+		wb->io_small = io;
+		wb->nr_io_small++;
+		return;
+	}
 	free(io);
 }
 
@@ -289,6 +311,11 @@ void pwb__io_cache_drain(struct pwb__wb_ctx *wb)
 		free(io);
 	}
 	wb->nr_io_cache = 0;
+	while ((io = wb->io_small)) {
+		wb->io_small = io->next_free;
+		free(io);
+	}
+	wb->nr_io_small = 0;
 }
 
 void pwb__io_end(struct pwb__io *io, int err)

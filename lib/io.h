@@ -86,11 +86,15 @@ struct pwb__fault_state;
 const struct pwb__io_backend *pwb__io_backend_find(const char *name)
 	PWB__INTERNAL;
 /* A request with room for @max_pages iovecs, zeroed but for iov and cap,
- * or NULL. Full-size requests (max_io_pages) come from the context's
- * cache, so a busy context does not go to malloc per write. The caller
+ * or NULL. Full-size requests (max_io_pages) and small ones (up to
+ * PWB__IO_SMALL_PAGES) come from the context's caches, so a busy context
+ * does not go to malloc per write. The caller
  * owns @wb's I/O (see io_cache). */
 struct pwb__io *pwb__io_get(struct pwb__wb_ctx *wb, uint64_t max_pages)
 	PWB__INTERNAL;
+/* A request for at most this many pages (and fewer than max_io_pages) is
+ * made this size and kept in the context's small cache. */
+#define PWB__IO_SMALL_PAGES 8u
 /* Give back a request from pwb__io_get (cached or freed). */
 void pwb__io_put(struct pwb__wb_ctx *wb, struct pwb__io *io) PWB__INTERNAL;
 /* Free @wb's cached requests (the context is being destroyed). */

@@ -240,6 +240,16 @@ static inline struct pwb__map_leaf *leaf_lookup(const struct pwb__map *map,
 	return p;
 }
 
+/*
+ * Bits set in @w, which is not 0. Without -mpopcnt __builtin_popcountll()
+ * is a call into libgcc (~20 instructions); a single page, the common case
+ * of pwb_mark_dirty() and of a write that ends, needs none of it.
+ */
+static inline unsigned int word_pages(uint64_t w)
+{
+	return w & (w - 1) ? (unsigned int)__builtin_popcountll(w) : 1;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Word-at-a-time leaf operations; each returns the pages it changed.     */
 
@@ -260,7 +270,7 @@ static inline unsigned int leaf_set(struct pwb__map_leaf *leaf,
 		/* Re-dirtying dirty pages is the hot case: no store. */
 		if (add) {
 			w[i] |= add;
-			n += __builtin_popcountll(add);
+			n += word_pages(add);
 		}
 		if (i == end)
 			break;
@@ -285,7 +295,7 @@ static unsigned int leaf_clear(struct pwb__map_leaf *leaf, enum pwb__tag tag,
 		del = m & w[i];
 		if (del) {
 			w[i] &= ~del;
-			n += __builtin_popcountll(del);
+			n += word_pages(del);
 		}
 		if (i == end)
 			break;
@@ -312,7 +322,7 @@ static unsigned int leaf_copy(struct pwb__map_leaf *leaf, enum pwb__tag from,
 		add = m & src[i] & ~dst[i];
 		if (add) {
 			dst[i] |= add;
-			n += __builtin_popcountll(add);
+			n += word_pages(add);
 		}
 		if (i == end)
 			break;
@@ -580,6 +590,45 @@ static void mark_path(struct pwb__map *map, enum pwb__tag tag, uint64_t key)
 	}
 }
 
+/*
+ * The leaf of @key just lost @tag altogether (its bits were cleared in
+ * place): clear @tag in its ancestors' masks up to the first that still
+ * holds it through another slot, and free the leaf and every node on the
+ * way that holds no tag at all. What clear_rec() does for a range inside
+ * that one leaf, in one descent and without the range arithmetic: a write
+ * of one page ends by emptying its leaf's WRITEBACK bits, so this runs
+ * once per I/O under random writes (issue 29). The caller handles the
+ * root, as after clear_rec().
+ */
+static void unmark_path(struct pwb__map *map, enum pwb__tag tag,
+			uint64_t key)
+{
+	struct pwb__map_node *path[MAP_MAX_HEIGHT];
+	unsigned int slot[MAP_MAX_HEIGHT];
+	unsigned int h = map->height, d, ch;
+	void *child = map->root;
+
+	/* path[d] is the node at height h - d; slot[d] leads to the leaf. */
+	for (d = 0; d < h; d++) {
+		path[d] = child;
+		slot[d] = (key >> (PWB__MAP_FANOUT_SHIFT * (h - 1 - d))) &
+			  MAP_FANOUT_MASK;
+		child = path[d]->slot[slot[d]];
+	}
+	for (d = h, ch = 0; d-- > 0; ch++) {
+		struct pwb__map_node *node = path[d];
+
+		if (sub_holds(child, ch, tag))
+			break;	/* so does every node above */
+		node->mask[tag] &= ~((uint64_t)1 << slot[d]);
+		if (sub_empty(child, ch)) {
+			map_free(map, child, ch);
+			node->slot[slot[d]] = NULL;
+		}
+		child = node;
+	}
+}
+
 /* ---------------------------------------------------------------------- */
 /* The interface                                                          */
 
@@ -674,8 +723,8 @@ uint64_t pwb__map_clear(struct pwb__map *map, enum pwb__tag tag,
 		/*
 		 * One leaf, as when a write of a few pages ends: clear the
 		 * bits directly. Only when the leaf loses @tag altogether do
-		 * the masks above it change, and perhaps the leaf goes; the
-		 * walk below does that (finding nothing left to clear).
+		 * the masks above it change, and perhaps the leaf goes:
+		 * unmark_path() does that.
 		 */
 		struct pwb__map_leaf *leaf = leaf_lookup(map, r.fkey);
 
@@ -685,10 +734,12 @@ uint64_t pwb__map_clear(struct pwb__map *map, enum pwb__tag tag,
 		map->count[tag] -= n;
 		if (leaf->count[tag] || !n)
 			return n;
+		unmark_path(map, tag, r.fkey);
+	} else {
+		walked = clear_rec(map, map->root, map->height, 0, tag, &r);
+		map->count[tag] -= walked;
+		n += walked;
 	}
-	walked = clear_rec(map, map->root, map->height, 0, tag, &r);
-	map->count[tag] -= walked;
-	n += walked;
 	if (sub_empty(map->root, map->height)) {
 		map_free(map, map->root, map->height);
 		map->root = NULL;

@@ -125,6 +125,10 @@ struct pwb__wb_ctx {
 	struct pwb__io *io_cache;
 	unsigned int nr_io_cache;
 	unsigned int io_cache_max;	/* pwb__io_cache_max(), at init */
+	/* Small requests (PWB__IO_SMALL_PAGES), kept the same way, at most
+	 * io_depth + 1: one page per I/O must not mean a malloc per I/O. */
+	struct pwb__io *io_small;
+	unsigned int nr_io_small;
 	uint64_t nospc_until;		/* clock ns: ENOSPC pauses periodic and
 					 * background passes until then */
 	uint64_t nospc_backoff_ns;	/* that pause, doubled per ENOSPC */

@@ -397,6 +397,57 @@ START_TEST(test_null_backend_writes_nothing_but_counts_pages)
 }
 END_TEST
 
+/*
+ * Requests of a few pages (every random write) come from the context's
+ * small cache, not from malloc per I/O (issue 29): one given back is the
+ * one handed out next, zeroed, and the cache keeps at most io_depth + 1.
+ * A full-size request is never served from it.
+ */
+START_TEST(test_small_requests_are_reused_up_to_io_depth_plus_one)
+{
+	struct pwb__io *io[64], *again;
+	struct pwb__wb_ctx *wb;
+	struct pwb_bdi *bdi;
+	unsigned int i, depth;
+	char *img;
+
+	bdi = open_quiet("null", 1024, 1u << 20, &img);
+	/* No dirty page and no timer: the flusher leaves the cache alone. */
+	wb = bdi->ctxs->ctx[0];
+	depth = bdi->cfg.io_depth;
+	ck_assert_uint_lt(depth + 3, sizeof(io) / sizeof(io[0]));
+
+	io[0] = pwb__io_get(wb, 1);
+	ck_assert_ptr_nonnull(io[0]);
+	ck_assert_uint_eq(io[0]->cap, PWB__IO_SMALL_PAGES);
+	io[0]->nr = 1;
+	io[0]->iovcnt = 1;
+	pwb__io_put(wb, io[0]);
+	again = pwb__io_get(wb, PWB__IO_SMALL_PAGES);
+	ck_assert_ptr_eq(again, io[0]);
+	ck_assert_uint_eq(again->nr, 0);
+	ck_assert_uint_eq(again->iovcnt, 0);
+	ck_assert_ptr_eq(again->iov, (struct iovec *)(again + 1));
+	pwb__io_put(wb, again);
+
+	for (i = 0; i < depth + 3; i++) {
+		io[i] = pwb__io_get(wb, 1);
+		ck_assert_ptr_nonnull(io[i]);
+	}
+	ck_assert_uint_eq(wb->nr_io_small, 0);
+	for (i = 0; i < depth + 3; i++)
+		pwb__io_put(wb, io[i]);
+	ck_assert_uint_eq(wb->nr_io_small, depth + 1);
+
+	again = pwb__io_get(wb, bdi->max_io_pages);
+	ck_assert_uint_eq(again->cap, bdi->max_io_pages);
+	ck_assert_uint_eq(wb->nr_io_small, depth + 1);
+	pwb__io_put(wb, again);
+	/* The close drains both caches (ASan and valgrind see a leak). */
+	close_quiet(bdi, img);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- */
 /* io_extents                                                             */
 
@@ -583,6 +634,7 @@ static Suite *io_suite(void)
 	tc = tcase_create("null");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_null_backend_writes_nothing_but_counts_pages);
+	tcase_add_test(tc, test_small_requests_are_reused_up_to_io_depth_plus_one);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("extents");
