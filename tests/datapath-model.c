@@ -240,7 +240,8 @@ static const char *prog;
 static atomic_ullong op_count[NR_OPS];
 static atomic_ullong errors_since_sync;	/* pwb_sync may report one */
 static atomic_ullong pages_compared, fresh_checks, short_writes,
-	write_errors, fsync_errors, close_errors, busy_releases;
+	write_errors, fsync_errors, close_errors, busy_releases,
+	bytes_settled;
 
 static const struct pwb_inode_ops alloc_ops;	/* allocator mode */
 static int umap_page(struct pwb_inode *inode, uint64_t index,
@@ -454,6 +455,7 @@ static bool byte_ok(struct slot *s, uint64_t b, uint8_t got)
 	if (!s->settling || !held_since_durable(s, b, got))
 		return false;
 	s->cur[b] = got;
+	atomic_fetch_add(&bytes_settled, 1);
 	return true;
 }
 
@@ -1507,7 +1509,8 @@ static void print_totals(double t)
 	}
 	printf("\ntotal %" PRIu64 " operations; %llu pages compared; %llu "
 	       "fresh-bdi checks; %llu short or failed writes (%llu errors); "
-	       "%llu fsync errors; %llu close errors; %llu busy-extent "
+	       "%llu fsync errors; %llu close errors (%llu bytes read as an "
+	       "older value than the current one); %llu busy-extent "
 	       "releases%s; %.1f s\n", total,
 	       (unsigned long long)atomic_load(&pages_compared),
 	       (unsigned long long)atomic_load(&fresh_checks),
@@ -1515,6 +1518,7 @@ static void print_totals(double t)
 	       (unsigned long long)atomic_load(&write_errors),
 	       (unsigned long long)atomic_load(&fsync_errors),
 	       (unsigned long long)atomic_load(&close_errors),
+	       (unsigned long long)atomic_load(&bytes_settled),
 	       (unsigned long long)atomic_load(&busy_releases),
 	       HAVE_BUSY_EXTENTS ? "" : " (no busy-extent API in pwb.h)", t);
 }
