@@ -16,11 +16,7 @@
  * pwb_write that returns n < len (or an error) changed exactly its first n
  * bytes. Holes, truncated tails and discarded whole pages of allocator
  * inodes are zeros. The one place the contract allows a choice is a close
- * that failed and dropped its pages: each byte then reads as its durable
- * or its newer value (or as zero if a truncate or discard zeroed it since
- * it was durable); the test reads the whole file right after the reopen,
- * and that read settles which (struct slot's calt/cunc/cz). Nothing else
- * is accepted: not an older version of the byte, not another file's.
+ * that failed and dropped its pages (see "After a failed close" below).
  *
  * Slots 0 .. NR_ALLOC-1 are allocator-mode inodes (no get_page, no
  * map_page) on the main bdi, over an image small enough that the files
@@ -60,13 +56,41 @@
  * the flushers' timing do not, so a seed finds the same kind of failure
  * more reliably than the same one (--threads 1 narrows it).
  *
+ * After a failed close. A page whose writes kept failing is dropped, and
+ * what the device holds for it is whatever its last write that did reach
+ * the device put there: background writeback may have written any version
+ * of the page since the last durable point (write 'A', fsync; write 'B',
+ * writeback writes it; EIO; write 'C'; the close fails: the page reads
+ * 'B'). So each byte of the file may then read as any value it held at
+ * some moment since its last durable point, as a file system's contract
+ * says: its durable value, a value a pwb_write gave it since (only the
+ * first n bytes of a write that returned n), or zero if a truncate, a
+ * discard or a growth of the size over a hole zeroed it since (zs). Never
+ * a value it never held: not an older version from before the durable
+ * point, not another file's bytes, not garbage. The values a write gave
+ * are gen(dseed, off), so the model keeps, per slot, the list of writes
+ * since the last durable point (off, bytes written, dseed; 24 bytes each,
+ * emptied by make_durable and by a delete) rather than the values
+ * themselves: a 256-bit set per byte would be exact too but cost 6 MiB a
+ * slot and a 6 MiB clear at every fsync, a bounded list of page snapshots
+ * would need a rule for overflow, and the list costs nothing on the fast
+ * path (a byte that reads as its current value) and O(writes since the
+ * durable point) only for a byte that does not, which happens only in a
+ * dropped page. The test reads the whole file (past the size too) right
+ * after the reopen and settles each byte to what it read; that is then
+ * the durable value, since the page came from the device, so every later
+ * comparison (the fresh-bdi checks, the restarts, the crash variant's
+ * index) stays strict.
+ *
  * The SIGKILL variant (--crash N): a child runs the model with its index
  * saved durably, one file per slot (write, fdatasync, rename, before the
  * release), and logs every change it is about to make to a pipe; the
  * parent kills it at a random moment, restores every slot through a fresh
  * bdi from the index files and checks each byte: the durable value saved
  * with the index, or a value a change logged after that save could have
- * put there.
+ * put there. That is the same rule as after a failed close, from the
+ * index's save on: the durable value or any value a change logged since
+ * gave the byte.
  *
  * Environment: PWB_MODEL_SECONDS (run each seed this long), PWB_MODEL_SEED
  * (one seed only), PWB_MODEL_CRASH_ROUNDS. Exit 0 pass, 1 mismatch or
@@ -149,6 +173,12 @@ struct logrec {
 	uint64_t dseed;
 };
 
+/* A write since the last durable point: it gave bytes [off, off + n) the
+ * values gen(dseed, off ...). */
+struct since_write {
+	uint64_t off, n, dseed;
+};
+
 struct slot {
 	unsigned int idx;
 	bool user;
@@ -156,11 +186,15 @@ struct slot {
 	struct pwb_inode *inode;
 	uint64_t dev_base;		/* user-map: device offset of page 0 */
 	uint64_t size;
-	uint8_t *cur, *calt, *cunc;	/* current value, its alternative */
-	uint8_t *dur, *dalt, *dunc;	/* durable value, its alternative */
-	uint8_t *zs;			/* zeroed by a truncate or discard
-					 * since the last durable point */
-	uint8_t *cz;			/* 0 is also allowed (see byte_ok) */
+	uint8_t *cur;			/* current value */
+	uint8_t *dur;			/* durable value */
+	uint8_t *zs;			/* zeroed by a truncate, a discard or
+					 * a growth over a hole since the
+					 * last durable point */
+	struct since_write *since;	/* the writes since the last durable
+					 * point (held_since_durable) */
+	size_t nr_since, cap_since;
+	bool settling;			/* reading after a failed close */
 	bool err_possible;		/* a fault epoch may have left an error */
 	uint64_t seq;			/* changes made (crash log) */
 	char ring[RING][120];
@@ -206,7 +240,8 @@ static const char *prog;
 static atomic_ullong op_count[NR_OPS];
 static atomic_ullong errors_since_sync;	/* pwb_sync may report one */
 static atomic_ullong pages_compared, fresh_checks, short_writes,
-	write_errors, fsync_errors, close_errors, busy_releases;
+	write_errors, fsync_errors, close_errors, busy_releases,
+	bytes_settled;
 
 static const struct pwb_inode_ops alloc_ops;	/* allocator mode */
 static int umap_page(struct pwb_inode *inode, uint64_t index,
@@ -394,20 +429,52 @@ static int umap_page(struct pwb_inode *inode, uint64_t index,
 	return 0;
 }
 
-/* Does byte @b of @s read as @got? Settles an alternative. */
-static bool byte_ok(struct slot *s, uint64_t b, uint8_t got)
+/* Did byte @b of @s hold @got at some moment since its last durable
+ * point? (Its durable value, a zero of zs, or a write's byte.) */
+static bool held_since_durable(struct slot *s, uint64_t b, uint8_t got)
 {
-	if (got == s->cur[b]) {
-		s->cunc[b] = 0;
+	size_t i;
+
+	if (got == s->dur[b] || (got == 0 && s->zs[b]))
 		return true;
-	}
-	if ((s->cunc[b] && got == s->calt[b]) || (s->cz[b] && got == 0)) {
-		s->cur[b] = got;
-		s->cunc[b] = 0;
-		s->cz[b] = 0;
-		return true;
+	for (i = s->nr_since; i-- > 0;) {
+		struct since_write *w = &s->since[i];
+
+		if (b >= w->off && b - w->off < w->n && got == gen(w->dseed, b))
+			return true;
 	}
 	return false;
+}
+
+/* Does byte @b of @s read as @got? After a failed close (s->settling) it
+ * may read as any value it held since it was durable: settle it. */
+static bool byte_ok(struct slot *s, uint64_t b, uint8_t got)
+{
+	if (got == s->cur[b])
+		return true;
+	if (!s->settling || !held_since_durable(s, b, got))
+		return false;
+	s->cur[b] = got;
+	atomic_fetch_add(&bytes_settled, 1);
+	return true;
+}
+
+/* A write gave bytes [off, off + n) new values. */
+static void since_add(struct slot *s, uint64_t off, uint64_t n,
+		      uint64_t dseed)
+{
+	if (s->nr_since == s->cap_since) {
+		size_t cap = s->cap_since ? 2 * s->cap_since : 64;
+		struct since_write *p = realloc(s->since, cap * sizeof(*p));
+
+		if (!p) {
+			fail(s, "out of memory");
+			return;
+		}
+		s->since = p;
+		s->cap_since = cap;
+	}
+	s->since[s->nr_since++] = (struct since_write){ off, n, dseed };
 }
 
 static void model_zero(struct slot *s, uint64_t from, uint64_t to)
@@ -417,8 +484,6 @@ static void model_zero(struct slot *s, uint64_t from, uint64_t to)
 	if (from >= to)
 		return;
 	memset(s->cur + from, 0, to - from);
-	memset(s->cunc + from, 0, to - from);
-	memset(s->cz + from, 0, to - from);
 	memset(s->zs + from, 1, to - from);
 }
 
@@ -426,9 +491,8 @@ static void model_zero(struct slot *s, uint64_t from, uint64_t to)
 static void make_durable(struct slot *s)
 {
 	memcpy(s->dur, s->cur, MAXF);
-	memcpy(s->dalt, s->calt, MAXF);
-	memcpy(s->dunc, s->cunc, MAXF);
 	memset(s->zs, 0, MAXF);
+	s->nr_since = 0;
 }
 
 static int open_inode(struct slot *s)
@@ -484,13 +548,16 @@ static void do_write(struct slot *s, uint64_t *r)
 	}
 	if ((uint64_t)n < len)
 		atomic_fetch_add(&short_writes, 1);
-	for (i = 0; i < (uint64_t)n; i++) {
+	for (i = 0; i < (uint64_t)n; i++)
 		s->cur[off + i] = gen(dseed, off + i);
-		s->cunc[off + i] = 0;
-		s->cz[off + i] = 0;
+	if (n > 0) {
+		since_add(s, off, n, dseed);
+		/* A hole the write grew the file over is zeros. */
+		if (off > s->size)
+			memset(s->zs + s->size, 1, off - s->size);
+		if (off + n > s->size)
+			s->size = off + n;
 	}
-	if (n > 0 && off + n > s->size)
-		s->size = off + n;
 }
 
 static void check_size(struct slot *s, const char *when)
@@ -527,7 +594,8 @@ static void read_check(struct slot *s, uint64_t off, uint64_t len,
 			     " (durable 0x%02x)", why, off + i,
 			     (off + i) / PS, (off + i) % PS, buf[i],
 			     s->cur[off + i],
-			     s->cunc[off + i] ? " or its alternative" : "",
+			     s->settling ? " or a value it held since it was "
+					   "durable" : "",
 			     s->dur[off + i]);
 			explain(buf + i, want - i, off + i);
 			break;
@@ -616,9 +684,11 @@ static void do_set_size(struct slot *s, uint64_t *r, bool up)
 		     pwb_strerror(rc));
 		return;
 	}
-	if (up)
+	if (up) {
+		/* The bytes the size grows over are zeros (of a hole). */
+		memset(s->zs + s->size, 1, size - s->size);
 		s->size = size;
-	else
+	} else
 		model_truncate(s, size);
 	check_size(s, "after set_size");
 }
@@ -707,34 +777,23 @@ static int save_index_file(struct slot *s, struct ientry *e)
 {
 	char path[8300], tmp[8310];
 	int fd;
-	bool unc = false;
-	uint64_t b;
 	ssize_t w = 0;
 
 	if (!cfg.crash_child)
 		return 0;
-	for (b = 0; b < e->size; b++)
-		if (s->dunc[b]) {
-			unc = true;
-			break;
-		}
 	snprintf(path, sizeof(path), "%s/slot%u", cfg.idxdir, s->idx);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
 		return -errno;
 	{
-		uint64_t hdr[5] = { e->ino, e->size, e->seq, e->nr_ext, unc };
+		uint64_t hdr[4] = { e->ino, e->size, e->seq, e->nr_ext };
 
 		w += write(fd, hdr, sizeof(hdr));
 		w += write(fd, e->ext, e->nr_ext * sizeof(e->ext[0]));
 		w += write(fd, s->dur, e->size);
-		if (unc) {
-			w += write(fd, s->dunc, e->size);
-			w += write(fd, s->dalt, e->size);
-		}
 		if ((uint64_t)w != sizeof(hdr) + e->nr_ext * sizeof(e->ext[0]) +
-			e->size * (unc ? 3 : 1) || fdatasync(fd)) {
+			e->size || fdatasync(fd)) {
 			close(fd);
 			return -EIO;
 		}
@@ -813,14 +872,13 @@ static int open_fresh(const char *img, struct pwb_bdi **b)
 
 /*
  * Restore @e into a fresh inode on @b and compare every byte below its
- * size with @dur (and @dalt where @dunc). @ok, if not NULL, may accept a
- * byte the durable model does not (the crash variant's later changes).
+ * size with @dur. @ok, if not NULL, may accept a byte the durable model
+ * does not (the crash variant's later changes).
  */
 typedef bool (*accept_fn)(unsigned int slot, uint64_t off, uint8_t got,
 			  void *arg);
 static int check_on(struct pwb_bdi *b, unsigned int idx, bool user,
-		    const struct ientry *e, const uint8_t *dur,
-		    const uint8_t *dalt, const uint8_t *dunc, accept_fn ok,
+		    const struct ientry *e, const uint8_t *dur, accept_fn ok,
 		    void *arg, struct slot *report)
 {
 	struct pwb_inode *in = NULL;
@@ -861,7 +919,7 @@ static int check_on(struct pwb_bdi *b, unsigned int idx, bool user,
 		goto out;
 	}
 	for (i = 0; i < e->size; i++) {
-		if (buf[i] == dur[i] || (dunc && dunc[i] && buf[i] == dalt[i]))
+		if (buf[i] == dur[i])
 			continue;
 		if (ok && ok(idx, i, buf[i], arg))
 			continue;
@@ -907,8 +965,7 @@ static void fresh_check(struct slot *s)
 		fail(s, "fresh pwb_bdi_open = %d (%s)", rc, pwb_strerror(rc));
 		return;
 	}
-	check_on(b, s->idx, s->user, &e, s->dur, s->dalt, s->dunc, NULL, NULL,
-		 s);
+	check_on(b, s->idx, s->user, &e, s->dur, NULL, NULL, s);
 	rc = pwb_bdi_close(b);
 	if (rc)
 		fail(s, "fresh pwb_bdi_close = %d", rc);
@@ -945,27 +1002,20 @@ static int do_fsync(struct slot *s, bool check)
 }
 
 /*
- * A close that failed dropped the pages that still failed: each byte that
- * was not durable reads as its durable (fsync'd) or its newer value; or
- * as zero if a truncate or discard zeroed it since it was durable (the
- * truncate happened, the write after it did not). Read the whole file at
- * once, past the size too (which the size is grown for, and truncated back
- * to afterwards: a dropped page's tail past the size may hold its durable
- * bytes), and settle every such byte.
+ * A close that failed dropped the pages that still failed: each of their
+ * bytes reads as a value it held since its last durable point (its
+ * durable value, a write's, or a zero of a truncate, discard or hole; see
+ * "After a failed close" at the top). Read the whole file at once, past
+ * the size too (which the size is grown for, and truncated back to
+ * afterwards: a dropped page's tail past the size may hold its durable
+ * bytes or a truncated write's), and settle every byte to what it read:
+ * the device holds that now, so it is the durable value from here on.
  */
 static void after_failed_close(struct slot *s)
 {
-	uint64_t b, size = s->size;
+	uint64_t size = s->size;
 	int rc;
 
-	for (b = 0; b < MAXF; b++) {
-		if (s->cur[b] != s->dur[b]) {
-			s->calt[b] = s->dur[b];
-			s->cunc[b] = 1;
-		}
-		if (s->zs[b] && s->cur[b])
-			s->cz[b] = 1;
-	}
 	if (!s->user && size < MAXF) {
 		rc = pwb_inode_set_size(s->inode, MAXF);
 		slog(s, "set_size %" PRIu64 " to read past the size -> %d",
@@ -975,13 +1025,14 @@ static void after_failed_close(struct slot *s)
 			     MAXF, rc, pwb_strerror(rc));
 			return;
 		}
+		memset(s->zs + size, 1, MAXF - size);
 		s->size = MAXF;
 	}
+	s->settling = true;
 	read_check(s, 0, s->size, "read after a failed close");
+	s->settling = false;
 	if (atomic_load(&failed))
 		return;
-	memset(s->cunc, 0, MAXF);
-	memset(s->cz, 0, MAXF);
 	make_durable(s);
 	if (s->size != size) {
 		mark_freeing(s);
@@ -1062,10 +1113,11 @@ static void do_delete(struct slot *s)
 		return;
 	}
 	s->err_possible = fault_errors;	/* for the new file */
-	model_zero(s, 0, MAXF);
-	memset(s->dur, 0, MAXF);
-	memset(s->dunc, 0, MAXF);
 	s->size = 0;
+	/* The new file is empty and durable: it never held the old one's
+	 * bytes, which a failed close of it must not show. */
+	model_zero(s, 0, MAXF);
+	make_durable(s);
 	s->ino += NR_SLOTS;	/* a new file takes the slot */
 	rc = open_inode(s);
 	slog(s, "new inode -> %d", rc);
@@ -1350,16 +1402,11 @@ static int setup(uint64_t *r)
 		s->user = i >= NR_ALLOC;
 		s->ino = 1 + i;
 		s->dev_base = s->user ? (uint64_t)(i - NR_ALLOC) * MAXF : 0;
-		s->cur = calloc(8, MAXF);
+		s->cur = calloc(3, MAXF);
 		if (!s->cur)
 			return -ENOMEM;
-		s->calt = s->cur + MAXF;
-		s->cunc = s->cur + 2 * MAXF;
-		s->dur = s->cur + 3 * MAXF;
-		s->dalt = s->cur + 4 * MAXF;
-		s->dunc = s->cur + 5 * MAXF;
-		s->zs = s->cur + 6 * MAXF;
-		s->cz = s->cur + 7 * MAXF;
+		s->dur = s->cur + MAXF;
+		s->zs = s->cur + 2 * MAXF;
 		memset(&index_[i], 0, sizeof(index_[i]));
 		index_[i].ino = s->ino;
 		if ((rc = open_inode(s))) {
@@ -1381,6 +1428,9 @@ static void teardown(void)
 	for (i = 0; i < NR_SLOTS; i++) {
 		free(slots[i].cur);
 		slots[i].cur = NULL;
+		free(slots[i].since);
+		slots[i].since = NULL;
+		slots[i].nr_since = slots[i].cap_since = 0;
 	}
 }
 
@@ -1459,7 +1509,8 @@ static void print_totals(double t)
 	}
 	printf("\ntotal %" PRIu64 " operations; %llu pages compared; %llu "
 	       "fresh-bdi checks; %llu short or failed writes (%llu errors); "
-	       "%llu fsync errors; %llu close errors; %llu busy-extent "
+	       "%llu fsync errors; %llu close errors (%llu bytes read as an "
+	       "older value than the current one); %llu busy-extent "
 	       "releases%s; %.1f s\n", total,
 	       (unsigned long long)atomic_load(&pages_compared),
 	       (unsigned long long)atomic_load(&fresh_checks),
@@ -1467,6 +1518,7 @@ static void print_totals(double t)
 	       (unsigned long long)atomic_load(&write_errors),
 	       (unsigned long long)atomic_load(&fsync_errors),
 	       (unsigned long long)atomic_load(&close_errors),
+	       (unsigned long long)atomic_load(&bytes_settled),
 	       (unsigned long long)atomic_load(&busy_releases),
 	       HAVE_BUSY_EXTENTS ? "" : " (no busy-extent API in pwb.h)", t);
 }
@@ -1529,14 +1581,13 @@ static bool crash_accept(unsigned int slot, uint64_t off, uint8_t got,
 	return false;
 }
 
-static int load_index(unsigned int i, struct ientry *e, uint8_t **dur,
-		      uint8_t **dunc, uint8_t **dalt)
+static int load_index(unsigned int i, struct ientry *e, uint8_t **dur)
 {
 	char path[8300];
-	uint64_t hdr[5];
+	uint64_t hdr[4];
 	int fd, rc = 0;
 
-	*dur = *dunc = *dalt = NULL;
+	*dur = NULL;
 	memset(e, 0, sizeof(*e));
 	e->ino = 1 + i;
 	snprintf(path, sizeof(path), "%s/slot%u", cfg.idxdir, i);
@@ -1553,15 +1604,9 @@ static int load_index(unsigned int i, struct ientry *e, uint8_t **dur,
 	e->seq = hdr[2];
 	e->nr_ext = hdr[3];
 	*dur = calloc(1, e->size + 1);
-	if (hdr[4]) {
-		*dunc = calloc(1, e->size + 1);
-		*dalt = calloc(1, e->size + 1);
-	}
 	if (read(fd, e->ext, e->nr_ext * sizeof(e->ext[0])) !=
 		    (ssize_t)(e->nr_ext * sizeof(e->ext[0])) ||
-	    read(fd, *dur, e->size) != (ssize_t)e->size ||
-	    (hdr[4] && (read(fd, *dunc, e->size) != (ssize_t)e->size ||
-			read(fd, *dalt, e->size) != (ssize_t)e->size)))
+	    read(fd, *dur, e->size) != (ssize_t)e->size)
 		rc = -EINVAL;
 	close(fd);
 	return rc;
@@ -1625,19 +1670,19 @@ static int crash_round(unsigned int round, uint64_t *r)
 	}
 	for (i = 0; i < NR_SLOTS; i++) {
 		struct ientry e;
-		uint8_t *dur, *dunc, *dalt;
+		uint8_t *dur;
 
 		slots[i].dev_base = i >= NR_ALLOC ?
 			(uint64_t)(i - NR_ALLOC) * MAXF : 0;
-		if (load_index(i, &e, &dur, &dunc, &dalt)) {
+		if (load_index(i, &e, &dur)) {
 			fprintf(stderr, "slot %u: bad index file\n", i);
 			rc = 1;
 			break;
 		}
 		ctx.seq[i] = e.seq;
 		if (e.size && check_on(i >= NR_ALLOC ? ub : b, i,
-				       i >= NR_ALLOC, &e, dur, dalt, dunc,
-				       crash_accept, &ctx, NULL)) {
+				       i >= NR_ALLOC, &e, dur, crash_accept,
+				       &ctx, NULL)) {
 			fprintf(stderr, "  crash round %u, child seed %" PRIu64
 				", killed after %u ms, slot %u\n", round,
 				cfg.seed, kill_ms, i);
@@ -1645,8 +1690,6 @@ static int crash_round(unsigned int round, uint64_t *r)
 		}
 		pages += (e.size + PS - 1) / PS;
 		free(dur);
-		free(dunc);
-		free(dalt);
 		if (rc)
 			break;
 	}
