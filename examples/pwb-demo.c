@@ -31,11 +31,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -103,6 +105,34 @@ struct demo_thread {
 
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                */
+
+/* The image to remove if a signal ends the demo (NULL: none, or --keep). */
+static const char *volatile cleanup_path;
+
+static void on_fatal_signal(int sig)
+{
+	const char *path = cleanup_path;
+
+	if (path)
+		unlink(path);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* SIGINT, SIGTERM and SIGHUP remove the image we created, then end the
+ * demo as they would have. */
+static void catch_fatal_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa;
+	unsigned int i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_fatal_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
 
 /* The detail of the last failure pwb_fail() printed. */
 static char last_errmsg[256];
@@ -367,6 +397,8 @@ static int create_image(struct demo *d, uint64_t size)
 		return -1;
 	}
 	d->created = true;
+	if (!d->opt.keep)
+		cleanup_path = d->path;
 	if (ftruncate(fd, (off_t)size)) {
 		fprintf(stderr, "pwb-demo: cannot size %s to %" PRIu64
 			" MiB: %s\n", d->path, size / MIB, strerror(errno));
@@ -586,8 +618,11 @@ static void usage(FILE *f)
 		"  --help         show this text\n"
 		"\n"
 		"The image needs a file system that supports O_DIRECT (ext4,\n"
-		"xfs, btrfs; tmpfs only since Linux 6.6). Exit status: 0 if\n"
-		"every byte matches.\n"
+		"xfs, btrfs; tmpfs only since Linux 6.6). Every page is kept\n"
+		"in memory: a --mib that does not fit in 3/4 of the available\n"
+		"memory, or on the device, is refused. Exit status: 0 if every\n"
+		"byte matches, 2 for a bad argument or a size that does not\n"
+		"fit, 1 otherwise.\n"
 		"\n"
 		"Environment: PWB_FAULT=\"eio:every=10\" (see pwb_fault_parse)\n"
 		"makes some writes fail on purpose.\n",
@@ -666,6 +701,93 @@ static int parse_args(int argc, char **argv, struct demo_opts *o)
 	return 0;
 }
 
+/* /proc/meminfo's @key in bytes, or 0 if it cannot be read. */
+static uint64_t meminfo(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	unsigned long long kib;
+	char line[128], name[64];
+	uint64_t v = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63[^:]: %llu kB", name, &kib) == 2 &&
+		    !strcmp(name, key)) {
+			v = (uint64_t)kib * 1024;
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/*
+ * Memory the demo may take without swapping or meeting the OOM killer:
+ * MemAvailable (free pages when the kernel has no such line), and no more
+ * than the cgroup v2 limit leaves. 0 if unknown.
+ */
+static uint64_t mem_available(void)
+{
+	long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t avail = meminfo("MemAvailable");
+	unsigned long long max, cur;
+	FILE *f;
+
+	if (!avail && pages > 0 && psz > 0)
+		avail = (uint64_t)pages * (uint64_t)psz;
+	f = fopen("/sys/fs/cgroup/memory.max", "r");
+	if (f) {
+		if (fscanf(f, "%llu", &max) == 1) {
+			fclose(f);
+			f = fopen("/sys/fs/cgroup/memory.current", "r");
+			if (f && fscanf(f, "%llu", &cur) == 1 && cur < max &&
+			    (!avail || max - cur < avail))
+				avail = max - cur;
+		}
+		if (f)
+			fclose(f);
+	}
+	return avail;
+}
+
+/*
+ * The demo keeps every page of every inode in memory (plus a version
+ * number per page), and writes all of them to the device: refuse a --mib
+ * that does not fit, before the image or any page exists. A size the
+ * demo would only learn about from the OOM killer or from ENOSPC in a
+ * flusher is refused here, with the figures. Return 0, or -1 with the
+ * reason printed.
+ */
+static int check_sizes(const struct demo *d)
+{
+	uint64_t data = (uint64_t)d->opt.mib * MIB;
+	uint64_t need = data + data / 1024;	/* + versions, one per page */
+	uint64_t avail = mem_available();
+	struct statvfs vfs;
+
+	/* A quarter of what is available stays for everything else. */
+	if (avail && need > avail / 4 * 3) {
+		fprintf(stderr, "pwb-demo: --mib %u needs %" PRIu64 " MiB of "
+			"memory (the demo keeps every page in memory), more "
+			"than 3/4 of the %" PRIu64 " MiB available: lower "
+			"--mib\n", d->opt.mib, (need + MIB - 1) / MIB,
+			avail / MIB);
+		return -1;
+	}
+	/* The image is sparse: what the demo writes must fit on its file
+	 * system. (A --device is checked against its capacity once open.) */
+	if (!d->opt.device && !statvfs(".", &vfs) &&
+	    data > (uint64_t)vfs.f_bavail * vfs.f_frsize) {
+		fprintf(stderr, "pwb-demo: --mib %u needs %" PRIu64 " MiB "
+			"for %s, but its file system has %" PRIu64 " MiB free: "
+			"lower --mib or pass --device\n", d->opt.mib,
+			data / MIB, d->path,
+			(uint64_t)vfs.f_bavail * vfs.f_frsize / MIB);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct demo d = { .path = "./" DEMO_IMAGE };
@@ -678,8 +800,9 @@ int main(int argc, char **argv)
 	long bad = -1;
 	int ret = 1, err;
 
-	if (parse_args(argc, argv, &d.opt))
+	if (parse_args(argc, argv, &d.opt) || check_sizes(&d))
 		return 2;
+	catch_fatal_signals();
 
 	if (d.opt.device) {
 		d.path = d.opt.device;
@@ -737,6 +860,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pwb-demo: %s holds %" PRIu64 " MiB, the demo "
 			"needs %" PRIu64 " MiB (lower --mib)\n", d.path,
 			info.capacity / MIB, (data_bytes + MIB - 1) / MIB);
+		ret = 2;
 		goto out;
 	}
 
@@ -816,9 +940,10 @@ out:
 	free(threads);
 	if (teardown(&d))
 		ret = 1;
-	if (d.created && !d.opt.keep)
+	if (d.created && !d.opt.keep) {
+		cleanup_path = NULL;
 		unlink(d.path);
-	else if (d.created)
+	} else if (d.created)
 		printf("kept %s\n", d.path);
 	return ret;
 }

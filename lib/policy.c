@@ -442,6 +442,19 @@ out:
 /* ---------------------------------------------------------------------- */
 /* Instances                                                              */
 
+/* "inode-hash, alloc-group, ...": every built-in policy, from the table
+ * itself so that a message listing them cannot miss one. */
+static void builtin_names(char *buf, size_t size)
+{
+	size_t i, used = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < NR_BUILTINS && used < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%s%s",
+					 i ? ", " : "",
+					 builtin_policies[i]->name);
+}
+
 int pwb__policy_create(struct pwb_bdi *bdi, const char *spec,
 		       struct pwb__policy *pol)
 {
@@ -472,13 +485,15 @@ int pwb__policy_create(struct pwb_bdi *bdi, const char *spec,
 	pthread_mutex_lock(&registry_lock);
 	ops = lookup_locked(spec, name_len);
 	pthread_mutex_unlock(&registry_lock);
-	if (!ops)
+	if (!ops) {
+		char names[256];
+
+		builtin_names(names, sizeof(names));
 		return pwb__err(-ENOENT, "unknown shard policy \"%.*s\" (built "
-					 "in: inode-hash, alloc-group, "
-					 "least-loaded, hint, xarray, "
-					 "shared-list; others must be "
-					 "registered or loaded first)",
-				(int)name_len, spec);
+					 "in: %s; others must be registered "
+					 "or loaded first)",
+				(int)name_len, spec, names);
+	}
 
 	/* Visible (pwb_bdi_info, pwb_bdi_policy) while init runs. */
 	memset(pol, 0, sizeof(*pol));

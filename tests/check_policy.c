@@ -208,6 +208,11 @@ END_TEST
 
 START_TEST(test_spec_bad)
 {
+	static const char *const builtins[] = {
+		"inode-hash", "alloc-group", "least-loaded", "hint",
+		"xarray", "shared-list", "region",
+	};
+	char msg[256];
 	static const struct {
 		const char *spec;
 		int err;
@@ -265,6 +270,11 @@ START_TEST(test_spec_bad)
 	/* pwb_bdi_open fails cleanly, after its contexts were started. */
 	ck_assert_int_eq(open_quiet(img, 4, "nope", &bad), -ENOENT);
 	ck_assert_ptr_null(bad);
+	/* Its message names every built-in policy (it once missed one). */
+	snprintf(msg, sizeof(msg), "%s", pwb_errmsg());
+	for (i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+		ck_assert_msg(strstr(msg, builtins[i]) != NULL,
+			      "\"%s\" not in \"%s\"", builtins[i], msg);
 	ck_assert_int_eq(open_quiet(img, 4, "alloc-group:groups=0", &bad),
 			 -EINVAL);
 	ck_assert_ptr_null(bad);

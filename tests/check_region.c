@@ -411,6 +411,39 @@ static int gated_get_page(struct pwb_inode *inode, uint64_t index,
 	return err ? err : tu_ops.get_page(inode, index, data);
 }
 
+/* Passes each context ended (PWB_EV_WB_END), for a test that must know
+ * its pwb_bdi_writeback() kick is over on a context before it dirties
+ * pages there: a flusher may start the kicked pass late on a busy machine
+ * and write pages dirtied after the kick. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int ended[2];	/* lock; contexts 0 and 1 */
+} passes = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+};
+
+static void count_pass_end(const struct pwb_event *ev, void *arg)
+{
+	(void)arg;
+	if (ev->type != PWB_EV_WB_END || ev->ctx >= 2)
+		return;
+	pthread_mutex_lock(&passes.lock);
+	passes.ended[ev->ctx]++;
+	pthread_cond_broadcast(&passes.cond);
+	pthread_mutex_unlock(&passes.lock);
+}
+
+/* Wait until context @ctx has ended @n passes in all. */
+static void wait_passes_ended(unsigned int ctx, unsigned int n)
+{
+	pthread_mutex_lock(&passes.lock);
+	while (passes.ended[ctx] < n)
+		pthread_cond_wait(&passes.cond, &passes.lock);
+	pthread_mutex_unlock(&passes.lock);
+}
+
 struct discarder {
 	struct pwb_inode *inode;
 	uint64_t off, len;
@@ -462,6 +495,7 @@ static void wait_discard_claims(struct pwb_inode *inode, uint64_t index)
 
 START_TEST(test_discard_and_page_state_across_slices)
 {
+	struct pwb_bdi_config cfg;
 	struct pwb_inode_ops ops = tu_ops;
 	struct discarder d = { 0 };
 	pthread_t t;
@@ -469,7 +503,13 @@ START_TEST(test_discard_and_page_state_across_slices)
 	uint64_t nr;
 
 	f.img = tu_image_create(4 * MIB);
-	ck_assert_int_eq(open_quiet(f.img, 2, "region:bytes=64K", &f.bdi), 0);
+	/* open_quiet(), with the passes counted. */
+	tu_config_quiet(&cfg, 2, NULL, NULL);
+	cfg.policy = "region:bytes=64K";
+	cfg.page_size = PS;
+	cfg.dirty_expire_ms = 3600000;
+	cfg.event = count_pass_end;
+	ck_assert_int_eq(pwb_bdi_open(f.img, &cfg, &f.bdi), 0);
 	tu_store_init(&f.st, 8, PS, 32, 0);
 	ops.get_page = gated_get_page;
 	ck_assert_int_eq(pwb_inode_open(f.bdi, 8, &ops, &f.st, &f.st.inode),
@@ -483,6 +523,9 @@ START_TEST(test_discard_and_page_state_across_slices)
 	while (!gate.entered)
 		pthread_cond_wait(&gate.cond, &gate.lock);
 	pthread_mutex_unlock(&gate.lock);
+	/* The kick queued a pass on context 0 too, with nothing to write
+	 * yet: let it end, or it may write pages 8-15 dirtied below. */
+	wait_passes_ended(0, 1);
 	dirty(&f.st, 8, 8);
 	ck_assert_int_eq(pwb_page_state(f.st.inode, 8), PWB_PAGE_DIRTY);
 	ck_assert_int_eq(pwb_page_state(f.st.inode, 15), PWB_PAGE_DIRTY);

@@ -26,6 +26,8 @@
 #include "test-util.h"
 
 static char img[512];
+/* The last "pwbvfs: " line of sqlite3_log() (see log_line). */
+static char vfs_log[1024];
 
 static void setup(void)
 {
@@ -438,6 +440,25 @@ START_TEST(test_bad_input)
 	snprintf(uri, sizeof(uri), "file:x.db?device=%s", img);
 	ck_assert_int_eq(open_rc(uri, SQLITE_OPEN_READWRITE), SQLITE_CANTOPEN);
 	ck_assert_int_ne(access(img, F_OK), 0);
+	/* A device_size that is no size is refused, not ignored, and
+	 * creates nothing; so is one too small, which once created the
+	 * image, refused it and left it behind. */
+	snprintf(uri, sizeof(uri), "file:x.db?device=%s&device_size=abc", img);
+	ck_assert_int_eq(open_rc(uri, rwc), SQLITE_CANTOPEN);
+	ck_assert_ptr_nonnull(strstr(vfs_log, "device_size=abc is not a size"));
+	ck_assert_int_ne(access(img, F_OK), 0);
+	setenv("PWB_VFS_DEVICE_SIZE", "12Q", 1);
+	snprintf(uri, sizeof(uri), "file:x.db?device=%s", img);
+	ck_assert_int_eq(open_rc(uri, rwc), SQLITE_CANTOPEN);
+	unsetenv("PWB_VFS_DEVICE_SIZE");
+	ck_assert_ptr_nonnull(strstr(vfs_log, "PWB_VFS_DEVICE_SIZE=12Q is not"));
+	ck_assert_int_ne(access(img, F_OK), 0);
+	snprintf(uri, sizeof(uri), "file:x.db?device=%s&device_size=1M", img);
+	ck_assert_int_eq(open_rc(uri, rwc), SQLITE_CANTOPEN);
+	ck_assert_ptr_nonnull(strstr(vfs_log, "an image needs at least"));
+	ck_assert_int_ne(access(img, F_OK), 0);
+	snprintf(small, sizeof(small), "%s.pwb-lock", img);
+	ck_assert_int_ne(access(small, F_OK), 0);
 	/* Too small for the directory. */
 	snprintf(small, sizeof(small), "%s.small", img);
 	fd = open(small, O_RDWR | O_CREAT | O_TRUNC, 0644);
@@ -554,11 +575,14 @@ static Suite *suite(void)
 	return s;
 }
 
-/* SQLite's and the VFS's sqlite3_log() lines go to the test's log. */
+/* SQLite's and the VFS's sqlite3_log() lines go to the test's log; the
+ * VFS's last one is kept in vfs_log. */
 static void log_line(void *arg, int rc, const char *msg)
 {
 	(void)arg;
 	fprintf(stderr, "sqlite3_log(%d): %s\n", rc, msg);
+	if (!strncmp(msg, "pwbvfs: ", 8))
+		snprintf(vfs_log, sizeof(vfs_log), "%s", msg);
 }
 
 int main(void)

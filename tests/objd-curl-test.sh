@@ -34,6 +34,47 @@ must_exit --device "$IMG" --max-object 17179869184G 2>/dev/null
 check "--max-object past 64 bits exits 2" 2 $?
 must_exit --device "$IMG" --cache-size 16777216T 2>/dev/null
 check "unknown suffix exits 2" 2 $?
+# A cache or a device too small to be of use is refused with the minimum
+# (they were taken without a word); the tiny device gets no index.
+must_exit --device "$IMG" --cache-size 1 2>"$W/err.cache"
+check "--cache-size 1 exits 2" 2 $?
+grep -q "^pwb-objd: --cache-size 1 is below the minimum of 1048576" \
+	"$W/err.cache"
+check "--cache-size 1: names the minimum" 0 $?
+truncate -s 4K "$W/tiny"
+must_exit --device "$W/tiny" 2>"$W/err.tiny"
+check "a 4 KiB device exits 2" 2 $?
+grep -q "tiny holds 4096 bytes, below the minimum of 1048576" "$W/err.tiny"
+check "a 4 KiB device: says so" 0 $?
+check "a 4 KiB device: no index" no \
+	"$([ -e "$W/tiny.index" ] && echo yes || echo no)"
+rm -f "$W/tiny"
+# A TCP port someone listens on: exit 1, naming the port and the reason.
+if command -v python3 >/dev/null 2>&1; then
+	python3 -c 'import signal, socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+signal.pause()' >"$W/port" &
+	holder=$!
+	i=0
+	while [ ! -s "$W/port" ] && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	port=$(cat "$W/port")
+	must_exit --device "$IMG" --tcp-port "$port" >/dev/null \
+		2>"$W/err.tcp"
+	check "a TCP port in use: exit 1" 1 $?
+	grep -q "could not listen on TCP 127.0.0.1:$port: Address already in use" \
+		"$W/err.tcp"
+	check "a TCP port in use: names the port and the reason" 0 $?
+	kill "$holder"
+	wait "$holder" 2>/dev/null
+else
+	echo "skip: a TCP port in use (no python3)"
+fi
 
 # Something at the socket path that is not a socket is neither replaced
 # nor removed: the daemon refuses to start.

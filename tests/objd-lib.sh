@@ -33,8 +33,11 @@ trap objd_cleanup EXIT
 trap 'exit 1' INT TERM
 
 # The daemon's sanitizer builds start slowly: wait up to 60 s for it.
+# objd.out goes first, here: the background job's own truncation may come
+# after the first grep, which then saw the last run's "serving" line and
+# sent requests to a daemon not yet listening (curl: 000 under load).
 objd_start() {
-	rm -f "$W/ready"
+	rm -f "$W/ready" "$W/objd.out"
 	"$OBJD" --device "$IMG" --socket "$SOCK" "$@" >"$W/objd.out" \
 		2>>"$W/objd.err" &
 	OBJD_PID=$!

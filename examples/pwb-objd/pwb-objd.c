@@ -60,6 +60,9 @@
 
 /* ---------------------------------------------------------------- options */
 
+/* The smallest --cache-size and device taken: 256 pages of 4 KiB. */
+#define OBJD_MIN_BYTES (1u << 20)
+
 static struct {
 	const char *device;
 	const char *index;	/* LMDB directory; default DEVICE.index */
@@ -1651,24 +1654,52 @@ fail:
 	return -1;
 }
 
-static struct MHD_Daemon *start_mhd(int fd, int port)
+/*
+ * The TCP listener on 127.0.0.1:@port, made here rather than by
+ * libmicrohttpd so that a failure (the port in use, a privileged port)
+ * is reported with its port and errno. Return the socket or -1.
+ */
+static int listen_tcp(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int fd, one = 1;
+
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	/* A restart may bind while connections of the last run linger in
+	 * TIME_WAIT; a port someone listens on is still refused. */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(fd, 1024)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		goto fail;
+	}
+	return fd;
+fail:
+	fprintf(stderr, "pwb-objd: could not listen on TCP 127.0.0.1:%d: "
+		"%s\n", port, strerror(errno));
+	return -1;
+}
+
+/* Serve on the listening socket @fd; @where names it in a message. */
+static struct MHD_Daemon *start_mhd(int fd, const char *where)
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
 			     MHD_USE_ERROR_LOG;
-	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct MHD_Daemon *d;
 
-	sin.sin_port = htons((uint16_t)port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	/* Thread per connection: a PUT sleeps in pwb_fsync() and the index
 	 * commit without holding up other clients. */
-	d = MHD_start_daemon(flags, fd >= 0 ? 0 : (uint16_t)port, NULL, NULL,
-			     handle, NULL,
+	d = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL,
 			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-			     fd >= 0 ? MHD_OPTION_LISTEN_SOCKET
-				     : MHD_OPTION_SOCK_ADDR,
-			     fd >= 0 ? (intptr_t)fd : (intptr_t)&sin,
+			     MHD_OPTION_LISTEN_SOCKET, fd,
 			     MHD_OPTION_CONNECTION_LIMIT, opt.max_conn,
 			     MHD_OPTION_CONNECTION_TIMEOUT, opt.timeout_s,
 			     MHD_OPTION_CONNECTION_MEMORY_LIMIT,
@@ -1678,8 +1709,11 @@ static struct MHD_Daemon *start_mhd(int fd, int port)
 			     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 			     MHD_OPTION_END);
 	if (!d)
-		fprintf(stderr, "pwb-objd: could not start the HTTP server%s\n",
-			fd >= 0 ? "" : " on TCP");
+		fprintf(stderr, "pwb-objd: could not start the HTTP server on "
+			"%s: %s\n", where,
+			opt.verbose ? "libmicrohttpd's reason is above"
+				    : "run with --verbose for "
+				      "libmicrohttpd's reason");
 	return d;
 }
 
@@ -1799,11 +1833,13 @@ int main(int argc, char **argv)
 	};
 	struct MHD_Daemon *d_unix = NULL, *d_tcp = NULL;
 	struct pwb_bdi_config cfg;
+	struct pwb_bdi_info info;
+	char tcp_where[32];
 	char *index_dir = NULL, *sock_path = NULL;
 	unsigned int port = 0;
 	bool committer_started = false;
 	sigset_t sigs;
-	int c, fd, sig, ret, status = 1;
+	int c, fd, tcp_fd = -1, sig, ret, status = 1;
 
 	while ((c = getopt_long(argc, argv, "d:i:s:p:c:P:b:C:m:k:n:t:Kvh",
 				longopts, NULL)) != -1) {
@@ -1863,6 +1899,15 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* libpwb would take any size (raising it to 16 pages): a cache that
+	 * small makes every request wait for writeback. 0 is libpwb's
+	 * default. */
+	if (opt.cache_bytes && opt.cache_bytes < OBJD_MIN_BYTES) {
+		fprintf(stderr, "pwb-objd: --cache-size %" PRIu64 " is below "
+			"the minimum of %u bytes (1M)\n", opt.cache_bytes,
+			OBJD_MIN_BYTES);
+		return 2;
+	}
 	/* The check value of CRC-32C, by both implementations: a wrong
 	 * checksum would fail every verify after the fact. */
 	if (crc32c_update(0, "123456789", 9) != 0xE3069283u ||
@@ -1898,6 +1943,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pwb-objd: %s: %s\n", opt.device, pwb_errmsg());
 		goto out;
 	}
+	ret = pwb_bdi_info(bdi, &info);
+	if (ret) {
+		fprintf(stderr, "pwb-objd: %s: %s\n", opt.device, pwb_errmsg());
+		goto out_bdi;
+	}
+	if (info.capacity < OBJD_MIN_BYTES) {
+		fprintf(stderr, "pwb-objd: %s holds %" PRIu64 " bytes, below "
+			"the minimum of %u bytes (1M)\n", opt.device,
+			info.capacity, OBJD_MIN_BYTES);
+		status = 2;
+		goto out_bdi;
+	}
 	if (open_index(index_dir) || load_index())
 		goto out_bdi;
 	ret = pthread_create(&committer, NULL, committer_main, NULL);
@@ -1910,15 +1967,25 @@ int main(int argc, char **argv)
 	fd = listen_unix(sock_path);
 	if (fd < 0)
 		goto out_bdi;
-	d_unix = start_mhd(fd, 0);
+	d_unix = start_mhd(fd, sock_path);
 	if (!d_unix) {
 		close(fd);
 		goto out_bdi;
 	}
-	if (opt.tcp_port && !(d_tcp = start_mhd(-1, opt.tcp_port)))
-		goto out_mhd;
-	printf("pwb-objd: serving %s on %s%s\n", opt.device, sock_path,
-	       opt.tcp_port ? " and 127.0.0.1" : "");
+	snprintf(tcp_where, sizeof(tcp_where), "TCP 127.0.0.1:%d",
+		 opt.tcp_port);
+	if (opt.tcp_port) {
+		tcp_fd = listen_tcp(opt.tcp_port);
+		if (tcp_fd < 0)
+			goto out_mhd;
+		d_tcp = start_mhd(tcp_fd, tcp_where);
+		if (!d_tcp) {
+			close(tcp_fd);
+			goto out_mhd;
+		}
+	}
+	printf("pwb-objd: serving %s on %s%s%s\n", opt.device, sock_path,
+	       opt.tcp_port ? " and " : "", opt.tcp_port ? tcp_where : "");
 	fflush(stdout);
 
 	do

@@ -59,6 +59,8 @@ SQLITE_EXTENSION_INIT1
 #define PAGE 4096u
 #define SLOT_BYTES (1u << 20)
 #define DIR_RESERVED (2u * SLOT_BYTES)
+/* The smallest device: the directory and 16 pages. */
+#define MIN_IMAGE_BYTES ((uint64_t)DIR_RESERVED + 16 * PAGE)
 #define DIR_MAGIC 0x3173667662777000ull /* "\0pwbvfs1" */
 #define DIR_INO 1
 #define FIRST_INO 16
@@ -761,24 +763,30 @@ static int wlock_put(struct mount *m)
 
 /* ----------------------------------------------------------- mounts */
 
-static uint64_t parse_size(const char *s)
+/* "N", "NK", "NM" or "NG" into *@out; -1 for anything else (a value
+ * that is no size used to be taken as "not given"). */
+static int parse_size(const char *s, uint64_t *out)
 {
-	char *end;
+	unsigned int shift = 0;
 	unsigned long long v;
+	char *end;
 
-	if (!s || !*s)
-		return 0;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || end == s)
-		return 0;
+		return -1;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; break;
-	case 'm': case 'M': v <<= 20; break;
-	case 'g': case 'G': v <<= 30; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	default: break;
 	}
-	return v;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
 }
 
 static void mount_free(struct mount *m)
@@ -879,8 +887,18 @@ static int mount_get(const char *dev, uint64_t create_bytes,
 	char *real = NULL, *lockname = NULL;
 	const char *ldir;
 	int rc = SQLITE_CANTOPEN, ret;
+	bool created = false;
 
 	pthread_mutex_lock(&vfs_lock);
+	if (stat(dev, &st) && errno == ENOENT && create_bytes &&
+	    create_bytes < MIN_IMAGE_BYTES) {
+		/* Not made at all, rather than made and then refused. */
+		vlog(SQLITE_CANTOPEN, "cannot create %s of %llu bytes: an "
+		     "image needs at least %llu (the 2 MiB directory and 16 "
+		     "pages)", dev, (unsigned long long)create_bytes,
+		     (unsigned long long)MIN_IMAGE_BYTES);
+		goto out;
+	}
 	if (stat(dev, &st) && errno == ENOENT && create_bytes) {
 		/*
 		 * Sized under a temporary name, then linked into place: a
@@ -901,7 +919,9 @@ static int mount_get(const char *dev, uint64_t create_bytes,
 			if (ftruncate(fd, (off_t)create_bytes))
 				vlog(SQLITE_CANTOPEN, "cannot size %s: %s",
 				     dev, strerror(errno));
-			else if (link(tmp, dev) && errno != EEXIST)
+			else if (!link(tmp, dev))
+				created = true;
+			else if (errno != EEXIST)
 				vlog(SQLITE_CANTOPEN, "cannot create %s: %s",
 				     dev, strerror(errno));
 			close(fd);
@@ -973,7 +993,7 @@ static int mount_get(const char *dev, uint64_t create_bytes,
 		goto fail;
 	}
 	if ((S_ISREG(st.st_mode) ? (uint64_t)st.st_size : DIR_RESERVED * 2) <
-	    DIR_RESERVED + 16 * PAGE) {
+	    MIN_IMAGE_BYTES) {
 		vlog(SQLITE_CANTOPEN, "device %s is too small (it needs more "
 		     "than the 2 MiB directory)", m->path);
 		goto fail;
@@ -1025,6 +1045,12 @@ static int mount_get(const char *dev, uint64_t create_bytes,
 	goto out;
 fail:
 	mount_free(m);
+	/* An image made by this call and refused leaves nothing behind. */
+	if (created) {
+		unlink(dev);
+		if (lockname)
+			unlink(lockname);
+	}
 out:
 	pthread_mutex_unlock(&vfs_lock);
 	sqlite3_free(lockname);
@@ -1531,7 +1557,7 @@ static int v_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f,
 		  int flags, int *out_flags)
 {
 	struct pfile *p = (struct pfile *)f;
-	const char *dev;
+	const char *dev, *size, *size_from;
 	struct mount *m = NULL;
 	struct ent *e;
 	uint64_t create;
@@ -1555,11 +1581,18 @@ static int v_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f,
 		     "or PWB_VFS_DEVICE)", name);
 		return SQLITE_CANTOPEN;
 	}
-	create = parse_size(sqlite3_uri_parameter(name, "device_size"));
-	if (!create)
-		create = parse_size(getenv("PWB_VFS_DEVICE_SIZE"));
-	if (!create)
-		create = DEFAULT_IMAGE_BYTES;
+	size = sqlite3_uri_parameter(name, "device_size");
+	size_from = "device_size";
+	if (!size) {
+		size = getenv("PWB_VFS_DEVICE_SIZE");
+		size_from = "PWB_VFS_DEVICE_SIZE";
+	}
+	create = DEFAULT_IMAGE_BYTES;
+	if (size && parse_size(size, &create)) {
+		vlog(SQLITE_CANTOPEN, "%s: %s=%s is not a size (bytes, or "
+		     "with K, M or G)", name, size_from, size);
+		return SQLITE_CANTOPEN;
+	}
 	if (!(flags & SQLITE_OPEN_CREATE))
 		create = 0;
 	rc = mount_get(dev, create, &m);
