@@ -1231,6 +1231,19 @@ static double null_once(unsigned int ctx, enum null_feature nf,
 	return (double)st.written_pages / (t1 - t0);
 }
 
+/* The fields every row of the null workload shares: @ctx contexts,
+ * @pps pages a second (the best run's, whose counters @r holds). */
+static void null_row(struct result *r, unsigned int ctx, double pps)
+{
+	r->wl = WL_NULL;
+	r->backend = "null";
+	r->ctx = ctx;
+	r->fio = r->kern = -1;
+	r->unit = "Mpages/s";
+	r->pwb = pps / 1e6;
+	r->bytes = r->written_pages * PS;
+}
+
 /* Context counts 1 and 2 (or the sweep), then each feature on one
  * context; best of o.repeat runs taken in turns. */
 static void bench_null(void)
@@ -1270,13 +1283,7 @@ static void bench_null(void)
 		}
 	}
 	for (i = 0; i < n; i++) {
-		r[i].wl = WL_NULL;
-		r[i].backend = "null";
-		r[i].ctx = counts[i];
-		r[i].fio = r[i].kern = -1;
-		r[i].unit = "Mpages/s";
-		r[i].pwb = best[i] / 1e6;
-		r[i].bytes = r[i].written_pages * PS;
+		null_row(&r[i], counts[i], best[i]);
 		snprintf(r[i].note, sizeof(r[i].note),
 			 "dense ranges; %.2f ns/page; x%.2f vs %u ctx",
 			 1e9 / best[i], best[i] / best[0], counts[0]);
@@ -1285,13 +1292,7 @@ static void bench_null(void)
 	if (counts[0] != 1)
 		return;	/* the features are priced against one context */
 	for (i = NF_PLAIN + 1; i < NR_NF; i++) {
-		fr[i].wl = WL_NULL;
-		fr[i].backend = "null";
-		fr[i].ctx = 1;
-		fr[i].fio = fr[i].kern = -1;
-		fr[i].unit = "Mpages/s";
-		fr[i].pwb = fbest[i] / 1e6;
-		fr[i].bytes = fr[i].written_pages * PS;
+		null_row(&fr[i], 1, fbest[i]);
 		snprintf(fr[i].note, sizeof(fr[i].note),
 			 "with %s: %.2f ns/page, %+.2f ns vs plain (x%.2f)",
 			 nf_name[i], 1e9 / fbest[i],
