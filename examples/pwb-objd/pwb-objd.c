@@ -1687,7 +1687,8 @@ fail:
 	return -1;
 }
 
-/* Serve on the listening socket @fd; @where names it in a message. */
+/* Serve on the listening socket @fd; @where names it in a message. NULL
+ * (message printed): no daemon, and @fd is closed. */
 static struct MHD_Daemon *start_mhd(int fd, const char *where)
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
@@ -1708,12 +1709,14 @@ static struct MHD_Daemon *start_mhd(int fd, const char *where)
 			     MHD_OPTION_NOTIFY_COMPLETED, done_cb, NULL,
 			     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 			     MHD_OPTION_END);
-	if (!d)
+	if (!d) {
+		close(fd);	/* ours to close: no daemon took it */
 		fprintf(stderr, "pwb-objd: could not start the HTTP server on "
 			"%s: %s\n", where,
 			opt.verbose ? "libmicrohttpd's reason is above"
 				    : "run with --verbose for "
 				      "libmicrohttpd's reason");
+	}
 	return d;
 }
 
@@ -1968,10 +1971,8 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		goto out_bdi;
 	d_unix = start_mhd(fd, sock_path);
-	if (!d_unix) {
-		close(fd);
+	if (!d_unix)
 		goto out_bdi;
-	}
 	snprintf(tcp_where, sizeof(tcp_where), "TCP 127.0.0.1:%d",
 		 opt.tcp_port);
 	if (opt.tcp_port) {
@@ -1979,10 +1980,8 @@ int main(int argc, char **argv)
 		if (tcp_fd < 0)
 			goto out_mhd;
 		d_tcp = start_mhd(tcp_fd, tcp_where);
-		if (!d_tcp) {
-			close(tcp_fd);
+		if (!d_tcp)
 			goto out_mhd;
-		}
 	}
 	printf("pwb-objd: serving %s on %s%s%s\n", opt.device, sock_path,
 	       opt.tcp_port ? " and " : "", opt.tcp_port ? tcp_where : "");
