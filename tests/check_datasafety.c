@@ -64,9 +64,8 @@ static struct pwb_inode *open_alloc(struct tu_env *e, uint64_t ino)
 	return inode;
 }
 
-/* Bytes [@off, @off + @len) of @inode read as @want each, except where
- * @except (may be NULL) says otherwise; returns the first bad offset or
- * -1. */
+/* Read bytes [@off, @off + @len) of @inode: the offset of the first that
+ * is not @want, or -1 if all are. */
 static int64_t first_not(struct pwb_inode *inode, uint64_t off, uint64_t len,
 			 unsigned char want)
 {
