@@ -1654,6 +1654,36 @@ PWB_API int pwb_inode_extents(struct pwb_inode *inode, struct pwb_extent *ext,
 PWB_API int pwb_inode_set_extents(struct pwb_inode *inode,
 				  const struct pwb_extent *ext, size_t nr);
 
+/** Write stream sets of a bdi at most; see pwb_inode_set_stream(). */
+#define PWB_WRITE_STREAM_SETS 8
+
+/**
+ * pwb_inode_set_stream() - keep an allocator-mode inode's data with its kind
+ * @inode: an inode opened with neither get_page nor map_page
+ * @id: the write stream; 0 (the default) for none
+ *
+ * Data of different lifetimes that shares allocation groups interleaves
+ * on the device: once the short-lived files are deleted, the long-lived
+ * ones are left in pieces between holes. Giving each lifetime its own
+ * stream keeps them apart. The bdi's allocation groups are split into
+ * min(pwb_stats.alloc_groups, PWB_WRITE_STREAM_SETS) sets of consecutive
+ * groups; stream @id >= 1 allocates in set (@id - 1) modulo that number,
+ * so streams 1 and 1 + PWB_WRITE_STREAM_SETS share a set. Stream 0 uses
+ * every group. A set that is full spills into the other groups rather
+ * than fail. Blocks the inode already has stay where they are; new ones
+ * go to the stream's set, from a home group chosen at the next
+ * allocation (the freest of the set). The stream is kept with the
+ * inode's extents across a close on the same bdi.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL for a NULL @inode or one not in allocator mode;
+ *         -EBUSY if the inode has dirty pages that have no block yet (a
+ *         change would move them under their writeback context; call
+ *         pwb_fsync() first, or set the stream before writing);
+ *         -EBADF if @inode is closing.
+ */
+PWB_API int pwb_inode_set_stream(struct pwb_inode *inode, unsigned int id);
+
 /**
  * pwb_bdi_freed_cookie() - name the frees that have happened so far
  * @bdi: the bdi

@@ -233,14 +233,71 @@ static bool take_best_fit(struct pwb__alloc_group *g, uint64_t want,
 	return true;
 }
 
+/*
+ * Take up to @want units from the start of the largest free extent of
+ * groups [@first, @first + @nr): true with *@start and *@got, false if
+ * those groups had nothing (or lost their largest piece to another
+ * thread between the look and the take: the caller looks again). Takes
+ * the groups' locks one at a time.
+ */
+static bool take_largest_in(struct pwb__alloc *a, unsigned int first,
+			    unsigned int nr, uint64_t want, uint64_t *start,
+			    uint64_t *got)
+{
+	struct pwb__alloc_group *g;
+	struct pwb__avl_node *n;
+	uint64_t best_len = 0;
+	unsigned int i, best = 0;
+
+	for (i = first; i < first + nr; i++) {
+		g = &a->groups[i];
+		pthread_mutex_lock(&g->lock);
+		n = pwb__avl_last(&g->by_len);
+		if (n && LEN_FEXT(n)->len > best_len) {
+			best_len = LEN_FEXT(n)->len;
+			best = i;
+		}
+		pthread_mutex_unlock(&g->lock);
+	}
+	if (!best_len)
+		return false;
+	g = &a->groups[best];
+	pthread_mutex_lock(&g->lock);
+	n = pwb__avl_last(&g->by_len);
+	if (n) {
+		struct fext *e = LEN_FEXT(n);
+		uint64_t len = PWB__MIN(want, e->len);
+
+		*start = e->start;
+		*got = len;
+		fext_take(g, e, e->start, len, NULL);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return n != NULL;
+}
+
 int pwb__alloc_extent(struct pwb__alloc *a, uint64_t goal, unsigned int home,
 		      uint64_t want, uint64_t *start, uint64_t *got)
+{
+	return pwb__alloc_extent_in(a, goal, home, 0, a->nr_groups, want,
+				    start, got);
+}
+
+int pwb__alloc_extent_in(struct pwb__alloc *a, uint64_t goal,
+			 unsigned int home, unsigned int set_first,
+			 unsigned int set_len, uint64_t want, uint64_t *start,
+			 uint64_t *got)
 {
 	struct fext *spare;
 	unsigned int i, tries;
 
 	if (!want)
 		return -EINVAL;
+	if (set_first >= a->nr_groups || !set_len ||
+	    set_len > a->nr_groups - set_first) {
+		set_first = 0;
+		set_len = a->nr_groups;
+	}
 	if (goal < a->units) {
 		struct pwb__alloc_group *g;
 		struct fext *e;
@@ -263,13 +320,26 @@ int pwb__alloc_extent(struct pwb__alloc *a, uint64_t goal, unsigned int home,
 		pthread_mutex_unlock(&g->lock);
 		free(spare);
 	}
-	if (home >= a->nr_groups)
-		home = 0;
+	if (home < set_first || home >= set_first + set_len)
+		home = set_first;
+	/*
+	 * Best fit: the groups of the set from @home on (wrapping inside
+	 * the set); with the whole device as the set, every group from
+	 * @home on. A stream that finds no piece of @want in its set takes
+	 * the set's largest piece before it looks outside: keeping streams
+	 * apart is what the set is for. Only then the other groups.
+	 */
 	for (i = 0; i < a->nr_groups; i++) {
-		struct pwb__alloc_group *g = &a->groups[(home + i) % a->nr_groups];
+		unsigned int gi = i < set_len
+			? set_first + (home - set_first + i) % set_len
+			: (set_first + i) % a->nr_groups;
+		struct pwb__alloc_group *g = &a->groups[gi];
 		bool ok;
 
-		if (PWB__READ(g->free_units) < want)
+		if (i == set_len && take_largest_in(a, set_first, set_len,
+						    want, start, got))
+			return 0;
+		if (pwb__aread(&g->free_units) < want)
 			continue;
 		pthread_mutex_lock(&g->lock);
 		ok = take_best_fit(g, want, start);
@@ -280,58 +350,26 @@ int pwb__alloc_extent(struct pwb__alloc *a, uint64_t goal, unsigned int home,
 		}
 	}
 	/*
-	 * No extent holds @want: the largest piece anywhere. Others may
-	 * take it between the look and the take, and a look may even find
-	 * nothing (a unit freed in a group already passed, the last free
-	 * piece of a later one taken before we got there): look again then.
-	 * The caller's reservation guarantees @want free units at every
-	 * moment (the others allocate only what they reserved), so this
-	 * ends as soon as the others stop racing us; only an empty look
-	 * repeated 10000 times (a full device and a caller that reserved
-	 * nothing) gives -ENOSPC.
+	 * No extent holds @want: the largest piece in the set, else the
+	 * largest anywhere. Others may take it between the look and the
+	 * take, and a look may even find nothing (a unit freed in a group
+	 * already passed, the last free piece of a later one taken before
+	 * we got there): look again then. The caller's reservation
+	 * guarantees @want free units at every moment (the others allocate
+	 * only what they reserved), so this ends as soon as the others stop
+	 * racing us; only an empty look repeated 10000 times (a full device
+	 * and a caller that reserved nothing) gives -ENOSPC.
 	 */
 	for (tries = 0;; tries++) {
-		unsigned int best = 0;
-		uint64_t best_len = 0;
-
-		for (i = 0; i < a->nr_groups; i++) {
-			struct pwb__alloc_group *g = &a->groups[i];
-			struct pwb__avl_node *n;
-
-			pthread_mutex_lock(&g->lock);
-			n = pwb__avl_last(&g->by_len);
-			if (n && LEN_FEXT(n)->len > best_len) {
-				best_len = LEN_FEXT(n)->len;
-				best = i;
-			}
-			pthread_mutex_unlock(&g->lock);
-		}
-		if (!best_len) {
-			/* Only a caller without a reservation sees
-			 * nothing for long: a full device. */
-			if (tries > 10000)
-				return -ENOSPC;
-			sched_yield();
-			continue;
-		}
-		{
-			struct pwb__alloc_group *g = &a->groups[best];
-			struct pwb__avl_node *n;
-
-			pthread_mutex_lock(&g->lock);
-			n = pwb__avl_last(&g->by_len);
-			if (n) {
-				struct fext *e = LEN_FEXT(n);
-				uint64_t len = PWB__MIN(want, e->len);
-
-				*start = e->start;
-				*got = len;
-				fext_take(g, e, e->start, len, NULL);
-			}
-			pthread_mutex_unlock(&g->lock);
-			if (n)
-				return 0;
-		}
+		if (take_largest_in(a, set_first, set_len, want, start, got) ||
+		    (set_len < a->nr_groups &&
+		     take_largest_in(a, 0, a->nr_groups, want, start, got)))
+			return 0;
+		/* Only a caller without a reservation sees nothing for
+		 * long: a full device. */
+		if (tries > 10000)
+			return -ENOSPC;
+		sched_yield();
 	}
 }
 

@@ -88,6 +88,18 @@ void pwb__alloc_unreserve(struct pwb__alloc *a, uint64_t nr)
 int pwb__alloc_extent(struct pwb__alloc *a, uint64_t goal, unsigned int home,
 		      uint64_t want, uint64_t *start, uint64_t *got)
 	__attribute__((visibility("hidden")));
+/*
+ * As pwb__alloc_extent(), with a set of groups preferred: [@set_first,
+ * @set_first + @set_len) (a write stream's, or every group). A goal is
+ * taken wherever it is (the caller passes one inside the set); the best
+ * fit looks in the set first, from @home if @home is in it, and only then
+ * in the other groups; the largest-piece fallback also prefers the set.
+ * An empty or out-of-range set means every group.
+ */
+int pwb__alloc_extent_in(struct pwb__alloc *a, uint64_t goal,
+			 unsigned int home, unsigned int set_first,
+			 unsigned int set_len, uint64_t want, uint64_t *start,
+			 uint64_t *got) __attribute__((visibility("hidden")));
 /* Free units [@start, @start + @nr), allocated (they may cross groups):
  * merged with free neighbours, and given back to avail. */
 void pwb__alloc_free(struct pwb__alloc *a, uint64_t start, uint64_t nr)

@@ -18,6 +18,7 @@ struct space_record {
 	uint64_t ino;
 	struct pwb__extmap ext;
 	unsigned int home;
+	unsigned int stream;
 	uint64_t size;
 };
 
@@ -162,6 +163,7 @@ int pwb__space_inode_init(struct pwb_inode *inode)
 		pwb__extmap_destroy(&si->ext);
 		pwb__extmap_move(&si->ext, &r->ext);
 		si->home = r->home;
+		si->stream = r->stream;
 		si->size = r->size;
 		pthread_mutex_unlock(&si->lock);
 		free(r);
@@ -218,6 +220,7 @@ void pwb__space_inode_fini(struct pwb_inode *inode)
 	r->ino = inode->ino;
 	pwb__extmap_move(&r->ext, &si->ext);
 	r->home = si->home;
+	r->stream = si->stream;
 	r->size = si->size;
 	pthread_mutex_unlock(&si->lock);
 	pthread_mutex_lock(&sp->records_lock);
@@ -247,15 +250,48 @@ void pwb__space_inode_free(struct pwb_inode *inode)
 		PWB__TSAN_RELEASE(sp);
 }
 
-/* Caller holds si->lock: pick the home group once, the least full. */
+/*
+ * Write streams: the groups are split into min(groups, PWB_WRITE_STREAM_SETS)
+ * sets of consecutive groups; stream s >= 1 allocates in set (s - 1) mod
+ * that many, stream 0 (the default) in every group. Sets [*@first,
+ * *@first + *@len) for @stream.
+ */
+static void stream_set(const struct pwb__space *sp, unsigned int stream,
+		       unsigned int *first, unsigned int *len)
+{
+	unsigned int g = sp->alloc.nr_groups, sets, k;
+
+	if (!stream || g < 2) {
+		*first = 0;
+		*len = g;
+		return;
+	}
+	sets = PWB__MIN(g, (unsigned int)PWB_WRITE_STREAM_SETS);
+	k = (stream - 1) % sets;
+	*first = (unsigned int)((uint64_t)k * g / sets);
+	*len = (unsigned int)((uint64_t)(k + 1) * g / sets) - *first;
+}
+
+/* Whether device unit @unit lies in groups [@first, @first + @len). */
+static bool in_set(const struct pwb__space *sp, uint64_t unit,
+		   unsigned int first, unsigned int len)
+{
+	unsigned int g = pwb__alloc_group_of(&sp->alloc, unit);
+
+	return g >= first && g - first < len;
+}
+
+/* Caller holds si->lock: pick the home group once, the least full of the
+ * inode's stream set. */
 static unsigned int home_locked(struct pwb__space *sp,
 				struct pwb__space_inode *si, uint64_t ino)
 {
-	unsigned int i, h, best, n = sp->alloc.nr_groups;
+	unsigned int i, h, best, first, n;
 	uint64_t best_free;
 
 	if (si->home != UINT_MAX)
 		return si->home;
+	stream_set(sp, si->stream, &first, &n);
 	/* The freest group; ties go to the next group of a rotor, so
 	 * inodes placed at about the same time (their data still delayed,
 	 * all groups equally free) get a group each. */
@@ -264,12 +300,12 @@ static unsigned int home_locked(struct pwb__space *sp,
 
 	(void)ino;
 	r = (unsigned int)uatomic_add_return(&sp->next_home, 1) - 1;
-	h = r % n;
+	h = first + r % n;
 	best = h;
-	best_free = PWB__READ(sp->alloc.groups[h].free_units);
+	best_free = pwb__aread(&sp->alloc.groups[h].free_units);
 	for (i = 1; i < n; i++) {
-		unsigned int g = (h + i) % n;
-		uint64_t f = PWB__READ(sp->alloc.groups[g].free_units);
+		unsigned int g = first + (h - first + i) % n;
+		uint64_t f = pwb__aread(&sp->alloc.groups[g].free_units);
 
 		if (f > best_free) {
 			best_free = f;
@@ -435,17 +471,23 @@ static uint64_t goal_locked(const struct pwb__space *sp,
 	const struct pwb__alloc_group *g = &sp->alloc.groups[home];
 	struct pwb__extent *next = pwb__extmap_next(&si->ext, index);
 	struct pwb__avl_node *n;
+	unsigned int first, len;
 
+	/* Neighbours placed before a change of stream may lie outside the
+	 * stream's set: they are no goal then. */
+	stream_set(sp, si->stream, &first, &len);
 	n = next ? pwb__avl_prev(&next->node) : pwb__avl_last(&si->ext.tree);
 	if (n) {
 		const struct pwb__extent *prev =
 			caa_container_of(n, struct pwb__extent, node);
 		uint64_t goal = prev->dev + (index - prev->file);
 
-		if (goal < sp->alloc.units)
+		if (goal < sp->alloc.units &&
+		    in_set(sp, goal, first, len))
 			return goal;
 	}
-	if (next && next->dev >= next->file - index)
+	if (next && next->dev >= next->file - index &&
+	    in_set(sp, next->dev - (next->file - index), first, len))
 		return next->dev - (next->file - index);
 	if (si->base != UINT64_MAX && si->base + index < g->start + g->len)
 		return si->base + index;
@@ -459,7 +501,7 @@ static int allocate_locked(struct pwb__space *sp, struct pwb__space_inode *si,
 {
 	struct pwb__extent *d = pwb__extmap_find(&si->dalloc, index);
 	uint64_t want, goal, start, got;
-	unsigned int home = home_locked(sp, si, ino);
+	unsigned int home = home_locked(sp, si, ino), first, len;
 	int ret;
 
 	if (d) {
@@ -479,7 +521,9 @@ static int allocate_locked(struct pwb__space *sp, struct pwb__space_inode *si,
 		want = 1;
 	}
 	goal = goal_locked(sp, si, home, index);
-	ret = pwb__alloc_extent(&sp->alloc, goal, home, want, &start, &got);
+	stream_set(sp, si->stream, &first, &len);
+	ret = pwb__alloc_extent_in(&sp->alloc, goal, home, first, len, want,
+				   &start, &got);
 	if (ret)
 		return ret;
 	{
@@ -840,6 +884,50 @@ out:
 	pthread_mutex_unlock(&si->lock);
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	free(v);
+	return ret;
+}
+
+PWB_API int pwb_inode_set_stream(struct pwb_inode *inode, unsigned int id)
+{
+	struct pwb__space_inode *si;
+	int ret;
+
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_inode_set_stream: NULL inode");
+	if (!inode->space)
+		return pwb__err(-EINVAL, "pwb_inode_set_stream: inode %llu "
+					 "is not in allocator mode",
+				(unsigned long long)inode->ino);
+	ret = pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_inode_set_stream");
+	if (ret)
+		return ret;
+	si = inode->space;
+	pthread_mutex_lock(&si->lock);
+	if (si->stream == id) {
+		ret = 0;
+	} else if (si->dalloc.units) {
+		/*
+		 * Pages waiting for their first block were routed to a
+		 * writeback context by the home group (the alloc-group
+		 * policies): moving the home under them would send their
+		 * blocks elsewhere than their context expects.
+		 */
+		ret = pwb__err(-EBUSY, "pwb_inode_set_stream: inode %llu has "
+				       "%llu pages waiting for their first "
+				       "block; call pwb_fsync() first",
+			       (unsigned long long)inode->ino,
+			       (unsigned long long)si->dalloc.units);
+	} else {
+		si->stream = id;
+		/* A new home inside the stream's set, chosen at the next
+		 * allocation. */
+		si->base = UINT64_MAX;
+		PWB__WRITE(si->home, UINT_MAX);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&si->lock);
+	pwb__inode_exit(inode, PWB__HOLD_REF);
 	return ret;
 }
 

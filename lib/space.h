@@ -153,6 +153,8 @@ struct pwb__space_inode {
 	unsigned int home;		/* lock to set (once), PWB__READ:
 					 * the inode's home group; UINT_MAX
 					 * until the first reservation */
+	unsigned int stream;		/* lock: write stream (0: none), see
+					 * pwb_inode_set_stream() */
 	uint64_t size;			/* lock: the file size in bytes, kept
 					 * for the page cache across close */
 };

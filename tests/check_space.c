@@ -289,6 +289,110 @@ START_TEST(test_close_reopen_keeps_extents)
 }
 END_TEST
 
+/* The group of unit @u on @e's allocator. */
+static unsigned int group_of(struct tu_env *e, uint64_t u)
+{
+	return pwb__alloc_group_of(&e->bdi->space->alloc, u);
+}
+
+START_TEST(test_streams_keep_lifetimes_in_their_own_groups)
+{
+	struct tu_env e;
+	struct pwb_inode *lng[4], *shrt[4];
+	uint64_t i, u;
+	unsigned int k, g;
+
+	/* 8 groups, 8 stream sets: stream 1 owns group 0, stream 2 group 1.
+	 * Eight inodes growing side by side, four per stream: every block
+	 * of a stream's inodes lies in its group, whatever the freest group
+	 * is (the other six are emptier). */
+	env_open(&e, 8 * 512, 8);
+	for (k = 0; k < 4; k++) {
+		lng[k] = open_alloc(&e, 10 + k);
+		shrt[k] = open_alloc(&e, 20 + k);
+		ck_assert_int_eq(pwb_inode_set_stream(lng[k], 1), 0);
+		ck_assert_int_eq(pwb_inode_set_stream(shrt[k], 2), 0);
+	}
+	for (i = 0; i < 64; i += 8)
+		for (k = 0; k < 4; k++) {
+			ck_assert_int_eq(pwb__space_reserve(lng[k], i, 8), 0);
+			ck_assert_int_eq(pwb__space_reserve(shrt[k], i, 8), 0);
+			for (u = i; u < i + 8; u++) {
+				ck_assert_uint_eq(group_of(&e, map(lng[k], u)),
+						  0);
+				ck_assert_uint_eq(
+					group_of(&e, map(shrt[k], u)), 1);
+			}
+		}
+	/* Stream 9 wraps to set 0; a full set spills over, never fails:
+	 * group 0 has 512 - 256 units left, a stream-1 inode takes 400. */
+	{
+		struct pwb_inode *big = open_alloc(&e, 30);
+		unsigned int outside = 0;
+
+		ck_assert_int_eq(pwb_inode_set_stream(big, 9), 0);
+		ck_assert_int_eq(pwb__space_reserve(big, 0, 400), 0);
+		for (u = 0; u < 400; u++) {
+			g = group_of(&e, map(big, u));
+			outside += g != 0;
+			if (u < 256)
+				ck_assert_uint_eq(g, 0);
+		}
+		ck_assert_uint_eq(outside, 400 - 256);
+		ck_assert_int_eq(pwb_inode_close(big), 0);
+	}
+	for (k = 0; k < 4; k++) {
+		ck_assert_int_eq(pwb_inode_close(lng[k]), 0);
+		ck_assert_int_eq(pwb_inode_close(shrt[k]), 0);
+	}
+	tu_env_close(&e);
+}
+END_TEST
+
+START_TEST(test_stream_change_needs_no_pending_pages)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	uint64_t d;
+
+	env_open(&e, 8 * 256, 8);
+	inode = open_alloc(&e, 5);
+	ck_assert_int_eq(pwb_inode_set_stream(NULL, 1), -EINVAL);
+	ck_assert_int_eq(pwb_inode_set_stream(inode, 3), 0);
+	ck_assert_int_eq(pwb__space_reserve(inode, 0, 4), 0);
+	/* Pages waiting for a block were routed by the home: no move. */
+	ck_assert_int_eq(pwb_inode_set_stream(inode, 4), -EBUSY);
+	ck_assert_int_eq(pwb_inode_set_stream(inode, 3), 0); /* no change */
+	d = map(inode, 0);
+	map(inode, 1), map(inode, 2), map(inode, 3);
+	ck_assert_uint_eq(group_of(&e, d), 2);
+	ck_assert_int_eq(pwb__space_written(inode, 0, 4), 0);
+	/* Nothing pending: the next blocks go to stream 4's group, not
+	 * after the old extent (whose goal lies outside the set). */
+	ck_assert_int_eq(pwb_inode_set_stream(inode, 4), 0);
+	ck_assert_int_eq(pwb__space_reserve(inode, 4, 4), 0);
+	ck_assert_uint_eq(group_of(&e, map(inode, 4)), 3);
+	ck_assert_int_eq(pwb__space_written(inode, 4, 4), 0);
+	/* The stream stays with the file across a close. */
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	inode = open_alloc(&e, 5);
+	ck_assert_int_eq(pwb__space_reserve(inode, 100, 1), 0);
+	ck_assert_uint_eq(group_of(&e, map(inode, 100)), 3);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	/* Not an allocator-mode inode: the application places its pages. */
+	{
+		struct tu_store st;
+
+		tu_store_init(&st, 6, TU_PS, 4, 0);
+		ck_assert_int_eq(tu_store_open(&st, e.bdi), 0);
+		ck_assert_int_eq(pwb_inode_set_stream(st.inode, 1), -EINVAL);
+		ck_assert_int_eq(pwb_inode_close(st.inode), 0);
+		tu_store_destroy(&st);
+	}
+	tu_env_close(&e);
+}
+END_TEST
+
 START_TEST(test_group_info_adds_up)
 {
 	struct tu_env e;
@@ -443,6 +547,8 @@ static Suite *space_suite(void)
 	tcase_add_test(tc, test_enospc_at_reserve);
 	tcase_add_test(tc, test_close_reopen_keeps_extents);
 	tcase_add_test(tc, test_group_info_adds_up);
+	tcase_add_test(tc, test_streams_keep_lifetimes_in_their_own_groups);
+	tcase_add_test(tc, test_stream_change_needs_no_pending_pages);
 	tcase_add_test(tc, test_public_extents_and_rebuild);
 	tcase_add_test(tc, test_alloc_group_policy_routes_by_allocator_group);
 	suite_add_tcase(s, tc);
