@@ -2569,10 +2569,85 @@ static uint64_t dp_frag_once(unsigned int ctx, bool rnd, char *per_ino,
 	return total;
 }
 
+/*
+ * frag, mixed lifetimes: one long-lived inode grows by 1 MiB a round to
+ * 5/8 of the device while each round also writes a 1 MiB short-lived
+ * file, deleted a quarter of the rounds later (a log beside temporary
+ * files, or an LSM tree's long and short levels); both are made durable
+ * every round, so their allocations interleave in the order written. Once
+ * the long file has filled its first group it grows among the short ones.
+ * After the last short file is deleted (and its blocks released: no index
+ * names them), the long file's extents and the free space's extents tell
+ * how the two lifetimes mixed on the device. With @streams the long file
+ * is stream 1 and the short ones stream 2 (pwb_inode_set_stream()).
+ * Returns the long file's extents; *@free_ext the free extents of every
+ * group.
+ */
+static uint64_t dp_frag_mixed(unsigned int ctx, bool streams,
+			      uint64_t *free_ext)
+{
+	static const struct pwb_inode_ops alloc_ops = { 0 };
+	struct pwb_bdi *bdi = dp_bdi_open(g_img, o.backend, ctx, 0, true);
+	struct pwb_inode *lng, **shrt;
+	uint64_t dev = 0, rounds, life, r, cookie;
+	struct pwb_alloc_group_stats g;
+	size_t cnt = 0;
+	unsigned int gi;
+	uint8_t *buf;
+
+	for (gi = 0; !pwb_bdi_alloc_group_stats(bdi, gi, &g); gi++)
+		dev += g.len;
+	rounds = dev / 8 * 5 >> 20;
+	life = rounds / 4 ? rounds / 4 : 1;
+	shrt = calloc(life, sizeof(*shrt));
+	if (!shrt || posix_memalign((void **)&buf, 4096, 1u << 20))
+		die("out of memory");
+	memset(buf, 0x6c, 1u << 20);
+	if (pwb_inode_open(bdi, 1, &alloc_ops, NULL, &lng) ||
+	    (streams && pwb_inode_set_stream(lng, 1)))
+		die("frag mixed: long-lived inode: %s", pwb_errmsg());
+	for (r = 0; r < rounds; r++) {
+		struct pwb_inode **sp = &shrt[r % life];
+
+		if (*sp && (pwb_inode_set_size(*sp, 0) ||
+			    pwb_inode_close(*sp)))
+			die("frag mixed: delete: %s", pwb_errmsg());
+		if (pwb_inode_open(bdi, 2 + r, &alloc_ops, NULL, sp) ||
+		    (streams && pwb_inode_set_stream(*sp, 2)))
+			die("frag mixed: short-lived inode: %s",
+			    pwb_errmsg());
+		if (pwb_write(lng, buf, 1u << 20, r << 20) != 1 << 20 ||
+		    pwb_write(*sp, buf, 1u << 20, 0) != 1 << 20 ||
+		    pwb_fsync(lng) || pwb_fsync(*sp))
+			die("frag mixed: write: %s", pwb_errmsg());
+		/* The deletes need no index: their blocks are free again
+		 * at once. */
+		if (pwb_bdi_freed_cookie(bdi, &cookie) ||
+		    pwb_bdi_release_freed(bdi, cookie))
+			die("frag mixed: %s", pwb_errmsg());
+	}
+	for (r = 0; r < life; r++)
+		if (shrt[r] && (pwb_inode_set_size(shrt[r], 0) ||
+				pwb_inode_close(shrt[r])))
+			die("frag mixed: delete: %s", pwb_errmsg());
+	if (pwb_bdi_freed_cookie(bdi, &cookie) ||
+	    pwb_bdi_release_freed(bdi, cookie) ||
+	    pwb_inode_extents(lng, NULL, 0, &cnt))
+		die("frag mixed: %s", pwb_errmsg());
+	*free_ext = 0;
+	for (gi = 0; !pwb_bdi_alloc_group_stats(bdi, gi, &g); gi++)
+		*free_ext += g.free_extents;
+	pwb_inode_close(lng);
+	pwb_bdi_close(bdi);
+	free(shrt);
+	free(buf);
+	return cnt;
+}
+
 static void bench_dp_frag(void)
 {
 	unsigned int counts[MAX_SWEEP], n = 0, i, pat;
-	uint64_t ext[2][MAX_SWEEP];
+	uint64_t ext[2][MAX_SWEEP], mixed[2], mixed_free[2];
 
 	counts[n++] = 1;
 	if (o.nr_sweep > 1) {
@@ -2601,11 +2676,29 @@ static void bench_dp_frag(void)
 					 ext[pat][0]);
 			add_result(&r);
 		}
+	for (i = 0; i < 2; i++) {
+		struct result r = { .wl = WL_FRAG, .backend = o.backend,
+				    .ctx = counts[n - 1], .depth = o.depth,
+				    .threads = 1, .bytes = o.size, .fio = -1,
+				    .kern = -1, .unit = "extents" };
+
+		mixed[i] = dp_frag_mixed(counts[n - 1], i, &mixed_free[i]);
+		r.pwb = (double)mixed[i];
+		snprintf(r.note, sizeof(r.note),
+			 "mixed lifetimes, %s: the long-lived file's extents;"
+			 " free extents after the short-lived are deleted %"
+			 PRIu64, i ? "streams 1 (long) and 2 (short)"
+				   : "no streams", mixed_free[i]);
+		add_result(&r);
+	}
 	snprintf(g_summary[WL_FRAG], sizeof(g_summary[WL_FRAG]),
 		 "frag: total extents seq %" PRIu64 " (1 ctx) -> %" PRIu64
 		 " (%u ctx), rand %" PRIu64 " -> %" PRIu64 "; N contexts "
-		 "must not make more than 1", ext[0][0], ext[0][n - 1],
-		 counts[n - 1], ext[1][0], ext[1][n - 1]);
+		 "must not make more than 1; mixed lifetimes: long file %"
+		 PRIu64 " extents, free space %" PRIu64 " without streams, %"
+		 PRIu64 " and %" PRIu64 " with", ext[0][0], ext[0][n - 1],
+		 counts[n - 1], ext[1][0], ext[1][n - 1], mixed[0],
+		 mixed_free[0], mixed[1], mixed_free[1]);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -327,18 +327,14 @@ int pwb__alloc_extent_in(struct pwb__alloc *a, uint64_t goal,
 	 * the set); with the whole device as the set, every group from
 	 * @home on. A stream that finds no piece of @want in its set takes
 	 * the set's largest piece before it looks outside: keeping streams
-	 * apart is what the set is for. Only then the other groups.
+	 * apart is what the set is for. Only then the other groups, the
+	 * freest first: another stream's set is likely the fuller one.
 	 */
-	for (i = 0; i < a->nr_groups; i++) {
-		unsigned int gi = i < set_len
-			? set_first + (home - set_first + i) % set_len
-			: (set_first + i) % a->nr_groups;
-		struct pwb__alloc_group *g = &a->groups[gi];
+	for (i = 0; i < set_len; i++) {
+		struct pwb__alloc_group *g =
+			&a->groups[set_first + (home - set_first + i) % set_len];
 		bool ok;
 
-		if (i == set_len && take_largest_in(a, set_first, set_len,
-						    want, start, got))
-			return 0;
 		if (pwb__aread(&g->free_units) < want)
 			continue;
 		pthread_mutex_lock(&g->lock);
@@ -347,6 +343,40 @@ int pwb__alloc_extent_in(struct pwb__alloc *a, uint64_t goal,
 		if (ok) {
 			*got = want;
 			return 0;
+		}
+	}
+	if (set_len < a->nr_groups) {
+		unsigned int others = a->nr_groups - set_len, from = 0;
+		uint64_t most = 0;
+
+		if (take_largest_in(a, set_first, set_len, want, start, got))
+			return 0;
+		for (i = 0; i < others; i++) {
+			uint64_t f = pwb__aread(
+				&a->groups[(set_first + set_len + i) %
+					   a->nr_groups].free_units);
+
+			if (f > most) {
+				most = f;
+				from = i;
+			}
+		}
+		for (i = 0; i < others; i++) {
+			struct pwb__alloc_group *g =
+				&a->groups[(set_first + set_len +
+					    (from + i) % others) %
+					   a->nr_groups];
+			bool ok;
+
+			if (pwb__aread(&g->free_units) < want)
+				continue;
+			pthread_mutex_lock(&g->lock);
+			ok = take_best_fit(g, want, start);
+			pthread_mutex_unlock(&g->lock);
+			if (ok) {
+				*got = want;
+				return 0;
+			}
 		}
 	}
 	/*

@@ -272,13 +272,22 @@ static void stream_set(const struct pwb__space *sp, unsigned int stream,
 	*len = (unsigned int)((uint64_t)(k + 1) * g / sets) - *first;
 }
 
-/* Whether device unit @unit lies in groups [@first, @first + @len). */
+/*
+ * Whether device unit @unit may be a goal for groups [@first, @first +
+ * @len): it lies in them, or they are full (a stream that spilled out of
+ * its set keeps growing contiguously where it spilled).
+ */
 static bool in_set(const struct pwb__space *sp, uint64_t unit,
 		   unsigned int first, unsigned int len)
 {
-	unsigned int g = pwb__alloc_group_of(&sp->alloc, unit);
+	unsigned int g = pwb__alloc_group_of(&sp->alloc, unit), i;
 
-	return g >= first && g - first < len;
+	if (g >= first && g - first < len)
+		return true;
+	for (i = first; i < first + len; i++)
+		if (pwb__aread(&sp->alloc.groups[i].free_units))
+			return false;
+	return true;
 }
 
 /* Caller holds si->lock: pick the home group once, the least full of the
