@@ -6,6 +6,7 @@
  * own lock, sets the DIRTY tag over the range in one operation, and touches
  * the context's list lock only when a clean inode becomes dirty.
  */
+#include "probes.h"
 #include "base.h"
 #include "pagemap.h"
 #include "xarray.h"
@@ -740,7 +741,7 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 {
 	pwb__errseq_t since;
 	int err, ferr, werr;
-	uint64_t ino;
+	uint64_t ino, t0;
 
 	pwb__err_clear();
 	if (!inode)
@@ -751,6 +752,8 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	if (pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_fsync"))
 		return -EBADF;
 	ino = inode->ino;	/* a closing inode is not ours to read after */
+	t0 = pwb__clock_monotonic(NULL);
+	PWB_PROBE1(fsync_start, ino);
 	pthread_mutex_lock(&inode->lock);
 	/*
 	 * Our own cursor, sampled now: every fsync that starts before an
@@ -782,6 +785,8 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	if (err)
 		pwb__err(err, "pwb_fsync of inode %llu: %s",
 			 (unsigned long long)ino, pwb_strerror(err));
+	PWB_PROBE3(fsync_end, ino, err, pwb__clock_monotonic(NULL) - t0);
+	(void)t0;
 	return err;
 }
 

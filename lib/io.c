@@ -6,6 +6,7 @@
  * the writeback tag goes, a failed page becomes dirty again (and its error
  * is recorded for fsync/sync callers), counters move, end_write is told.
  */
+#include "probes.h"
 #include "base.h"
 #include "pagemap.h"
 #include "io.h"
@@ -146,6 +147,9 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	/* Read now: once the writes are ended below, a close may free the
 	 * inode's page cache (and, after its grace period, the inode). */
 	bool lib_pages = inode->pcache != NULL;
+
+	PWB_PROBE4(io_complete, wb->idx, inode->ino, io->nr << bdi->page_shift,
+		   err);
 
 	/* Allocator mode: the blocks hold the pages' data from now on, so
 	 * a read after the pages leave the cache finds it. Before the

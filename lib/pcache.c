@@ -10,6 +10,7 @@
  * writeback and waits, up to throttle_timeout_ms of cfg.clock, then fails
  * with -ETIMEDOUT. So the cache never holds more than cache_bytes.
  */
+#include "probes.h"
 #include "pcache.h"
 #include "space.h"
 
@@ -635,6 +636,7 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 			lru_add(pb, batch[i], idx);
 		pwb__rcu_read_unlock();
 	}
+	PWB_PROBE3(reclaim, idx, want, freed);
 	return freed;
 }
 

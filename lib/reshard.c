@@ -19,6 +19,7 @@
  *     retired_stats, stop surplus flushers, resume, start new flushers;
  *  5. free retired contexts after an RCU grace period.
  */
+#include "probes.h"
 #include "base.h"
 #include "pagemap.h"
 #include "policy-int.h"
@@ -242,6 +243,7 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	/* Readers of the old array and policy (stats, sync, wakeups, first
 	 * dirtyings) are done after a grace period. */
 	pwb__synchronize_rcu();
+	PWB_PROBE2(reshard, old->nr, nr);
 	for (i = nr; i < old->nr; i++) {
 		pwb__wb_ctx_destroy(old->ctx[i]);
 		free(old->ctx[i]);

@@ -25,6 +25,7 @@
  * pwb__throttle_pause() is the decision alone, a pure function, so that
  * tests can check it without sleeping.
  */
+#include "probes.h"
 #include "base.h"
 #include "wb_ctx.h"
 #include "bdi.h"
@@ -248,16 +249,18 @@ int pwb__balance_dirty(struct pwb_bdi *bdi)
 		if (!hard && events)
 			break;		/* paid at the limit already */
 		sleep_ns(pause);
-		if (bdi->cfg.event) {
+		{
+			uint64_t now = pwb__clock_monotonic(NULL);
 			struct pwb_event ev = {
 				.type = PWB_EV_THROTTLE,
-				.duration_ns = pwb__clock_monotonic(NULL) -
-					       start - slept,
+				.duration_ns = now - start - slept,
 			};
 
-			bdi->cfg.event(&ev, bdi->cfg.event_arg);
+			if (bdi->cfg.event)
+				bdi->cfg.event(&ev, bdi->cfg.event_arg);
+			PWB_PROBE2(throttle_sleep, ev.duration_ns, hard);
+			slept = now - start;
 		}
-		slept = pwb__clock_monotonic(NULL) - start;
 		events++;
 		/* Below the limit one proportional pause is the payment. */
 		if (!hard)

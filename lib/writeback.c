@@ -25,6 +25,7 @@
  *    background stops as soon as dirty bytes are at or below the threshold.
  */
 #include "base.h"
+#include "probes.h"
 #include "pagemap.h"
 #include "xarray.h"
 #include "completion.h"
@@ -235,6 +236,8 @@ static int submit_io(struct pwb__wb_ctx *wb, struct pwb__io *io)
 	int ret;
 
 	pwb__inflight_get(wb);
+	PWB_PROBE4(io_submit, wb->idx, io->inode->ino, io->dev_off,
+		   io->nr << wb->bdi->page_shift);
 	ret = wb->bdi->io->submit(wb->io_state, io);
 	if (ret) {
 		/* Nothing started: the backend did not end it. */
@@ -1241,12 +1244,12 @@ int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	void (*event)(const struct pwb_event *, void *) = wb->bdi->cfg.event;
 	int err;
 
-	if (event) {
-		/* Only this flusher writes this context: the difference is
-		 * this pass's, once its completions are reaped below. */
-		written0 = pwb__aread(&wb->stats.written_pages);
+	/* Only this flusher writes this context: the difference is this
+	 * pass's, once its completions are reaped below. */
+	written0 = pwb__aread(&wb->stats.written_pages);
+	if (event)
 		event(&ev, wb->bdi->cfg.event_arg);
-	}
+	PWB_PROBE2(wb_pass_start, ev.ctx, ev.reason);
 
 	uatomic_inc(&wb->stats.wb_passes);
 	if (work->sync_mode == PWB__SYNC_ALL)
@@ -1268,11 +1271,11 @@ int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	wb->bdi->io->wait(wb->io_state);
 	ev.duration_ns = pwb__clock_monotonic(NULL) - t0;
 	uatomic_add(&wb->stats.flush_ns, ev.duration_ns);
-	if (event) {
-		ev.type = PWB_EV_WB_END;
-		ev.pages = pwb__aread(&wb->stats.written_pages) - written0;
+	ev.type = PWB_EV_WB_END;
+	ev.pages = pwb__aread(&wb->stats.written_pages) - written0;
+	if (event)
 		event(&ev, wb->bdi->cfg.event_arg);
-	}
+	PWB_PROBE4(wb_pass_end, ev.ctx, ev.reason, ev.pages, ev.duration_ns);
 	return err;
 }
 
