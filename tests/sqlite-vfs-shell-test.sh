@@ -99,4 +99,30 @@ SQL
 2598
 wal
 ok" ] || fail "reopen said: $out"
+# libpwb's counters from inside the session: after a committed insert the
+# bdi has written pages and flushed the device; one counter by name; an
+# unknown name is an error, not an empty answer.
+out=$(run <<'SQL'
+INSERT INTO t(v) VALUES('stats');
+PRAGMA pwb_stats = device_flushes;
+SQL
+)
+case $out in
+''|0|*[!0-9]*) fail "PRAGMA pwb_stats = device_flushes said: $out" ;;
+esac
+out=$(run <<'SQL'
+INSERT INTO t(v) VALUES('stats');
+PRAGMA pwb_stats;
+SQL
+)
+echo "$out" | grep -Eq '^written_pages [1-9][0-9]*$' ||
+	fail "PRAGMA pwb_stats has no written_pages above 0: $out"
+echo "$out" | grep -Eq '^busy_bytes [0-9]+$' ||
+	fail "PRAGMA pwb_stats has no busy_bytes: $out"
+out=$(run <<'SQL' || true
+PRAGMA pwb_stats = no_such_counter;
+SQL
+)
+echo "$out" | grep -q 'no counter named "no_such_counter"' ||
+	fail "an unknown counter said: $out"
 echo "PASS: sqlite3 $(sqlite3 --version | cut -d' ' -f1) loaded $so"

@@ -45,6 +45,7 @@ SQLITE_EXTENSION_INIT1
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1426,12 +1427,82 @@ static int x_check_reserved(sqlite3_file *f, int *out)
 	return p->lockf->pMethods->xCheckReservedLock(p->lockf, out);
 }
 
+/* The counters PRAGMA pwb_stats shows, in struct pwb_stats order. */
+#define STAT(f) { #f, offsetof(struct pwb_stats, f) }
+static const struct {
+	const char *name;
+	size_t off;
+} stat_fields[] = {
+	STAT(nr_dirty_inodes), STAT(dirty_pages), STAT(writeback_pages),
+	STAT(dirtied_pages), STAT(written_pages), STAT(io_submitted),
+	STAT(io_errors), STAT(bytes_written), STAT(nr_inodes),
+	STAT(wb_passes), STAT(periodic_passes), STAT(background_passes),
+	STAT(sync_passes), STAT(inodes_written), STAT(device_flushes),
+	STAT(flush_ns), STAT(write_bandwidth), STAT(throttle_ns),
+	STAT(throttle_events), STAT(io_extents), STAT(auto_nr_wb_ctx),
+	STAT(cache_pages), STAT(reclaimed_pages), STAT(extents),
+	STAT(reserved_bytes), STAT(free_bytes), STAT(read_ios),
+	STAT(read_pages), STAT(busy_bytes),
+};
+#undef STAT
+
+/*
+ * PRAGMA pwb_stats: libpwb's counters of the database's bdi, one
+ * "name value" line each; PRAGMA pwb_stats = NAME: that counter's value
+ * alone. @a is SQLite's array: a[1] the pragma, a[2] its value or NULL,
+ * a[0] where the result (or an error message) goes.
+ */
+static int pragma_pwb_stats(struct pfile *p, char **a)
+{
+	struct pwb_stats st;
+	sqlite3_str *out;
+	size_t i;
+	int rc;
+
+	rc = pwb_bdi_stats(p->m->bdi, &st);
+	if (rc) {
+		a[0] = sqlite3_mprintf("pwb_bdi_stats: %s", pwb_strerror(rc));
+		return SQLITE_ERROR;
+	}
+	out = sqlite3_str_new(NULL);
+	for (i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)&st + stat_fields[i].off, sizeof(v));
+		if (a[2]) {
+			if (!strcmp(a[2], stat_fields[i].name)) {
+				sqlite3_str_appendf(out, "%llu",
+						    (unsigned long long)v);
+				break;
+			}
+			continue;
+		}
+		sqlite3_str_appendf(out, "%s%s %llu", i ? "\n" : "",
+				    stat_fields[i].name, (unsigned long long)v);
+	}
+	if (a[2] && i == sizeof(stat_fields) / sizeof(stat_fields[0])) {
+		sqlite3_free(sqlite3_str_finish(out));
+		a[0] = sqlite3_mprintf("pwb_stats: no counter named \"%s\"",
+				       a[2]);
+		return SQLITE_ERROR;
+	}
+	a[0] = sqlite3_str_finish(out);
+	return a[0] ? SQLITE_OK : SQLITE_NOMEM;
+}
+
 static int x_file_control(sqlite3_file *f, int op, void *arg)
 {
-	(void)f;
+	struct pfile *p = (struct pfile *)f;
+
 	if (op == SQLITE_FCNTL_VFSNAME) {
 		*(char **)arg = sqlite3_mprintf("pwb");
 		return SQLITE_OK;
+	}
+	if (op == SQLITE_FCNTL_PRAGMA) {
+		char **a = arg;
+
+		if (!sqlite3_stricmp(a[1], "pwb_stats"))
+			return pragma_pwb_stats(p, a);
 	}
 	return SQLITE_NOTFOUND;
 }
