@@ -67,6 +67,16 @@
  * visible to TSan. Read-modify-write stays with uatomic_add/cmpxchg, which
  * are __sync builtins TSan understands.
  */
+/*
+ * Thread-local variables of the hot paths (dirtying, errors). In a shared
+ * library the default model reaches each through a call to
+ * __tls_get_addr(); initial-exec is one load from %fs. It takes static TLS
+ * room at load time, which a dlopen()ed library (the SQLite extension
+ * pulls libpwb in that way) gets from glibc's surplus: keep what carries
+ * it small (today about 270 bytes: the error message and two counters).
+ */
+#define PWB__TLS_FAST __thread __attribute__((tls_model("initial-exec")))
+
 #define PWB__READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define PWB__WRITE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define pwb__aread(p) __atomic_load_n((p), __ATOMIC_RELAXED)

@@ -10,7 +10,7 @@
 #include "wb_ctx.h"
 
 static unsigned long next_dirty_slot;
-static __thread unsigned int my_dirty_slot;	/* slot + 1; 0: none yet */
+static PWB__TLS_FAST unsigned int my_dirty_slot;	/* slot + 1; 0: none yet */
 
 void pwb__wb_account_dirtied(struct pwb__wb_ctx *wb, uint64_t n)
 {

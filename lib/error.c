@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static __thread char pwb__msg[256];
+static PWB__TLS_FAST char pwb__msg[256];
 
 int pwb__err(int err, const char *fmt, ...)
 {

@@ -320,13 +320,39 @@ inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
 	return n;
 }
 
+/*
+ * Pages this thread dirtied since it last compared the bdi's dirty pages
+ * with the background threshold. Summing them reads every context's
+ * dirtier slots, cache lines the other dirtiers keep writing, so a thread
+ * looks only once it has dirtied 1/64 of the threshold since (at most
+ * 32 pages), as the kernel's ratelimit does: background writeback starts
+ * at most that many pages per dirtying thread late. A new page counts
+ * when the call dirtied one; re-dirtying a dirty page adds nothing.
+ */
+static PWB__TLS_FAST uint32_t bg_ratelimit_pages;
+
+static inline __attribute__((always_inline)) bool
+bg_check_due(uint64_t bg, int64_t n)
+{
+	uint64_t rl = PWB__MIN(bg >> 6, 32);
+
+	if (n <= 0)
+		return false;
+	if (bg_ratelimit_pages + (uint64_t)n <= rl) {
+		bg_ratelimit_pages += (uint32_t)n;
+		return false;
+	}
+	bg_ratelimit_pages = 0;
+	return true;
+}
+
 static inline __attribute__((always_inline)) int
 mark_dirty_tail(struct pwb_inode *inode, int64_t n)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	uint64_t bg = pwb__aread(&bdi->bg_thresh_pages);
 
-	if (bg && !pwb__aread(&bdi->bg_active) &&
+	if (bg && !pwb__aread(&bdi->bg_active) && bg_check_due(bg, n) &&
 	    pwb__bdi_dirty_pages_rcu(bdi) > bg)	/* in the call's section */
 		pwb__kick_background(bdi);
 	if (n > 0 && (bdi->cfg.flags & PWB_BDI_THROTTLE)) {
