@@ -210,7 +210,10 @@ struct pwb_bdi_config {
 	/** Background writeback starts when the bdi's dirty bytes exceed this;
 	 *  0 disables background writeback, except while dirty + writeback
 	 *  bytes are above the throttle's set point (half way to
-	 *  dirty_bytes), where it runs whatever this is. Default 64 MiB. */
+	 *  dirty_bytes), where it runs whatever this is. A dirtying thread
+	 *  compares every 1/64 of this (at most 32 pages) it dirties, as
+	 *  the kernel's ratelimit does, so the start may come that many
+	 *  pages per thread late. Default 64 MiB. */
 	uint64_t dirty_background_bytes;
 	/** Hard limit on dirty bytes, used by dirty throttling; 0 means no
 	 *  limit. Must be 0 or >= dirty_background_bytes. Default 256 MiB. */
