@@ -60,6 +60,7 @@
 #include "sqlite-bench.h"
 #endif
 #include "pwb-policy.h"
+#include "pwb-example-util.h"
 
 #define PS 4096u
 #define MIB (1024.0 * 1024.0)
@@ -2835,21 +2836,14 @@ static void print_json(FILE *f)
 /* ---------------------------------------------------------------------- */
 /* Options                                                                */
 
+/* A byte count, "N" or with a K, M or G suffix; 0 and anything else die. */
 static uint64_t parse_size(const char *s)
 {
-	char *end;
-	double v = strtod(s, &end);
+	uint64_t v;
 
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; break;
-	case 'm': case 'M': v *= 1024 * 1024; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
-	case 0: break;
-	default: die("bad size \"%s\"", s);
-	}
-	if (v <= 0)
+	if (pwbex_parse_size(s, &v) || !v)
 		die("bad size \"%s\"", s);
-	return (uint64_t)v;
+	return v;
 }
 
 static void parse_sweep(const char *s)

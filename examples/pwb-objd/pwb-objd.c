@@ -57,6 +57,7 @@
 
 #include "pwb.h"
 #include "crc32c.h"
+#include "pwb-example-util.h"
 
 /* ---------------------------------------------------------------- options */
 
@@ -822,6 +823,7 @@ static void put_data(struct put_req *p, const char *data, size_t len)
 /* The body is complete: data durable, then the index, then the reply. */
 static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 {
+	struct pwb_extent *ext = NULL;
 	struct rec *r = NULL;
 	size_t total = 0, rsz;
 	uint64_t old = 0, t0;
@@ -837,7 +839,7 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 	ret = pwb_fsync(p->inode);
 	CNT_ADD(fsync_ns, now_ns() - t0);
 	if (!ret)
-		ret = pwb_inode_extents(p->inode, NULL, 0, &total);
+		ret = pwbex_inode_extents(p->inode, &ext, &total);
 	if (ret) {
 		fprintf(stderr, "pwb-objd: fsync: %s\n", errtext(ret));
 		p->err = ret;
@@ -846,6 +848,7 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 	rsz = sizeof(*r) + total * sizeof(struct pwb_extent);
 	r = calloc(1, rsz);
 	if (!r) {
+		free(ext);
 		p->err = -ENOMEM;
 		goto fail;
 	}
@@ -854,15 +857,9 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 	r->ino = p->ino;
 	r->size = p->off;
 	r->nr_ext = total;
-	if (total) {
-		size_t again = 0;
-
-		ret = pwb_inode_extents(p->inode, r->ext, total, &again);
-		if (ret || again != total) {
-			p->err = ret ? ret : -EIO;
-			goto fail;
-		}
-	}
+	if (total)
+		memcpy(r->ext, ext, total * sizeof(*ext));
+	free(ext);
 	/* In the table before the key can name it: a GET right after the
 	 * commit finds it open. Nobody else knows the ino yet. */
 	ret = table_insert(p->ino, p->inode, &o);
@@ -1768,38 +1765,11 @@ static void usage(FILE *f)
 "  -h, --help            this text\n");
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	unsigned int shift = 0;
-	char *end;
-
-	if (!*s || *s == '-')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 0: break;
-	default: return -1;
-	}
-	/* A value the suffix would push past 64 bits is refused, not
-	 * wrapped (17179869184G used to become 0). */
-	if (*end || v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 static int parse_uint(const char *s, unsigned int max, unsigned int *out)
 {
 	uint64_t v;
 
-	if (parse_size(s, &v) || v > max)
+	if (pwbex_parse_size(s, &v) || v > max)
 		return -1;
 	*out = (unsigned int)v;
 	return 0;
@@ -1862,11 +1832,11 @@ int main(int argc, char **argv)
 		case 'P': opt.policy = optarg; break;
 		case 'b': opt.backend = optarg; break;
 		case 'C':
-			if (parse_size(optarg, &opt.cache_bytes))
+			if (pwbex_parse_size(optarg, &opt.cache_bytes))
 				goto bad;
 			break;
 		case 'm':
-			if (parse_size(optarg, &opt.max_object))
+			if (pwbex_parse_size(optarg, &opt.max_object))
 				goto bad;
 			break;
 		case 'k':

@@ -55,6 +55,7 @@ SQLITE_EXTENSION_INIT1
 #include <time.h>
 #include <unistd.h>
 
+#include "pwb-example-util.h"
 #include "pwbvfs.h"
 
 #define PAGE 4096u
@@ -269,30 +270,12 @@ static void free_zombies(struct mount *m)
 static int capture(struct pwb_inode *inode, uint64_t *size,
 		   struct pwb_extent **ext, size_t *nr)
 {
-	struct pwb_extent *x = NULL;
-	size_t total = 0, cap = 0;
 	int ret;
 
 	ret = pwb_inode_size(inode, size);
 	if (ret)
 		return ret;
-	for (;;) {
-		ret = pwb_inode_extents(inode, x, cap, &total);
-		if (ret) {
-			free(x);
-			return ret;
-		}
-		if (total <= cap)
-			break;
-		free(x);
-		cap = total + 8;
-		x = malloc(cap * sizeof(*x));
-		if (!x)
-			return -ENOMEM;
-	}
-	*ext = x;
-	*nr = total;
-	return 0;
+	return pwbex_inode_extents(inode, ext, nr);
 }
 
 /* Drop extents wholly at or past @size (rounded up to a page), clip the
@@ -763,32 +746,6 @@ static int wlock_put(struct mount *m)
 }
 
 /* ----------------------------------------------------------- mounts */
-
-/* "N", "NK", "NM" or "NG" into *@out; -1 for anything else (a value
- * that is no size used to be taken as "not given"). */
-static int parse_size(const char *s, uint64_t *out)
-{
-	unsigned int shift = 0;
-	unsigned long long v;
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end || v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
 
 static void mount_free(struct mount *m)
 {
@@ -1659,7 +1616,7 @@ static int v_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f,
 		size_from = "PWB_VFS_DEVICE_SIZE";
 	}
 	create = DEFAULT_IMAGE_BYTES;
-	if (size && parse_size(size, &create)) {
+	if (size && pwbex_parse_size(size, &create)) {
 		vlog(SQLITE_CANTOPEN, "%s: %s=%s is not a size (bytes, or "
 		     "with K, M or G)", name, size_from, size);
 		return SQLITE_CANTOPEN;
