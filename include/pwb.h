@@ -402,13 +402,16 @@ struct pwb_bdi_config {
 /**
  * PWB_BDI_STRICT_SHARE - throttle at the bdi's own share of its domain
  *
- * In a domain (pwb_bdi_config.domain) a bdi's writers are paused only
- * once the domain as a whole is above its set point, and then by how far
- * the bdi is above its own share: a bdi may run past its share while
- * the others leave room. With this flag its writers are paused at its
- * share even when the domain is under its limits (a tenant held to its
- * budget; the kernel's strictlimit). Needs PWB_BDI_THROTTLE's pauses to
- * matter, and a domain (-EINVAL without).
+ * In a domain (pwb_bdi_config.domain) a bdi's writers are paused by how
+ * far its dirty and writeback bytes are above its share of the domain's
+ * limits, but a bdi may borrow: its limit is at least an eighth of the
+ * room the domain has left (within max_share_ppm), so a bdi whose share
+ * is still small can start while the others leave room. With this flag
+ * it never borrows: its writers are paused at its share even when the
+ * domain is under its limits (a tenant held to its budget; the kernel's
+ * strictlimit). In both cases writers wait while the domain as a whole
+ * is at its limit. Needs PWB_BDI_THROTTLE's pauses to matter, and a
+ * domain (-EINVAL without).
  */
 #define PWB_BDI_STRICT_SHARE 0x10u
 /** Every flag this release knows; other bits give -EINVAL. */

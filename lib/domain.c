@@ -26,7 +26,10 @@
  * the flushers of a bdi without a domain read theirs (bdi->bg_thresh_pages,
  * bdi->dirty_limit_pages). The dirtying path thus costs what it costs
  * without a domain; only a writer above its share's set point looks at
- * the whole domain (pwb__domain_throttle()).
+ * the whole domain (pwb__domain_throttle()): there a bdi may borrow an
+ * eighth of the domain's free room beyond its share, unless it is held
+ * strictly (PWB_BDI_STRICT_SHARE), and every writer waits while the
+ * domain as a whole is at its limit.
  *
  * Until some member completed a write, the limits are split evenly.
  */
@@ -235,20 +238,22 @@ bool pwb__domain_throttle(struct pwb_bdi *bdi, struct pwb__throttle_state *s)
 	domain_dirty(dom, &dirty, &total);
 	if (bg && dirty > bg)
 		kick_members(dom);
-	if (!m->strict) {
-		/* The domain has room: nobody is held to a share. */
-		if (total <= pwb__throttle_setpoint(bg, limit))
-			return false;
-		/* An eighth of the room left is anyone's, so a bdi whose
-		 * share is still small (it just began to write) is not
-		 * stopped while the others leave room; never past its
-		 * bound. */
-		if (total < limit) {
-			uint64_t room = to_pages(bdi, (limit - total) / 8);
+	/*
+	 * A bdi not held strictly may borrow: its limit is at least an
+	 * eighth of the room the domain has left (never past its bound),
+	 * so a bdi whose share is still small (it just began to write) is
+	 * not stopped while the others leave room. Only an eighth: a slow
+	 * bdi that took all the room it found whenever the fast ones
+	 * drained for a moment would keep it for as long as it needs to
+	 * write it, and the fast ones would then wait for the slow one (a
+	 * free run of everyone under the domain's set point, the kernel's
+	 * rule, lets it ratchet up so).
+	 */
+	if (!m->strict && total < limit) {
+		uint64_t room = to_pages(bdi, (limit - total) / 8);
 
-			room = PWB__MIN(room, m->max_limit_pages);
-			s->limit = PWB__MAX(s->limit, room);
-		}
+		room = PWB__MIN(room, m->max_limit_pages);
+		s->limit = PWB__MAX(s->limit, room);
 		if (s->dirty <= pwb__throttle_setpoint(s->bg, s->limit))
 			return false;
 	}

@@ -90,15 +90,13 @@ uint64_t pwb__domain_now(const struct pwb_domain *dom) PWB__INTERNAL;
 /*
  * The throttle's view of a bdi in a domain. @s holds the bdi's own state
  * (its share's thresholds, its dirty + writeback pages); this adds the
- * domain's: false if the writer may run (a bdi not held to its share
- * while the domain is under its set point, or the bdi under its own),
- * true if it is to be paused, with @s adjusted for pwb__throttle_pause():
- * a limit raised to a share of the domain's free room for a bdi not held
- * strictly (so a bdi whose writeback share is still small may dirty
- * while there is room), the dirty count raised to the limit when the
- * domain as a whole is at its limit. Kicks background writeback on every
- * member with dirty pages while the domain is over its background
- * threshold.
+ * domain's: false if the writer may run (the bdi under its share's set
+ * point, or, not held strictly, under the set point of what it may
+ * borrow: an eighth of the domain's free room), true if it is to be
+ * paused, with @s adjusted for pwb__throttle_pause(): the limit raised to
+ * what it may borrow, the dirty count raised to the limit when the domain
+ * as a whole is at its limit. Kicks background writeback on every member
+ * with dirty pages while the domain is over its background threshold.
  */
 bool pwb__domain_throttle(struct pwb_bdi *bdi,
 			  struct pwb__throttle_state *s) PWB__INTERNAL;
