@@ -77,8 +77,6 @@ static uint64_t bdi_dirty_state(struct pwb_bdi *bdi, uint64_t *bw)
 	return sum;
 }
 
-#define setpoint_of pwb__throttle_setpoint
-
 uint64_t pwb__throttle_dirty(struct pwb_bdi *bdi)
 {
 	uint64_t bw;
@@ -92,7 +90,8 @@ bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi)
 	uint64_t limit = pwb__aread(&bdi->dirty_limit_pages);
 	uint64_t bw;
 
-	return limit && bdi_dirty_state(bdi, &bw) > setpoint_of(bg, limit);
+	return limit &&
+	       bdi_dirty_state(bdi, &bw) > pwb__throttle_setpoint(bg, limit);
 }
 
 unsigned int pwb__throttle_dirtiers(struct pwb_bdi *bdi, uint64_t now)
@@ -126,7 +125,7 @@ uint64_t pwb__throttle_pause(const struct pwb__throttle_state *s, bool *hard)
 	*hard = false;
 	if (!s->limit)
 		return 0;
-	setpoint = setpoint_of(s->bg, s->limit);
+	setpoint = pwb__throttle_setpoint(s->bg, s->limit);
 	if (s->dirty <= setpoint)
 		return 0;
 	/* Each of the nr dirtiers may go at its share of the bandwidth at
@@ -202,7 +201,7 @@ static uint64_t next_pause(struct pwb_bdi *bdi, uint64_t dirtied, bool *hard)
 		s.nr_dirtiers = pwb__throttle_dirtiers(bdi, pwb__now(bdi));
 		return pwb__throttle_pause(&s, hard);
 	}
-	if (!s.limit || s.dirty <= setpoint_of(s.bg, s.limit))
+	if (!s.limit || s.dirty <= pwb__throttle_setpoint(s.bg, s.limit))
 		return 0;
 	if (!s.bg)
 		pwb__kick_background(bdi);	/* no bg set: start it here */
