@@ -38,6 +38,12 @@
  *             commit by a log writer thread) and dirty data pages with
  *             pwb_mark_dirty_lsn(); transactions/s and log forces/s, next
  *             to the same run with plain pwb_mark_dirty()
+ *   domain    a memory domain over three bdis, one slowed to 5 MiB/s:
+ *             the fast ones' throughput with and without it, the slow
+ *             one's dirty memory against its share, and the same with
+ *             separate budgets (bench/domain-bench.c)
+ *   multidev  N bdis on N images in /dev/shm: aggregate throughput
+ *             against one bdi's, separate budgets and one domain
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,6 +67,7 @@
 #endif
 #include "pwb-policy.h"
 #include "pwb-example-util.h"
+#include "domain-bench.h"
 
 #define PS 4096u
 #define MIB (1024.0 * 1024.0)
@@ -75,13 +82,14 @@
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
 		WL_WAL, WL_PCWRITE, WL_PCREAD, WL_RECLAIM,
-		WL_PCUNCACHED, WL_FRAG, WL_SQLITE, WL_PCSEQREAD, NR_WL };
+		WL_PCUNCACHED, WL_FRAG, WL_SQLITE, WL_PCSEQREAD, WL_DOMAIN,
+		WL_MULTIDEV, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
 	"memory", "one-file-seq", "one-file-rand", "wal", "pcache-write",
 	"pcache-read", "reclaim", "pcache-uncached", "frag", "sqlite",
-	"pcache-seqread",
+	"pcache-seqread", "domain", "multidev",
 };
 
 /* The one-file workloads: one inode, written by every context under the
@@ -116,6 +124,8 @@ struct opts {
 	uint64_t dirty_limit;		/* throttle: dirty_bytes */
 	uint64_t mem_inodes;		/* memory: inodes opened */
 	bool json, csv, no_fio, no_kernel, keep, throttle, verbose;
+	bool domain;			/* every bdi in one memory domain */
+	unsigned int devices;		/* multidev: bdis (4) */
 };
 
 struct result {
@@ -326,6 +336,29 @@ static const char *g_policy;
 /* cache_bytes for the next bdi_open() (the data-path workloads). */
 static uint64_t g_cache_bytes;
 
+/*
+ * --domain: every bdi the bench opens joins one memory domain, whose limits
+ * are the first bdi's (no limit becomes 1 TiB, so that the domain's path
+ * is taken and its cost measured).
+ */
+static struct pwb_domain *g_domain;
+
+static struct pwb_domain *bench_domain(const struct pwb_bdi_config *cfg)
+{
+	struct pwb_domain_config dc;
+	int rc;
+
+	if (g_domain)
+		return g_domain;
+	pwb_domain_config_init(&dc);
+	dc.dirty_bytes = cfg->dirty_bytes ? cfg->dirty_bytes : 1ull << 40;
+	dc.dirty_background_bytes = cfg->dirty_background_bytes;
+	rc = pwb_domain_create(&dc, &g_domain);
+	if (rc)
+		die("pwb_domain_create: %s", pwb_errmsg());
+	return g_domain;
+}
+
 static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 				unsigned int ctx, bool writeback)
 {
@@ -359,6 +392,8 @@ static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 		cfg.dirty_bytes = 0;
 		cfg.dirty_writeback_ms = 0;
 	}
+	if (o.domain)
+		cfg.domain = bench_domain(&cfg);
 	rc = pwb_bdi_open(path, &cfg, &bdi);
 	if (rc)
 		die("pwb_bdi_open(%s, backend %s, %u contexts): %s: %s", path,
@@ -2887,9 +2922,12 @@ static void parse_workloads(const char *s)
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "all")) {
-			/* sqlite only by name: a minute of SQL. */
+			/* sqlite only by name: a minute of SQL; domain and
+			 * multidev too: a minute each, 4 images in
+			 * /dev/shm. */
 			for (i = 0; i < NR_WL; i++)
-				o.wl[i] = i != WL_SQLITE;
+				o.wl[i] = i != WL_SQLITE && i != WL_DOMAIN &&
+					  i != WL_MULTIDEV;
 			continue;
 		}
 		if (!strcmp(tok, "one-file")) {
@@ -2913,7 +2951,8 @@ static void usage(FILE *f)
 "  --workload LIST   seed,rand4k,skew,fsync,markdirty,null,throttle,\n"
 "                    memory, one-file (one-file-seq,one-file-rand),\n"
 "                    wal, pcache-write, pcache-read, pcache-uncached,\n"
-"                    pcache-seqread, reclaim, frag, all (seed); sqlite\n"
+"                    pcache-seqread, reclaim, frag, all (seed); not in\n"
+"                    all: domain, multidev, sqlite\n"
 "                    (not in all;\n"
 "                    built with sqlite3)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
@@ -2932,7 +2971,8 @@ static void usage(FILE *f)
 "  --inodes N        inodes for rand4k and skew (16)\n"
 "  --fsync-every K   fsync workload: writes between fsyncs (64)\n"
 "  --duration SEC    cap on each run's writing phase (0: none;\n"
-"                    throttle: its length, default 20; wal: 3)\n"
+"                    throttle: its length, default 20; wal: 3;\n"
+"                    domain, multidev: 5 per run)\n"
 "  --device PATH     device or file to write (default: an image it\n"
 "                    creates in --dir and removes)\n"
 "  --dir DIR         where images go (current directory)\n"
@@ -2943,6 +2983,9 @@ static void usage(FILE *f)
 "  --md-pages N      markdirty: pages per thread (1M); memory: pages\n"
 "  --mem-inodes N    memory: inodes opened (100000)\n"
 "  --throttle        open with PWB_BDI_THROTTLE\n"
+"  --domain          every bdi joins one memory domain (its cost; the\n"
+"                    limits of the first bdi, no limit as 1 TiB)\n"
+"  --devices N       multidev: bdis (4)\n"
 "  --dirty-bg BYTES  dirty_background_bytes (libpwb default 64M;\n"
 "                    throttle: half of --dirty-limit)\n"
 "  --dirty-limit BYTES  throttle: dirty_bytes (64M)\n"
@@ -2956,7 +2999,8 @@ static void parse_opts(int argc, char **argv)
 	enum { O_WL = 256, O_CTX, O_FL, O_POL, O_BE, O_DEPTH, O_SIZE, O_THR,
 	       O_DUR, O_DEV, O_DIR, O_JSON, O_CSV, O_SWEEP, O_NOFIO, O_NOK,
 	       O_INO, O_FSE, O_REP, O_NP, O_MDP, O_KEEP, O_THROT, O_RUNS,
-	       O_DBG, O_AMIN, O_AMAX, O_AMS, O_ASW, O_DLIM, O_MEMI };
+	       O_DBG, O_AMIN, O_AMAX, O_AMS, O_ASW, O_DLIM, O_MEMI, O_DOM,
+	       O_NDEV };
 	static const struct option lo[] = {
 		{ "workload", 1, NULL, O_WL }, { "contexts", 1, NULL, O_CTX },
 		{ "flushers", 1, NULL, O_FL }, { "policy", 1, NULL, O_POL },
@@ -2976,6 +3020,7 @@ static void parse_opts(int argc, char **argv)
 		{ "auto-sweep", 0, NULL, O_ASW },
 		{ "dirty-limit", 1, NULL, O_DLIM },
 		{ "mem-inodes", 1, NULL, O_MEMI },
+		{ "domain", 0, NULL, O_DOM }, { "devices", 1, NULL, O_NDEV },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -3040,6 +3085,8 @@ static void parse_opts(int argc, char **argv)
 			break;
 		case O_DLIM: o.dirty_limit = parse_size(optarg); break;
 		case O_MEMI: o.mem_inodes = parse_size(optarg); break;
+		case O_DOM: o.domain = true; break;
+		case O_NDEV: o.devices = (unsigned int)atoi(optarg); break;
 		case 'v': o.verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
@@ -3224,6 +3271,29 @@ static void bench_io(enum workload wl)
 	plan_free(&p);
 }
 
+/* The domain and multidev workloads (bench/domain-bench.c). */
+static void bench_dom_workload(enum workload wl)
+{
+	struct pwb_bench_domain_opts d = {
+		.dir = o.dir,
+		.shm_dir = "/dev/shm",
+		.backend = o.backend,
+		.contexts = o.sweep[0] == CTX_AUTO ? 2 : o.sweep[0],
+		.seconds = o.duration > 0 ? o.duration : 5,
+		.runs = o.runs,
+		.dirty_limit = o.dirty_limit,
+		.img_bytes = o.size,
+		.devices = o.devices ? o.devices : 4,
+		.verbose = o.verbose,
+	};
+	int rc = wl == WL_DOMAIN ? pwb_bench_domain(tbl, &d)
+				 : pwb_bench_multidev(tbl, &d);
+
+	if (rc)
+		die("the %s workload failed: %s", wl_name[wl],
+		    pwb_strerror(rc));
+}
+
 /* The pwb VFS against SQLite's default VFS (bench/sqlite-bench.c). */
 static void bench_sqlite(void)
 {
@@ -3326,6 +3396,8 @@ int main(int argc, char **argv)
 			bench_dp_frag();
 		else if (i == WL_SQLITE)
 			bench_sqlite();
+		else if (i == WL_DOMAIN || i == WL_MULTIDEV)
+			bench_dom_workload((enum workload)i);
 		else
 			bench_io((enum workload)i);
 	}
@@ -3335,6 +3407,8 @@ int main(int argc, char **argv)
 		print_json(stdout);
 	if (o.csv)
 		print_csv(stdout);
+	if (pwb_domain_destroy(g_domain))
+		die("pwb_domain_destroy: %s", pwb_errmsg());
 	free(g_mem);
 	free(g_wal_mem);
 	free(g_src);

@@ -170,6 +170,7 @@ PWB_API const char *pwb_errmsg(void);
 struct pwb_bdi;
 struct pwb_inode;
 struct pwb_event;
+struct pwb_domain;
 
 /* ---------------------------------------------------------------------- */
 /* Configuration                                                          */
@@ -336,6 +337,22 @@ struct pwb_bdi_config {
 	 *  at least 16 MiB (so 1 to 3 on devices under 64 MiB); never
 	 *  more than the device's pages. At most 4096. Default 0. */
 	unsigned int nr_alloc_groups;
+	/** The memory domain this bdi joins (pwb_domain_create()), or NULL
+	 *  for none. In a domain, the bdi's dirty thresholds are its share
+	 *  of the domain's dirty_bytes and dirty_background_bytes, and its
+	 *  own dirty_bytes and dirty_background_bytes are not used (they are
+	 *  still checked). The domain must outlive the bdi: destroy it only
+	 *  after every bdi in it is closed. Default NULL. */
+	struct pwb_domain *domain;
+	/** With a domain: the smallest share of the domain's limits this
+	 *  bdi keeps, in parts per million, whatever its writeback; the
+	 *  others divide what the floors leave. The floors of the bdis of a
+	 *  domain add up to at most 1000000. 0 without a domain. Default 0. */
+	unsigned int min_share_ppm;
+	/** With a domain: the largest share this bdi may have, in parts per
+	 *  million, at least min_share_ppm; 0 means 1000000 (no bound). 0
+	 *  without a domain. Default 0. */
+	unsigned int max_share_ppm;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -385,10 +402,25 @@ struct pwb_bdi_config {
  * does: after a crash its old index may name blocks another file took.
  */
 #define PWB_BDI_REUSE_FREED 0x8u
+/**
+ * PWB_BDI_STRICT_SHARE - throttle at the bdi's own share of its domain
+ *
+ * In a domain (pwb_bdi_config.domain) a bdi's writers are paused by how
+ * far its dirty and writeback bytes are above its share of the domain's
+ * limits, but a bdi may borrow: its limit is at least an eighth of the
+ * room the domain has left (within max_share_ppm), so a bdi whose share
+ * is still small can start while the others leave room. With this flag
+ * it never borrows: its writers are paused at its share even when the
+ * domain is under its limits (a tenant held to its budget; the kernel's
+ * strictlimit). In both cases writers wait while the domain as a whole
+ * is at its limit. Needs PWB_BDI_THROTTLE's pauses to matter, and a
+ * domain (-EINVAL without).
+ */
+#define PWB_BDI_STRICT_SHARE 0x10u
 /** Every flag this release knows; other bits give -EINVAL. */
 #define PWB_BDI_FLAGS_ALL                                                      \
 	(PWB_BDI_THROTTLE | PWB_BDI_AUTO_WB_CTX | PWB_BDI_ATOMIC_WRITES |      \
-	 PWB_BDI_REUSE_FREED)
+	 PWB_BDI_REUSE_FREED | PWB_BDI_STRICT_SHARE)
 
 /**
  * pwb_bdi_config_init() - set every field of @cfg to its default
@@ -404,6 +436,103 @@ struct pwb_bdi_config {
 PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg, size_t cfg_sz);
 #define pwb_bdi_config_init(cfg)                                               \
 	pwb_bdi_config_init((cfg), sizeof(struct pwb_bdi_config))
+
+/* ---------------------------------------------------------------------- */
+/* Memory domains                                                         */
+
+/**
+ * struct pwb_domain_config - one dirty-memory budget for several bdis
+ *
+ * A domain holds the dirty limits of every bdi that joins it (struct
+ * pwb_bdi_config.domain), the way the kernel's global dirty limits hold
+ * every disk. Each bdi gets a share of the domain's limits that follows
+ * its share of the domain's recently completed writeback: a fast device
+ * gets most of the memory, a slow one (a USB stick) little, so that a
+ * slow device's dirty pages do not stall writers of the fast ones. The
+ * share is a proportion that decays: every period_ms the counts of
+ * written pages of every bdi are halved, so a device that stops or slows
+ * down loses its share within a few periods. min_share_ppm and
+ * max_share_ppm bound a bdi's share; PWB_BDI_STRICT_SHARE holds its
+ * writers to it.
+ *
+ * Fill it with pwb_domain_config_init(), then change what you need. Grows
+ * only at the end, like struct pwb_bdi_config.
+ */
+struct pwb_domain_config {
+	/** Hard limit on the dirty and writeback bytes of all the domain's
+	 *  bdis together (throttling, PWB_BDI_THROTTLE); 0 means no limit.
+	 *  Must be 0 or >= dirty_background_bytes. Default 256 MiB. */
+	uint64_t dirty_bytes;
+	/** Background writeback starts on every bdi of the domain that has
+	 *  dirty pages when the domain's dirty bytes exceed this, and on one
+	 *  bdi when its own dirty bytes exceed its share of this; 0 disables
+	 *  it (except above the throttle's set point). Default 64 MiB. */
+	uint64_t dirty_background_bytes;
+	/** Reserved for one page-cache budget over the domain's bdis; must
+	 *  be 0 in this release (each bdi keeps its own cache_bytes).
+	 *  Default 0. */
+	uint64_t cache_bytes;
+	/** Length in milliseconds of the period over which written pages
+	 *  are counted: the counts are halved at the end of each. 0 means
+	 *  3000; otherwise 10 .. 3600000. Default 0. */
+	unsigned int period_ms;
+	/** Clock of the periods, in nanoseconds, monotonic; NULL means
+	 *  CLOCK_MONOTONIC. Tests inject a fake clock here (use the same as
+	 *  the bdis'); it is called from any thread, under no libpwb lock
+	 *  but the domain's own. */
+	uint64_t (*clock)(void *clock_arg);
+	void *clock_arg;
+};
+
+/**
+ * pwb_domain_config_init() - set every field of @cfg to its default
+ * @cfg: the struct to fill; NULL is ignored
+ * @cfg_sz: sizeof(struct pwb_domain_config) as the caller was compiled;
+ *          the macro of the same name passes it
+ *
+ * Context: any thread.
+ */
+PWB_API void pwb_domain_config_init(struct pwb_domain_config *cfg,
+				    size_t cfg_sz);
+#define pwb_domain_config_init(cfg)                                            \
+	pwb_domain_config_init((cfg), sizeof(struct pwb_domain_config))
+
+/**
+ * pwb_domain_create() - create a memory domain for several bdis
+ * @cfg: configuration, copied; NULL means all defaults
+ * @cfg_sz: sizeof(struct pwb_domain_config) as the caller was compiled;
+ *          the macro of the same name passes it
+ * @domp: on success, the new domain
+ *
+ * A bdi joins the domain at pwb_bdi_open() (pwb_bdi_config.domain) and
+ * leaves it at pwb_bdi_close(). Until a bdi of the domain has completed
+ * writes, the domain's limits are split evenly (within each bdi's bounds).
+ *
+ * Context: any thread. The caller owns the domain and must destroy it
+ * with pwb_domain_destroy() after closing every bdi in it.
+ * Return: 0; -EINVAL: NULL @domp, dirty_bytes below
+ *         dirty_background_bytes, period_ms outside 10..3600000, or
+ *         @cfg_sz smaller than the first layout of the struct; -E2BIG:
+ *         @cfg is larger than this library's struct and sets a field this
+ *         library does not know; -EOPNOTSUPP: cache_bytes is not 0;
+ *         -ENOMEM.
+ */
+PWB_API int pwb_domain_create(const struct pwb_domain_config *cfg,
+			      size_t cfg_sz, struct pwb_domain **domp);
+#define pwb_domain_create(cfg, domp)                                           \
+	pwb_domain_create((cfg), sizeof(struct pwb_domain_config), (domp))
+
+/**
+ * pwb_domain_destroy() - free a domain that no bdi is in
+ * @dom: the domain; NULL is a no-op returning 0
+ *
+ * Context: any thread; not concurrently with a pwb_bdi_open() or
+ * pwb_bdi_close() of a bdi in @dom.
+ * Return: 0 (@dom is freed); -EBUSY if a bdi is still in @dom (its
+ *         pwb_bdi_close() has not returned): nothing is freed, close the
+ *         bdis and call again.
+ */
+PWB_API int pwb_domain_destroy(struct pwb_domain *dom);
 
 /* ---------------------------------------------------------------------- */
 /* Backing device                                                         */
@@ -435,6 +564,10 @@ PWB_API void pwb_bdi_config_init(struct pwb_bdi_config *cfg, size_t cfg_sz);
  *           PWB_BDI_AUTO_WB_CTX, a nr_wb_ctx outside those bounds; a file
  *           system that refuses O_DIRECT; a device smaller than one page;
  *           @cfg_sz smaller than the first layout of the struct;
+ *           min_share_ppm, max_share_ppm or PWB_BDI_STRICT_SHARE without
+ *           a domain, a share bound above 1000000, max_share_ppm below
+ *           min_share_ppm, or min_share_ppm that would bring the floors
+ *           of the domain's bdis above 1000000 together;
  *  -E2BIG: @cfg is larger than this library's struct and sets a field
  *           this library does not know;
  *  -ENOENT: unknown policy or backend name, or @path does not exist;
@@ -1515,6 +1648,15 @@ struct pwb_stats {
 	 *  of allocator-mode inodes and not yet reusable (busy extents,
 	 *  see pwb_bdi_release_freed()). */
 	uint64_t busy_bytes;
+	/** Now, pwb_bdi_stats only: the dirty limit the throttle holds the
+	 *  bdi to (dirty_bytes, or in a domain its share of the domain's),
+	 *  and its background threshold, in bytes; 0: none. */
+	uint64_t dirty_limit_bytes;
+	uint64_t dirty_background_limit_bytes;
+	/** Now, pwb_bdi_stats only: in a domain, the bdi's share of the
+	 *  domain's limits in parts per million (its bounds applied); 0
+	 *  without a domain. */
+	uint64_t domain_share_ppm;
 };
 
 /**

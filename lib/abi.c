@@ -15,6 +15,7 @@
 #include "inode.h"
 #include "abi.h"
 #include "space.h"
+#include "domain.h"
 
 #include <string.h>
 PWB_API int pwb__sized_fault_parse(const char *spec, struct pwb_fault *fault,
@@ -222,4 +223,35 @@ int pwb__sized_bdi_alloc_group_stats(const struct pwb_bdi *bdi,
 	if (!ret)
 		abi_copy_out(st, st_sz, &full, sizeof(full));
 	return ret;
+}
+
+PWB__SIZED(pwb__sized_domain_config_init, pwb_domain_config_init);
+void pwb__sized_domain_config_init(struct pwb_domain_config *cfg,
+				   size_t cfg_sz)
+{
+	struct pwb_domain_config full;
+
+	if (!cfg)
+		return;
+	pwb__domain_config_defaults(&full);
+	abi_copy_out(cfg, cfg_sz, &full, sizeof(full));
+}
+
+PWB__SIZED(pwb__sized_domain_create, pwb_domain_create);
+int pwb__sized_domain_create(const struct pwb_domain_config *cfg,
+			     size_t cfg_sz, struct pwb_domain **domp)
+{
+	struct pwb_domain_config full;
+	int ret;
+
+	if (!cfg)
+		return pwb__domain_create(NULL, domp);
+	pwb__err_clear();
+	pwb__domain_config_defaults(&full);
+	ret = abi_copy_in(&full, sizeof(full), cfg, cfg_sz,
+			  PWB__DOMAIN_CONFIG_SZ_0_1_0, "pwb_domain_create",
+			  "pwb_domain_config");
+	if (ret)
+		return ret;
+	return pwb__domain_create(&full, domp);
 }

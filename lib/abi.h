@@ -28,6 +28,8 @@
 #define PWB__FAULT_SZ_0_1 PWB__OFFSETOFEND(struct pwb_fault, max_hits)
 #define PWB__AGSTATS_SZ_0_1_0                                                  \
 	PWB__OFFSETOFEND(struct pwb_alloc_group_stats, largest_free)
+#define PWB__DOMAIN_CONFIG_SZ_0_1_0                                            \
+	PWB__OFFSETOFEND(struct pwb_domain_config, clock_arg)
 
 /*
  * The sized entry points are defined as pwb__sized_<name> and bound to
@@ -67,5 +69,9 @@ PWB_API int pwb__sized_bdi_alloc_group_stats(
 	struct pwb_alloc_group_stats *st, size_t st_sz);
 PWB_API int pwb__sized_fault_parse(const char *spec, struct pwb_fault *fault,
 				   size_t fault_sz);
+PWB_API void pwb__sized_domain_config_init(struct pwb_domain_config *cfg,
+					   size_t cfg_sz);
+PWB_API int pwb__sized_domain_create(const struct pwb_domain_config *cfg,
+				     size_t cfg_sz, struct pwb_domain **domp);
 
 #endif /* PWB_ABI_H */

@@ -245,6 +245,9 @@ enum pwb__lock_rank {
 				 * room in the cache (pcache.h); a leaf */
 	PWB__LOCK_CHUNK_RETAIN,	/* retain_lock (pcache.c): chunks of
 				 * closed bdis kept for reuse; a leaf */
+	PWB__LOCK_DOMAIN,	/* domain->lock (domain.c): members and
+				 * their shares; a leaf, tried (never
+				 * waited for) on the completion path */
 	PWB__NR_LOCK_RANKS
 };
 

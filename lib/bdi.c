@@ -14,6 +14,7 @@
 #include "writeback.h"
 #include "pcache.h"
 #include "space.h"
+#include "domain.h"
 
 #include <fcntl.h>
 #include <stddef.h>
@@ -592,6 +593,9 @@ int pwb__bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		ret = probe_atomic_writes(bdi, path);
 	if (ret)
 		goto fail;
+	ret = pwb__domain_attach(bdi, cfg);
+	if (ret)
+		goto fail;
 	ret = pwb__pcache_bdi_init(bdi);
 	if (ret)
 		goto fail;
@@ -628,6 +632,8 @@ int pwb__bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 		free(bdi->policy);
 		goto fail_ctxs;
 	}
+	/* Whole now: the domain's other bdis may read its contexts. */
+	pwb__domain_publish(bdi);
 	*bdip = bdi;
 	return 0;
 
@@ -640,6 +646,8 @@ fail_table:
 	pwb__space_bdi_fini(bdi);
 	cds_lfht_destroy(bdi->inodes, NULL);
 fail:
+	pwb__domain_leave(bdi);		/* never published: no reader */
+	pwb__domain_member_free(bdi);
 	pwb__pcache_bdi_fini(bdi);
 	if (bdi->fd >= 0)
 		close(bdi->fd);
@@ -1077,6 +1085,9 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	 * see dead and fail. Only then is anything they read freed.
 	 */
 	PWB__WRITE(bdi->dead, true);
+	/* Off its domain's members: walks of the domain that still see
+	 * the bdi end within the grace period. */
+	pwb__domain_leave(bdi);
 	pwb__synchronize_rcu();
 
 	/* No re-shard runs (it holds a reference); the lock orders
@@ -1101,6 +1112,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	rcu_barrier();
 	pwb__pcache_bdi_fini(bdi);
 	pwb__space_bdi_fini(bdi);
+	pwb__domain_member_free(bdi);
 
 	err = pwb__errseq_check_and_advance(&bdi->wb_err, &bdi->sync_cursor);
 	if (!err)

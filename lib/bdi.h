@@ -15,6 +15,7 @@
 
 struct pwb_inode;
 struct pwb__autotune;
+struct pwb__dom_member;
 struct pwb__fault_state;
 struct pwb__io_backend;
 struct pwb__policy;
@@ -44,7 +45,8 @@ struct pwb_bdi {
 	uint64_t writeback_interval_ns;
 	uint64_t bg_thresh_pages;	/* pwb__aread: 0 for no background
 					 * writeback; lowered once by the
-					 * page cache (pcache.c) */
+					 * page cache (pcache.c); in a domain
+					 * its share, set by domain.c */
 	/* statx(STATX_WRITE_ATOMIC) at open; 0 where nothing is reported. */
 	unsigned int awu_min;		/* bytes */
 	unsigned int awu_max;		/* bytes */
@@ -114,8 +116,9 @@ struct pwb_bdi {
 	uint64_t flushed_epoch;		/* flush_lock; read without it
 					 * (acquire): epochs <= covered */
 
-	uint64_t dirty_limit_pages;	/* set at open, read-only: 0: no
-					 * hard limit (throttle.c) */
+	uint64_t dirty_limit_pages;	/* pwb__aread: 0: no hard limit
+					 * (throttle.c); set at open, and in
+					 * a domain by domain.c */
 	unsigned long bg_active;	/* uatomic: background kick sent */
 	uint64_t throttle_ns;		/* uatomic: time dirtiers slept */
 	uint64_t throttle_events;	/* uatomic: sleeps */
@@ -148,6 +151,9 @@ struct pwb_bdi {
 	struct pwb__pcache_bdi *pcache;
 	struct pwb__space *space;	/* set at open, freed at close: the
 					 * allocator (space.h, own locks) */
+	struct pwb__dom_member *dom;	/* set at open, freed at close: the
+					 * bdi's place in its memory domain
+					 * (domain.h); NULL: none */
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)

@@ -17,6 +17,7 @@
 #include "writeback.h"
 #include "pcache.h"
 #include "space.h"
+#include "domain.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,9 @@ void pwb__io_complete(struct pwb__io *io, int err)
 		uatomic_add(&wb->stats.written_pages, io->nr);
 		uatomic_add(&wb->stats.bytes_written,
 			    io->nr << bdi->page_shift);
+		/* The bdi's share of its memory domain follows these. */
+		if (bdi->dom)
+			pwb__domain_written(bdi, io->nr);
 	}
 	if (attach)
 		pwb__inode_attach_dirty(inode);

@@ -10,6 +10,7 @@
 #include "bdi.h"
 #include "pcache.h"
 #include "space.h"
+#include "domain.h"
 
 #include <string.h>
 
@@ -47,6 +48,12 @@ int pwb__bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	pwb__autotune_stats(bdi, st);
 	pwb__pcache_stats(bdi, -1, st);
 	pwb__space_stats(bdi, st);
+	st->dirty_limit_bytes = pwb__aread(&bdi->dirty_limit_pages)
+				<< bdi->page_shift;
+	st->dirty_background_limit_bytes =
+		pwb__aread(&bdi->bg_thresh_pages) << bdi->page_shift;
+	if (bdi->dom)
+		st->domain_share_ppm = pwb__aread(&bdi->dom->share_ppm);
 	/* The section keeps the bdi alive against a pwb_bdi_close(). */
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;

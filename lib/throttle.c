@@ -30,6 +30,7 @@
 #include "wb_ctx.h"
 #include "bdi.h"
 #include "throttle.h"
+#include "domain.h"
 
 #include <time.h>
 
@@ -77,19 +78,21 @@ static uint64_t bdi_dirty_state(struct pwb_bdi *bdi, uint64_t *bw)
 	return sum;
 }
 
-/* Where dirtiers start to be paused: half way from bg to limit. */
-static uint64_t setpoint_of(uint64_t bg, uint64_t limit)
+uint64_t pwb__throttle_dirty(struct pwb_bdi *bdi)
 {
-	return bg + (limit - bg) / 2;
+	uint64_t bw;
+
+	return bdi_dirty_state(bdi, &bw);
 }
 
 bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi)
 {
 	uint64_t bg = pwb__aread(&bdi->bg_thresh_pages);
-	uint64_t limit = bdi->dirty_limit_pages;
+	uint64_t limit = pwb__aread(&bdi->dirty_limit_pages);
 	uint64_t bw;
 
-	return limit && bdi_dirty_state(bdi, &bw) > setpoint_of(bg, limit);
+	return limit &&
+	       bdi_dirty_state(bdi, &bw) > pwb__throttle_setpoint(bg, limit);
 }
 
 unsigned int pwb__throttle_dirtiers(struct pwb_bdi *bdi, uint64_t now)
@@ -123,7 +126,7 @@ uint64_t pwb__throttle_pause(const struct pwb__throttle_state *s, bool *hard)
 	*hard = false;
 	if (!s->limit)
 		return 0;
-	setpoint = setpoint_of(s->bg, s->limit);
+	setpoint = pwb__throttle_setpoint(s->bg, s->limit);
 	if (s->dirty <= setpoint)
 		return 0;
 	/* Each of the nr dirtiers may go at its share of the bandwidth at
@@ -180,7 +183,7 @@ static uint64_t next_pause(struct pwb_bdi *bdi, uint64_t dirtied, bool *hard)
 {
 	struct pwb__throttle_state s = {
 		.bg = pwb__aread(&bdi->bg_thresh_pages),
-		.limit = bdi->dirty_limit_pages,
+		.limit = pwb__aread(&bdi->dirty_limit_pages),
 		.dirtied = dirtied,
 		.page_shift = bdi->page_shift,
 	};
@@ -189,7 +192,17 @@ static uint64_t next_pause(struct pwb_bdi *bdi, uint64_t dirtied, bool *hard)
 	*hard = false;
 	if (s.bg && s.dirty > s.bg)
 		pwb__kick_background(bdi);
-	if (!s.limit || s.dirty <= setpoint_of(s.bg, s.limit))
+	if (caa_unlikely(bdi->dom)) {
+		if (!pwb__domain_throttle(bdi, &s))
+			return 0;
+		/* A throttled writer always has its flusher at work: the
+		 * pause may come from the domain's state, not the bdi's own
+		 * background threshold, which alone kicks above. */
+		pwb__kick_background(bdi);
+		s.nr_dirtiers = pwb__throttle_dirtiers(bdi, pwb__now(bdi));
+		return pwb__throttle_pause(&s, hard);
+	}
+	if (!s.limit || s.dirty <= pwb__throttle_setpoint(s.bg, s.limit))
 		return 0;
 	if (!s.bg)
 		pwb__kick_background(bdi);	/* no bg set: start it here */

@@ -23,6 +23,13 @@ void pwb__kick_background(struct pwb_bdi *bdi) PWB__INTERNAL;
  * point (half way from dirty_background_bytes to dirty_bytes), where
  * dirtiers are paused; false without a dirty_bytes limit. */
 bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* Where dirtiers start to be paused: half way from @bg to @limit. */
+static inline uint64_t pwb__throttle_setpoint(uint64_t bg, uint64_t limit)
+{
+	return bg + (limit - bg) / 2;
+}
+/* The bdi's dirty + writeback pages, over every context (lock-free). */
+uint64_t pwb__throttle_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* pwb_balance_dirty() without argument checks; the caller holds a
  * pwb__bdi_enter() reference. -ESHUTDOWN if close began meanwhile. */
 int pwb__balance_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;

@@ -34,6 +34,7 @@
 #include "pacing.h"
 #include "bdi.h"
 #include "throttle.h"
+#include "domain.h"
 #include "inode.h"
 #include "region.h"
 #include "writeback.h"
@@ -70,7 +71,10 @@ struct wb_control {
  * the device could be writing it: with dirty_bytes near the device's
  * bandwidth-delay product (64 MiB on a disk taking 3 GB/s is 20 ms of it),
  * pages held back under the background threshold are queue depth lost,
- * and writers went at the pace of half a queue.
+ * and writers went at the pace of half a queue. In a memory domain the
+ * thresholds are the bdi's share of the domain's, and every bdi with
+ * dirty pages also writes while the domain as a whole is above its
+ * background threshold (domain.c).
  */
 static bool over_bg_thresh(struct pwb_bdi *bdi)
 {
@@ -78,6 +82,8 @@ static bool over_bg_thresh(struct pwb_bdi *bdi)
 	uint64_t bg = pwb__aread(&bdi->bg_thresh_pages);
 
 	if (bg && dirty > bg)
+		return true;
+	if (dirty && bdi->dom && pwb__domain_over_bg(bdi))
 		return true;
 	return dirty && pwb__throttle_over_setpoint(bdi);
 }

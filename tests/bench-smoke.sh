@@ -113,6 +113,19 @@ if run throttle --workload throttle --backend "$backend" --size 16M \
 	expect throttle "w/d [0-9.]+ \(>=0.9\)"
 fi
 
+# Memory domains: three bdis, one slowed by the delay fault, in a domain
+# and with separate budgets; N bdis in /dev/shm (a skip line where tmpfs
+# refuses O_DIRECT).
+if run domain --workload domain --backend "$backend" --size 8M \
+	--duration 0.5 --runs 1; then
+	expect domain "^domain +[0-9.]+ +[0-9.]+ .*fast x[0-9.]+ vs alone"
+	expect domain "^separate +[0-9.]+ "
+fi
+if run multidev --workload multidev --backend "$backend" --size 8M \
+	--dirty-limit 1M --duration 0.5 --runs 1 --devices 2; then
+	expect multidev "^(one domain .*x[0-9.]+ vs separate|multidev: skipped)"
+fi
+
 # The write-ahead rule's cost: transactions with and without it.
 if run wal --workload wal --backend "$backend" --size 8M --threads 2 \
 	--duration 1 --runs 1; then

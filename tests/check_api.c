@@ -686,8 +686,11 @@ OPEN_ROW(ok_backend_by_name, cfg.backend = "psync")
 OPEN_ROW(ok_io_depth_1, cfg.io_depth = 1)
 OPEN_ROW(ok_io_depth_4096, cfg.io_depth = 4096)
 /* PWB_BDI_ATOMIC_WRITES depends on the device: check_bdi tests it. */
+/* Every flag but those that need what a plain image lacks: atomic writes
+ * from the device, a domain for the strict share. */
 OPEN_ROW(ok_all_known_flags,
-	 cfg.flags = PWB_BDI_FLAGS_ALL & ~PWB_BDI_ATOMIC_WRITES)
+	 cfg.flags = PWB_BDI_FLAGS_ALL &
+		     ~(PWB_BDI_ATOMIC_WRITES | PWB_BDI_STRICT_SHARE))
 OPEN_ROW(ok_null_cfg_fields, cfg.policy = NULL; cfg.backend = NULL;
 	 cfg.clock = NULL)
 
@@ -707,7 +710,8 @@ static const struct {
 	{"backend \"psync\"", ok_backend_by_name},
 	{"io_depth 1", ok_io_depth_1},
 	{"io_depth 4096", ok_io_depth_4096},
-	{"flags PWB_BDI_FLAGS_ALL but ATOMIC_WRITES", ok_all_known_flags},
+	{"flags PWB_BDI_FLAGS_ALL but ATOMIC_WRITES, STRICT_SHARE",
+	 ok_all_known_flags},
 	{"NULL policy, backend and clock", ok_null_cfg_fields},
 };
 
