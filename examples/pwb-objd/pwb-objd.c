@@ -492,51 +492,6 @@ static int object_get(const char *key, size_t klen, struct objinfo *oi,
 }
 
 /*
- * The index file's written tail. LMDB appends the pages a commit needs
- * past the last one in use, so a growing index makes every commit's
- * fdatasync also commit the file system's journal (the file's new size
- * and blocks), a second, slower flush. Zeros written ahead of LMDB, to
- * blocks the file system has allocated and recorded already, turn those
- * into plain data writes. Only past LMDB's last page, which no reader
- * reads and a later commit overwrites; only from the committer thread
- * (the one writer) between commits, or before it starts.
- */
-#define INDEX_AHEAD (64ull << 20)
-static int index_fd = -1;		/* the LMDB data file; committer */
-static uint64_t index_written;		/* its size; committer */
-
-/* Keep at least a quarter of INDEX_AHEAD written past LMDB's last page
- * (up to the map size); when less is left, write INDEX_AHEAD more. A
- * failure only costs speed. */
-static void index_ahead(void)
-{
-	static const char zero[1 << 16];
-	uint64_t used, want, off;
-	MDB_envinfo ei;
-	MDB_stat ms;
-
-	if (index_fd < 0 || mdb_env_info(env, &ei) || mdb_env_stat(env, &ms))
-		return;
-	used = ((uint64_t)ei.me_last_pgno + 1) * ms.ms_psize;
-	if (index_written >= used + INDEX_AHEAD / 4 ||
-	    index_written >= ei.me_mapsize)
-		return;
-	want = used + INDEX_AHEAD;
-	if (want > ei.me_mapsize)
-		want = ei.me_mapsize;
-	for (off = index_written > used ? index_written : used; off < want; ) {
-		size_t n = want - off < sizeof(zero) ? want - off : sizeof(zero);
-		ssize_t w = pwrite(index_fd, zero, n, (off_t)off);
-
-		if (w <= 0)
-			break;
-		off += (uint64_t)w;
-	}
-	if (!fdatasync(index_fd) && off > index_written)
-		index_written = off;
-}
-
-/*
  * Group commit, in two stages that run side by side:
  *
  *   PUT, body in the cache --> sync queue --[syncer: one pwb_sync(),
@@ -712,10 +667,6 @@ static void *committer_main(void *arg)
 			q->done = true;
 		}
 		pthread_cond_broadcast(&commit_done);
-		/* Between commits, after the replies: rarely any work. */
-		pthread_mutex_unlock(&commit_lock);
-		index_ahead();
-		pthread_mutex_lock(&commit_lock);
 	}
 	pthread_mutex_unlock(&commit_lock);
 	return NULL;
@@ -2103,19 +2054,6 @@ static int open_index(const char *dir)
 	rc = mdb_txn_commit(txn);
 	if (rc)
 		goto fail;
-	/* LMDB's data file in @dir (not MDB_NOSUBDIR), for index_ahead(). */
-	{
-		char *path = NULL;
-		struct stat st;
-
-		if (asprintf(&path, "%s/data.mdb", dir) > 0) {
-			index_fd = open(path, O_WRONLY | O_CLOEXEC);
-			if (index_fd >= 0 && !fstat(index_fd, &st))
-				index_written = (uint64_t)st.st_size;
-		}
-		free(path);
-		index_ahead();
-	}
 	return 0;
 fail:
 	fprintf(stderr, "pwb-objd: index %s: %s\n", dir, mdb_strerror(rc));
@@ -2571,8 +2509,6 @@ out_bdi:
 	}
 	if (env)
 		mdb_env_close(env);
-	if (index_fd >= 0)
-		close(index_fd);
 out:
 	free(index_dir);
 	free(sock_path);
