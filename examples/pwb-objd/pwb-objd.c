@@ -11,10 +11,11 @@
  *   POST /-/sync    pwb_sync() and an LMDB sync
  *
  * Data lives on one bdi (a device or image) in allocator-mode inodes: each
- * object one inode, written with pwb_write() as the body arrives. The
- * index (key -> ino, size, CRC-32C, extents) lives in LMDB and is changed
- * only after the object's data is durable (pwb_fsync()): data before
- * metadata. A PUT of an existing key writes a new inode and switches the
+ * object one inode, written with pwb_write() as the body arrives; objects
+ * up to --inline-max live in their index record instead. The index (key
+ * -> ino, size, CRC-32C, extents) lives in LMDB and is changed only after
+ * the object's data is durable (one pwb_sync() per batch of PUTs, then
+ * one LMDB commit per batch: the group commit): data before metadata. A PUT of an existing key writes a new inode and switches the
  * key to it in one LMDB transaction; the old inode is freed after that
  * commit, so a crash shows the old object or the new one, never a mix.
  * On start every object in the index gets its extents back
@@ -2180,8 +2181,8 @@ static struct MHD_Daemon *start_mhd(int fd, const char *where)
 			     MHD_USE_ERROR_LOG;
 	struct MHD_Daemon *d;
 
-	/* Thread per connection: a PUT sleeps in pwb_fsync() and the index
-	 * commit without holding up other clients. */
+	/* Thread per connection: a PUT sleeps in the group commit without
+	 * holding up other clients. */
 	d = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL,
 			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
