@@ -14,7 +14,9 @@ Then the clients finish the work, the daemon gets SIGTERM (exit 0), starts
 again, and all objects are checked once more.
 
 Usage: objd-crash.py DAEMON WORKDIR [SEED]
-Environment: OBJD_CRASH_OBJECTS (default 10000), OBJD_CRASH_CLIENTS (8).
+Environment: OBJD_CRASH_OBJECTS (default 10000), OBJD_CRASH_CLIENTS (8),
+OBJD_CRASH_SIZE (every object that many bytes instead: 4096 tests the
+objects the daemon keeps in its index, --inline-max).
 """
 import http.client
 import math
@@ -32,6 +34,7 @@ daemon, work = sys.argv[1], sys.argv[2]
 seed = int(sys.argv[3]) if len(sys.argv) > 3 else random.randrange(1 << 32)
 nobj = int(os.environ.get("OBJD_CRASH_OBJECTS", "10000"))
 nclients = int(os.environ.get("OBJD_CRASH_CLIENTS", "8"))
+fixed_size = os.environ.get("OBJD_CRASH_SIZE")
 # Odd seeds run the daemon with --keep-open (every inode open), even ones
 # with inodes opened on demand.
 mode = ["--keep-open"] if seed % 2 else []
@@ -53,6 +56,9 @@ POOL = rng.randbytes(MAX + (16 << 20))
 
 
 def size_of(r):
+    if fixed_size:
+        r.random()      # the same plan (keys, kill point) as without
+        return int(fixed_size)
     if r.random() < 0.01:
         return 0
     return int(math.exp(LO + (HI - LO) * r.random() ** 2))
@@ -82,8 +88,8 @@ for t in range(nclients):
     for (k, v) in plans[t]:
         sizes[(k, v)] = size_of(rng)
 total = sum(sizes.values())
-print("objd-crash: %d PUTs, %.2f GiB" % (sum(map(len, plans)), total / 2**30),
-      flush=True)
+print("objd-crash: %d PUTs, %.2f GiB%s" % (sum(map(len, plans)), total / 2**30,
+      ", %s bytes each" % fixed_size if fixed_size else ""), flush=True)
 
 lock = threading.Lock()
 acked = {}      # key -> last acknowledged version

@@ -34,6 +34,8 @@ must_exit --device "$IMG" --max-object 17179869184G 2>/dev/null
 check "--max-object past 64 bits exits 2" 2 $?
 must_exit --device "$IMG" --cache-size 16777216T 2>/dev/null
 check "unknown suffix exits 2" 2 $?
+must_exit --device "$IMG" --inline-max 129K 2>/dev/null
+check "--inline-max above 128K exits 2" 2 $?
 # A cache or a device too small to be of use is refused with the minimum
 # (they were taken without a word); the tiny device gets no index.
 must_exit --device "$IMG" --cache-size 1 2>"$W/err.cache"
@@ -140,6 +142,35 @@ check "GET missing: 404" 404 "$(code /k/none)"
 check "DELETE missing: 404" 404 "$(code /k/none -X DELETE)"
 check "list" "k/big k/empty k/nine" "$(ocurl '/?list' | tr '\n' ' ' | sed 's/ $//')"
 
+# Inline objects (up to --inline-max, 16K by default) live in the index:
+# nine, empty and the overwrite so far; 16384 bytes still are, 16385 are
+# not (sent chunked: moved from memory to an inode as it grows), and a
+# key switches between the two kinds in both directions.
+inl() { ocurl /-/stats | sed -n 's/.*"inline_puts": \([0-9]*\).*/\1/p'; }
+check "inline PUTs so far" 3 "$(inl)"
+head -c 16384 /dev/urandom >"$W/16k"
+head -c 16385 /dev/urandom >"$W/16k1"
+check "PUT 16384 bytes: 201" 201 "$(code /k/edge -T "$W/16k")"
+check "16384 bytes are inline" 4 "$(inl)"
+check "PUT 16385 bytes chunked: 201" 201 "$(cat "$W/16k1" | code /k/over -T -)"
+check "16385 bytes are not" 4 "$(inl)"
+ocurl /k/edge -o "$W/16k.out"; cmp -s "$W/16k" "$W/16k.out"
+check "GET inline 16384 is the same" 0 $?
+ocurl /k/over -o "$W/16k1.out"; cmp -s "$W/16k1" "$W/16k1.out"
+check "GET 16385 is the same" 0 $?
+check "inline Range" "$(dd if="$W/16k" bs=1 skip=100 count=50 2>/dev/null | od -An -tx1)" \
+	"$(ocurl /k/edge -r 100-149 | od -An -tx1)"
+check "inline HEAD: Content-Length" 16384 \
+	"$(ocurl /k/edge -I | tr -d '\r' | sed -n 's/^Content-Length: //p')"
+check "inline verify" ok "$(ocurl '/k/edge?verify' | cut -d' ' -f1)"
+check "inline over a device object: 204" 204 "$(code /k/over -T "$W/new")"
+check "device object over an inline one: 204" 204 "$(code /k/edge -T "$W/16k1")"
+ocurl /k/edge -o "$W/16k1.out"; cmp -s "$W/16k1" "$W/16k1.out"
+check "GET after the switch" 0 $?
+check "DELETE inline: 204" 204 "$(code /k/over -X DELETE)"
+check "DELETE device object: 204" 204 "$(code /k/edge -X DELETE)"
+check "DELETE inline again: 404" 404 "$(code /k/over -X DELETE)"
+
 # A client's requests share one connection: GETs, a 404, the listing and
 # the stats are answered once their request is whole, and none closes it.
 curl -sv --unix-socket "$SOCK" http://objd/k/big -o /dev/null \
@@ -183,14 +214,15 @@ check "deleted stays deleted" "" "$(ocurl '/?list')"
 check "space free after restart" "$free0" "$(free_bytes)"
 objd_stop; check "SIGTERM exits 0 (3)" 0 $?
 
-# --keep-open: every object's inode stays open; the same answers.
-objd_start --keep-open || exit 1
+# --keep-open: every object's inode stays open; the same answers (with
+# --inline-max 0, so that the small object has an inode too).
+objd_start --keep-open --inline-max 0 || exit 1
 check "keep-open: PUT" 201 "$(code /k/a -T "$W/big")"
 check "keep-open: PUT over" 204 "$(code /k/a -T "$W/nine")"
 check "keep-open: GET" 123456789 "$(ocurl /k/a)"
 check "keep-open: one inode open" 1 "$(ocurl /-/stats | sed -n 's/^  "open_inodes": \([0-9]*\),/\1/p')"
 objd_stop; check "keep-open: SIGTERM exits 0" 0 $?
-objd_start --keep-open || exit 1
+objd_start --keep-open --inline-max 0 || exit 1
 check "keep-open: GET after restart" 123456789 "$(ocurl /k/a)"
 check "keep-open: DELETE" 204 "$(code /k/a -X DELETE)"
 check "keep-open: space given back" "$free0" "$(free_bytes)"

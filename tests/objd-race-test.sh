@@ -12,10 +12,16 @@ truncate -s 256M "$IMG"
 rc=0
 secs=5		# seconds of racing per mode; 2 with PWB_TEST_QUICK (README)
 [ -n "${PWB_TEST_QUICK:-}" ] && secs=2
-for mode in "" --keep-open; do
+# The third run races objects of 8 KiB, kept in the index (--inline-max).
+for mode in "" --keep-open inline; do
 	echo "pwb-objd ${mode:-(inodes on demand)}"
+	size=
+	if [ "$mode" = inline ]; then
+		mode=
+		size=8192
+	fi
 	objd_start $mode || exit 1
-	python3 "$top_srcdir/tests/objd-race.py" "$SOCK" "$secs" || rc=1
+	python3 "$top_srcdir/tests/objd-race.py" "$SOCK" "$secs" $size || rc=1
 	objd_stop || { echo "FAIL: SIGTERM: exit status $?"; rc=1; }
 done
 if [ -s "$W/objd.err" ]; then

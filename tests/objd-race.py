@@ -11,7 +11,9 @@ Afterwards, with the keys deleted, every byte is free again and no inode
 is left open: replaced objects read while being replaced were freed by
 their last reader.
 
-Usage: objd-race.py SOCKET SECONDS
+Usage: objd-race.py SOCKET SECONDS [SIZE]
+SIZE (default 256 KiB): the versions' size; one at or below the daemon's
+--inline-max races objects kept in the index instead.
 """
 import http.client
 import json
@@ -22,7 +24,7 @@ import threading
 import time
 
 sock_path, seconds = sys.argv[1], float(sys.argv[2])
-SIZE = 256 << 10
+SIZE = int(sys.argv[3]) if len(sys.argv) > 3 else 256 << 10
 KEYS = ["/hot/a", "/hot/b"]
 problems = []
 counts = {"put": 0, "get": 0, "404": 0, "del": 0}

@@ -11,10 +11,11 @@
  *   POST /-/sync    pwb_sync() and an LMDB sync
  *
  * Data lives on one bdi (a device or image) in allocator-mode inodes: each
- * object one inode, written with pwb_write() as the body arrives. The
- * index (key -> ino, size, CRC-32C, extents) lives in LMDB and is changed
- * only after the object's data is durable (pwb_fsync()): data before
- * metadata. A PUT of an existing key writes a new inode and switches the
+ * object one inode, written with pwb_write() as the body arrives; objects
+ * up to --inline-max live in their index record instead. The index (key
+ * -> ino, size, CRC-32C, extents) lives in LMDB and is changed only after
+ * the object's data is durable (one pwb_sync() per batch of PUTs, then
+ * one LMDB commit per batch: the group commit): data before metadata. A PUT of an existing key writes a new inode and switches the
  * key to it in one LMDB transaction; the old inode is freed after that
  * commit, so a crash shows the old object or the new one, never a mix.
  * On start every object in the index gets its extents back
@@ -57,6 +58,7 @@
 
 #include "pwb.h"
 #include "crc32c.h"
+#include "hist.h"
 #include "pwb-example-util.h"
 
 /* ---------------------------------------------------------------- options */
@@ -78,6 +80,7 @@ static struct {
 	unsigned int max_conn;
 	unsigned int timeout_s;
 	uint64_t index_map;
+	uint64_t inline_max;	/* bodies up to this live in the index */
 	bool verbose;
 } opt = {
 	.max_object = 256ull << 20,
@@ -85,20 +88,29 @@ static struct {
 	.max_conn = 1024,
 	.timeout_s = 60,
 	.index_map = 1ull << 30,
+	.inline_max = 16 << 10,
 };
+
+/* The largest --inline-max: LMDB keeps a larger value in overflow pages
+ * that every commit writes whole, and the index map (1 GiB) fills. */
+#define OBJD_MAX_INLINE (128u << 10)
 
 /* ------------------------------------------------------------ the index */
 
 /* One object's record in LMDB, native byte order (an example daemon, not
- * a portable format; the version word lets a later one convert). */
+ * a portable format; the version word lets a later one convert). An
+ * object of --inline-max bytes or less is kept in its record (REC_INLINE:
+ * ino 0, no extents, the bytes after the head); a larger one on the
+ * device (REC_VERSION: its inode and extents). */
 #define REC_VERSION 1u
+#define REC_INLINE 2u
 struct rec {
 	uint32_t version;
 	uint32_t crc;		/* CRC-32C of the whole object */
-	uint64_t ino;
+	uint64_t ino;		/* 0: inline */
 	uint64_t size;
 	uint64_t nr_ext;
-	struct pwb_extent ext[];
+	struct pwb_extent ext[];	/* REC_INLINE: the object's bytes */
 };
 
 /* LMDB's values are not aligned (they follow their keys in the page):
@@ -133,7 +145,21 @@ static struct {
 	 * headers to the queued reply), ns */
 	uint64_t open_ns, close_ns, put_ns;
 	uint64_t index_commits;
+	/* the group commit: records (PUTs and DELETEs) and PUTs committed,
+	 * the largest batch; pwb_sync() calls of the data stage and the
+	 * PUTs they covered; PUTs stored inline */
+	uint64_t index_records, index_puts, batch_max;
+	uint64_t data_syncs, data_sync_puts, inline_puts;
+	/* connections accepted and closed */
+	uint64_t connections, connections_closed;
 } cnt;
+
+/* Request latency, from the headers to the last byte of the reply handed
+ * to the socket, by operation. */
+enum req_op { OP_PUT, OP_GET, OP_HEAD, OP_DELETE, OP_OTHER };
+#define OP_NR OP_OTHER		/* OP_OTHER is not timed */
+static const char *const op_name[OP_NR] = { "put", "get", "head", "delete" };
+static struct hist lat[OP_NR];
 
 static uint64_t now_ns(void)
 {
@@ -390,18 +416,22 @@ static void table_kill(uint64_t ino)
 /* ----------------------------------------------------------- index access */
 
 struct objinfo {
-	uint64_t ino, size;
+	uint64_t ino, size;	/* ino 0: inline */
 	uint32_t crc;
+	char *data;		/* inline and asked for: a malloc()ed copy */
 };
 
-/* Look @key up: 0, -ENOENT, or another -errno. */
-static int index_get(const char *key, size_t klen, struct objinfo *oi)
+/* Look @key up: 0, -ENOENT, or another -errno. An inline object's bytes
+ * are copied to oi->data when @want_data (the caller frees them). */
+static int index_get(const char *key, size_t klen, struct objinfo *oi,
+		     bool want_data)
 {
 	MDB_txn *txn;
 	MDB_val k = { .mv_size = klen, .mv_data = (void *)key }, v;
 	struct rec r = { 0 };
 	int rc;
 
+	oi->data = NULL;
 	rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
 	if (rc)
 		return -EIO;
@@ -411,6 +441,17 @@ static int index_get(const char *key, size_t klen, struct objinfo *oi)
 		oi->ino = r.ino;
 		oi->size = r.size;
 		oi->crc = r.crc;
+		if (!rc && r.version == REC_INLINE) {
+			oi->ino = 0;
+			if (v.mv_size != sizeof(r) + r.size)
+				rc = -EIO;
+			else if (want_data &&
+				 !(oi->data = malloc(r.size ? r.size : 1)))
+				rc = -ENOMEM;
+			else if (want_data)
+				memcpy(oi->data, (char *)v.mv_data + sizeof(r),
+				       r.size);
+		}
 	} else {
 		rc = rc == MDB_NOTFOUND ? -ENOENT : -EIO;
 	}
@@ -419,16 +460,18 @@ static int index_get(const char *key, size_t klen, struct objinfo *oi)
 }
 
 /* A reference to the object of @key as the index says now; retried when
- * a commit replaced it between the look-up and the reference. */
+ * a commit replaced it between the look-up and the reference. An inline
+ * object needs none: *@op is NULL, its bytes in oi->data. */
 static int object_get(const char *key, size_t klen, struct objinfo *oi,
-		      struct obj **op)
+		      struct obj **op, bool want_data)
 {
 	struct objinfo again;
 
+	*op = NULL;
 	for (int tries = 0; tries < 1000; tries++) {
-		int ret = index_get(key, klen, oi);
+		int ret = index_get(key, klen, oi, want_data);
 
-		if (ret)
+		if (ret || !oi->ino)
 			return ret;
 		ret = table_get(oi->ino, op);
 		if (ret == -ENOENT)
@@ -439,10 +482,11 @@ static int object_get(const char *key, size_t klen, struct objinfo *oi,
 		 * comes after the commit that moves the key away, and
 		 * finds the reference. (An inode freed before our
 		 * table_get() was opened again empty: look again.) */
-		ret = index_get(key, klen, &again);
+		ret = index_get(key, klen, &again, false);
 		if (!ret && again.ino == oi->ino)
 			return 0;
 		table_put(*op);
+		*op = NULL;
 		if (ret && ret != -ENOENT)
 			return ret;
 	}
@@ -450,32 +494,51 @@ static int object_get(const char *key, size_t klen, struct objinfo *oi,
 }
 
 /*
- * Group commit. LMDB runs one write transaction at a time and syncs twice
- * per commit, so one transaction per PUT caps the daemon at a few hundred
- * PUTs a second whatever the device does. A PUT whose data is durable
- * queues its record here and sleeps; the committer thread takes every
- * record queued so far into one transaction, commits it (durable) and
- * wakes them all with their results. A record waits for at most one
- * commit in progress plus its own.
+ * Group commit, in two stages that run side by side:
+ *
+ *   PUT, body in the cache --> sync queue --[syncer: one pwb_sync(),
+ *                                            then each inode's extents]
+ *                                  |
+ *   inline PUT, DELETE -------> commit queue --[committer: one LMDB
+ *                                               transaction] --> replies
+ *
+ * The syncer takes every PUT whose body has been written, makes all their
+ * data durable with one pwb_sync() (one device flush for the batch), puts
+ * each inode's extents into its record and moves the whole batch to the
+ * commit queue at once. The committer takes everything queued into one
+ * LMDB transaction (which syncs twice) and wakes the requests. Neither
+ * stage waits for company: on an idle daemon a lone PUT goes through at
+ * once; under load each queue fills while its stage is busy, so batches
+ * grow with the load, and the flush of the next batch runs while the
+ * committer commits this one. Data is durable before the commit that
+ * names it (README.md, "Group commit", argues the order).
  */
 struct commit_req {
 	struct commit_req *next;
 	const char *key;
 	size_t klen;
-	const struct rec *r;
+	bool del;		/* DELETE the key (r unused) */
+	struct pwb_inode *inode; /* data to make durable first, or NULL */
+	uint64_t ino, size;	/* with inode: what the syncer records */
+	uint32_t crc;
+	struct rec *r;		/* the record: the caller's, or the syncer's
+				 * (with inode; the caller frees it) */
 	size_t rsz;
-	uint64_t old;		/* out: the ino the key named before */
+	uint64_t old;		/* out: the ino the key named (0: none/inline) */
+	bool existed;		/* out: the key was there */
 	int ret;		/* out */
 	bool done;		/* commit_lock */
 };
 
 static pthread_mutex_t commit_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t commit_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t sync_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t commit_done = PTHREAD_COND_INITIALIZER;
+/* All commit_lock: */
 static struct commit_req *commit_head, **commit_tail = &commit_head;
-static bool commit_stop;		/* commit_lock */
-static pthread_t committer;
-static uint64_t nr_commits, nr_committed;	/* committer thread only */
+static struct commit_req *sync_head, **sync_tail = &sync_head;
+static bool sync_stop, commit_stop;
+static pthread_t committer, syncer;
 
 /* Put @batch's records into @txn: 0 or an LMDB error. */
 static int commit_batch_txn(MDB_txn *txn, struct commit_req *batch)
@@ -490,10 +553,20 @@ static int commit_batch_txn(MDB_txn *txn, struct commit_req *batch)
 		k.mv_data = (void *)q->key;
 		q->old = 0;
 		rc = mdb_get(txn, db_obj, &k, &v);
-		if (rc == 0 && !rec_head(&v, &h))
+		q->existed = rc == 0;
+		if (rc == 0 && !rec_head(&v, &h) && h.version != REC_INLINE)
 			q->old = h.ino;
 		else if (rc && rc != MDB_NOTFOUND)
 			return rc;
+		if (q->del) {
+			/* In order: a PUT earlier in the batch is seen. */
+			if (rc == MDB_NOTFOUND)
+				continue;
+			rc = mdb_del(txn, db_obj, &k, NULL);
+			if (rc)
+				return rc;
+			continue;
+		}
 		v.mv_size = q->rsz;
 		v.mv_data = (void *)q->r;
 		rc = mdb_put(txn, db_obj, &k, &v, 0);
@@ -537,9 +610,17 @@ static int lmdb_errno(int rc)
 	return rc == MDB_MAP_FULL ? -ENOSPC : -EIO;
 }
 
+static int commit_result(const struct commit_req *q, int rc)
+{
+	if (rc)
+		return lmdb_errno(rc);
+	return q->del && !q->existed ? -ENOENT : 0;
+}
+
 static void *committer_main(void *arg)
 {
 	struct commit_req *batch, *q, *next;
+	uint64_t n, puts, max;
 	int rc;
 
 	pthread_mutex_lock(&commit_lock);
@@ -554,7 +635,6 @@ static void *committer_main(void *arg)
 		pthread_mutex_unlock(&commit_lock);
 
 		rc = commit_batch(batch);
-		nr_commits++;
 		CNT_ADD(index_commits, 1);
 		if (rc && batch->next) {
 			/* One bad record (a full map) must not fail the
@@ -562,24 +642,30 @@ static void *committer_main(void *arg)
 			for (q = batch; q; q = next) {
 				next = q->next;
 				q->next = NULL;
-				int r1 = commit_batch(q);
-
-				q->ret = r1 ? lmdb_errno(r1) : 0;
+				q->ret = commit_result(q, commit_batch(q));
 				q->next = next;
-				nr_commits++;
+				CNT_ADD(index_commits, 1);
 			}
 		} else {
 			for (q = batch; q; q = q->next)
-				q->ret = rc ? lmdb_errno(rc) : 0;
+				q->ret = commit_result(q, rc);
 		}
 		if (rc)
 			fprintf(stderr, "pwb-objd: index commit: %s\n",
 				mdb_strerror(rc));
+		n = puts = 0;
+		for (q = batch; q; q = q->next) {
+			n++;
+			puts += !q->del && !q->ret;
+		}
+		CNT_ADD(index_records, n);
+		CNT_ADD(index_puts, puts);
+		max = CNT_GET(batch_max);
+		if (n > max)	/* this thread is its only writer */
+			__atomic_store_n(&cnt.batch_max, n, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&commit_lock);
 		for (q = batch; q; q = next) {
 			next = q->next;
-			if (!q->ret)
-				nr_committed++;
 			q->done = true;
 		}
 		pthread_cond_broadcast(&commit_done);
@@ -588,32 +674,144 @@ static void *committer_main(void *arg)
 	return NULL;
 }
 
-/* Make @key name the new inode of @r (whose data is durable), through the
- * committer; the old ino, if any, in *@old. 0 or -errno. */
-static int index_commit(const char *key, size_t klen, const struct rec *r,
-			size_t rsz, uint64_t *old)
+/* The record of a PUT whose data is durable now: its extents are final
+ * (libpwb allocates at writeback). 0 or -errno. */
+static int build_rec(struct commit_req *q)
 {
-	struct commit_req q = {
-		.key = key, .klen = klen, .r = r, .rsz = rsz,
-	};
+	struct pwb_extent *ext = NULL;
+	size_t total = 0;
+	struct rec *r;
+	int ret;
+
+	ret = pwbex_inode_extents(q->inode, &ext, &total);
+	if (ret)
+		return ret;
+	q->rsz = sizeof(*r) + total * sizeof(struct pwb_extent);
+	r = calloc(1, q->rsz);
+	if (!r) {
+		free(ext);
+		return -ENOMEM;
+	}
+	r->version = REC_VERSION;
+	r->crc = q->crc;
+	r->ino = q->ino;
+	r->size = q->size;
+	r->nr_ext = total;
+	if (total)
+		memcpy(r->ext, ext, total * sizeof(*ext));
+	free(ext);
+	q->r = r;
+	return 0;
+}
+
+static void *syncer_main(void *arg)
+{
+	struct commit_req *batch, *q, *next;
+	uint64_t t0, n;
+	int ret;
 
 	pthread_mutex_lock(&commit_lock);
-	if (commit_stop) {
+	for (;;) {
+		while (!sync_head && !sync_stop)
+			pthread_cond_wait(&sync_work, &commit_lock);
+		if (!sync_head)
+			break;
+		batch = sync_head;
+		sync_head = NULL;
+		sync_tail = &sync_head;
+		pthread_mutex_unlock(&commit_lock);
+
+		/* Every body in the batch was written before it was queued:
+		 * one pwb_sync() makes them all durable (and whatever else
+		 * is dirty: bodies still arriving, written now, not later). */
+		t0 = now_ns();
+		ret = pwb_sync(bdi);
+		n = 0;
+		for (q = batch; q; q = q->next) {
+			/* A failed sync says neither which inode nor whether
+			 * it is still failing: each PUT asks for its own. */
+			q->ret = ret ? pwb_fsync(q->inode) : 0;
+			if (q->ret)
+				fprintf(stderr, "pwb-objd: fsync: %s\n",
+					errtext(q->ret));
+			if (!q->ret)
+				q->ret = build_rec(q);
+			n++;
+		}
+		CNT_ADD(data_syncs, 1);
+		CNT_ADD(data_sync_puts, n);
+		CNT_ADD(fsync_ns, (now_ns() - t0) * n);
+
+		pthread_mutex_lock(&commit_lock);
+		for (q = batch; q; q = next) {
+			next = q->next;
+			q->next = NULL;
+			if (q->ret) {
+				q->done = true;
+				continue;
+			}
+			*commit_tail = q;
+			commit_tail = &q->next;
+		}
+		pthread_cond_signal(&commit_work);
+		pthread_cond_broadcast(&commit_done);
+	}
+	pthread_mutex_unlock(&commit_lock);
+	return NULL;
+}
+
+/* Run @q through the group commit (the sync stage first if it has an
+ * inode) and wait for it: 0 or -errno; q->old, q->existed, q->r set. */
+static int commit_wait(struct commit_req *q)
+{
+	pthread_mutex_lock(&commit_lock);
+	if (q->inode ? sync_stop : commit_stop) {
 		pthread_mutex_unlock(&commit_lock);
 		return -ESHUTDOWN;
 	}
-	*commit_tail = &q;
-	commit_tail = &q.next;
-	pthread_cond_signal(&commit_work);
-	while (!q.done)
+	if (q->inode) {
+		*sync_tail = q;
+		sync_tail = &q->next;
+		pthread_cond_signal(&sync_work);
+	} else {
+		*commit_tail = q;
+		commit_tail = &q->next;
+		pthread_cond_signal(&commit_work);
+	}
+	while (!q->done)
 		pthread_cond_wait(&commit_done, &commit_lock);
 	pthread_mutex_unlock(&commit_lock);
-	*old = q.ret ? 0 : q.old;
-	return q.ret;
+	if (q->ret)
+		q->old = 0;
+	return q->ret;
 }
 
-static void committer_stop(void)
+static int commit_start(void)
 {
+	int ret = pthread_create(&committer, NULL, committer_main, NULL);
+
+	if (ret)
+		return ret;
+	ret = pthread_create(&syncer, NULL, syncer_main, NULL);
+	if (ret) {
+		pthread_mutex_lock(&commit_lock);
+		sync_stop = commit_stop = true;
+		pthread_cond_signal(&commit_work);
+		pthread_mutex_unlock(&commit_lock);
+		pthread_join(committer, NULL);
+	}
+	return ret;
+}
+
+/* The syncer drains its queue into the committer's, then the committer
+ * drains its own. */
+static void commit_stop_all(void)
+{
+	pthread_mutex_lock(&commit_lock);
+	sync_stop = true;
+	pthread_cond_signal(&sync_work);
+	pthread_mutex_unlock(&commit_lock);
+	pthread_join(syncer, NULL);
 	pthread_mutex_lock(&commit_lock);
 	commit_stop = true;
 	pthread_cond_signal(&commit_work);
@@ -621,33 +819,15 @@ static void committer_stop(void)
 	pthread_join(committer, NULL);
 }
 
+/* DELETE @key through the group commit: 0, -ENOENT or -errno; the ino it
+ * named in *@old (0: inline). */
 static int index_delete(const char *key, size_t klen, uint64_t *old)
 {
-	struct rec h;
-	MDB_txn *txn;
-	MDB_val k = { .mv_size = klen, .mv_data = (void *)key }, v;
-	int rc;
+	struct commit_req q = { .key = key, .klen = klen, .del = true };
+	int ret = commit_wait(&q);
 
-	rc = mdb_txn_begin(env, NULL, 0, &txn);
-	if (rc)
-		return -EIO;
-	rc = mdb_get(txn, db_obj, &k, &v);
-	if (rc) {
-		mdb_txn_abort(txn);
-		return rc == MDB_NOTFOUND ? -ENOENT : -EIO;
-	}
-	if (rec_head(&v, &h)) {
-		mdb_txn_abort(txn);
-		return -EIO;
-	}
-	*old = h.ino;
-	rc = mdb_del(txn, db_obj, &k, NULL);
-	if (rc) {
-		mdb_txn_abort(txn);
-		return -EIO;
-	}
-	rc = mdb_txn_commit(txn);
-	return rc ? -EIO : 0;
+	*old = q.old;
+	return ret;
 }
 
 /* -------------------------------------------------------------- responses */
@@ -702,22 +882,53 @@ static unsigned int errno_status(int err)
 
 /* --------------------------------------------------------------- requests */
 
-enum req_kind { REQ_PUT = 1, REQ_SKIP };
+/*
+ * One request's state, from its first call to the completion callback
+ * (every request has one: its start time is what the latency histograms
+ * measure from).
+ *
+ *   REQ_PUT      a PUT being received: the body goes into buf while it
+ *                fits --inline-max, else (or once it grows past) into a
+ *                new inode;
+ *   REQ_REFUSED  a request answered with status once its body (dropped)
+ *                is read, so that the connection stays open for the next
+ *                one; early: answered already, before the body;
+ *   REQ_WHOLE    every other method, answered once the request is whole.
+ */
+enum req_kind { REQ_PUT = 1, REQ_REFUSED, REQ_WHOLE };
 
-/* The state of one PUT, from its first call to the completion callback. */
-struct put_req {
+struct req {
 	enum req_kind kind;
+	enum req_op op;
+	unsigned int status;	/* REQ_REFUSED */
+	bool early;		/* REQ_REFUSED: answered before the body */
+	uint64_t dropped;	/* REQ_REFUSED: body bytes read and dropped */
+	uint64_t t_begin;	/* now_ns() when the headers arrived */
+	/* REQ_PUT: */
 	char *key;
 	size_t klen;
-	uint64_t ino;
-	struct pwb_inode *inode;
+	uint64_t ino;		/* with inode */
+	struct pwb_inode *inode;	/* NULL while the body is inline */
+	char *buf;		/* the inline body so far */
+	size_t cap;		/* buf's size */
 	uint64_t off;
 	uint32_t crc;
 	int err;		/* first error; the rest of the body is dropped */
 	bool committed;		/* the inode belongs to the table now */
 	bool too_big;
-	uint64_t t_begin;	/* now_ns() when the headers arrived */
 };
+
+static struct req *req_new(enum req_kind kind, enum req_op op)
+{
+	struct req *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->kind = kind;
+	q->op = op;
+	q->t_begin = now_ns();
+	return q;
+}
 
 /* Keys: 1..max_key bytes after the leading '/', no control characters,
  * not starting with "-/" (the daemon's own paths). 0 or an HTTP status. */
@@ -739,56 +950,100 @@ static unsigned int check_key(const char *url, size_t *klen)
 	return 0;
 }
 
-static struct put_req *put_begin(struct MHD_Connection *c, const char *url,
-				 unsigned int *status)
+/* A new inode for @p's body: 0 or -errno. */
+static int put_open_inode(struct req *p)
+{
+	uint64_t t0 = now_ns();
+	int ret;
+
+	p->ino = __atomic_fetch_add(&next_ino, 1, __ATOMIC_RELAXED);
+	ret = pwb_inode_open(bdi, p->ino, &alloc_ops, NULL, &p->inode);
+	CNT_ADD(open_ns, now_ns() - t0);
+	if (ret) {
+		fprintf(stderr, "pwb-objd: inode open: %s\n", pwb_errmsg());
+		p->inode = NULL;
+	}
+	return ret;
+}
+
+/*
+ * A refused request's body up to this size is read and dropped, so that
+ * the refusal keeps the connection (a reply queued before the body makes
+ * libmicrohttpd close it: it cannot know where the next request starts).
+ * A larger one is refused before it is read, and the connection closes.
+ */
+#define OBJD_DRAIN_MAX (1u << 20)
+
+/* The client waits for "100 Continue" before it sends the body. */
+static bool expects_continue(struct MHD_Connection *c)
+{
+	const char *e = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_EXPECT);
+
+	return e && !strncasecmp(e, "100-continue", 12);
+}
+
+/* Start the PUT @p of @url: 0, or the HTTP status refusing it; *@early
+ * then says to answer before the body (not worth reading). */
+static unsigned int put_begin(struct MHD_Connection *c, const char *url,
+			      struct req *p, bool *early)
 {
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					MHD_HTTP_HEADER_CONTENT_LENGTH);
-	struct put_req *p;
+	unsigned long long v = 0;
+	unsigned int status;
 	size_t klen;
-	int ret;
 
-	*status = check_key(url, &klen);
-	if (*status)
-		return NULL;
 	if (cl) {
 		char *end;
-		unsigned long long v;
 
 		errno = 0;
 		v = strtoull(cl, &end, 10);
 		if (errno || end == cl || *end || cl[0] == '-') {
-			*status = 400;
-			return NULL;
-		}
-		if (v > opt.max_object) {
-			*status = 413;
-			return NULL;
+			*early = true;	/* no telling where the body ends */
+			return 400;
 		}
 	}
-	p = calloc(1, sizeof(*p));
-	if (!p || !(p->key = strndup(url + 1, klen))) {
-		free(p);
-		*status = 500;
-		return NULL;
-	}
-	p->kind = REQ_PUT;
+	/* Large or of unknown size, and not sent yet: not worth reading
+	 * only to refuse it. */
+	*early = cl ? v > OBJD_DRAIN_MAX : expects_continue(c);
+	status = check_key(url, &klen);
+	if (status)
+		return status;
+	if (cl && v > opt.max_object)
+		return 413;
+	if (!(p->key = strndup(url + 1, klen)))
+		return 500;
 	p->klen = klen;
-	p->t_begin = now_ns();
-	p->ino = __atomic_fetch_add(&next_ino, 1, __ATOMIC_RELAXED);
-	ret = pwb_inode_open(bdi, p->ino, &alloc_ops, NULL, &p->inode);
-	CNT_ADD(open_ns, now_ns() - p->t_begin);
-	if (ret) {
-		fprintf(stderr, "pwb-objd: inode open: %s\n", pwb_errmsg());
-		free(p->key);
-		free(p);
-		*status = 500;
-		return NULL;
-	}
-	return p;
+	p->kind = REQ_PUT;
+	/* Known to be larger than --inline-max: on the device from the
+	 * start. Otherwise in memory until (unless) it grows past it. */
+	if (cl && v > opt.inline_max)
+		return put_open_inode(p) ? 500 : 0;
+	return 0;
 }
 
-static void put_data(struct put_req *p, const char *data, size_t len)
+/* The inline body grew past --inline-max: move it to an inode. */
+static int put_spill(struct req *p)
+{
+	uint64_t done = 0;
+	ssize_t n;
+	int ret;
+
+	ret = put_open_inode(p);
+	while (!ret && done < p->off) {
+		n = pwb_write(p->inode, p->buf + done, p->off - done, done);
+		if (n <= 0)
+			ret = n ? (int)n : -EIO;
+		else
+			done += (uint64_t)n;
+	}
+	free(p->buf);
+	p->buf = NULL;
+	return ret;
+}
+
+static void put_data(struct req *p, const char *data, size_t len)
 {
 	ssize_t n;
 
@@ -801,6 +1056,25 @@ static void put_data(struct put_req *p, const char *data, size_t len)
 	uint64_t t0 = now_ns();
 
 	p->crc = crc32c_update(p->crc, data, len);
+	if (!p->inode && p->off + len <= opt.inline_max) {
+		if (!p->buf) {
+			p->cap = opt.inline_max;
+			p->buf = malloc(p->cap);
+			if (!p->buf) {
+				p->err = -ENOMEM;
+				return;
+			}
+		}
+		memcpy(p->buf + p->off, data, len);
+		p->off += len;
+		CNT_ADD(write_ns, now_ns() - t0);
+		return;
+	}
+	if (!p->inode) {
+		p->err = put_spill(p);
+		if (p->err)
+			return;
+	}
 	while (len) {
 		n = pwb_write(p->inode, data, len, p->off);
 		if (n < 0) {
@@ -820,14 +1094,34 @@ static void put_data(struct put_req *p, const char *data, size_t len)
 	CNT_ADD(write_ns, now_ns() - t0);
 }
 
-/* The body is complete: data durable, then the index, then the reply. */
-static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
+/* An inline PUT's record: the head and the bytes. */
+static struct rec *inline_rec(const struct req *p, size_t *rsz)
 {
-	struct pwb_extent *ext = NULL;
-	struct rec *r = NULL;
-	size_t total = 0, rsz;
-	uint64_t old = 0, t0;
-	struct obj *o;
+	struct rec *r;
+
+	*rsz = sizeof(*r) + p->off;
+	r = calloc(1, *rsz);
+	if (!r)
+		return NULL;
+	r->version = REC_INLINE;
+	r->crc = p->crc;
+	r->size = p->off;
+	if (p->off)
+		memcpy(r->ext, p->buf, p->off);
+	return r;
+}
+
+/*
+ * The body is complete: data durable, then the index, then the reply,
+ * through the group commit. A body on the device goes through the sync
+ * stage first; an inline one straight to the index commit, which makes
+ * it durable with the record that holds it.
+ */
+static enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
+{
+	struct commit_req q = { .key = p->key, .klen = p->klen };
+	struct obj *o = NULL;
+	uint64_t t0;
 	int ret;
 
 	if (p->too_big)
@@ -835,58 +1129,51 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 			     opt.max_object);
 	if (p->err)
 		goto fail;
+	if (!p->inode) {
+		q.r = inline_rec(p, &q.rsz);
+		if (!q.r) {
+			p->err = -ENOMEM;
+			goto fail;
+		}
+	} else {
+		q.inode = p->inode;
+		q.ino = p->ino;
+		q.size = p->off;
+		q.crc = p->crc;
+		/* In the table before the key can name it: a GET right
+		 * after the commit finds it open. Nobody else knows the
+		 * ino yet. */
+		ret = table_insert(p->ino, p->inode, &o);
+		if (ret) {
+			p->err = ret;
+			goto fail;
+		}
+		p->committed = true;	/* the table owns the inode now */
+	}
 	t0 = now_ns();
-	ret = pwb_fsync(p->inode);
-	CNT_ADD(fsync_ns, now_ns() - t0);
-	if (!ret)
-		ret = pwbex_inode_extents(p->inode, &ext, &total);
-	if (ret) {
-		fprintf(stderr, "pwb-objd: fsync: %s\n", errtext(ret));
-		p->err = ret;
-		goto fail;
-	}
-	rsz = sizeof(*r) + total * sizeof(struct pwb_extent);
-	r = calloc(1, rsz);
-	if (!r) {
-		free(ext);
-		p->err = -ENOMEM;
-		goto fail;
-	}
-	r->version = REC_VERSION;
-	r->crc = p->crc;
-	r->ino = p->ino;
-	r->size = p->off;
-	r->nr_ext = total;
-	if (total)
-		memcpy(r->ext, ext, total * sizeof(*ext));
-	free(ext);
-	/* In the table before the key can name it: a GET right after the
-	 * commit finds it open. Nobody else knows the ino yet. */
-	ret = table_insert(p->ino, p->inode, &o);
-	if (ret) {
-		p->err = ret;
-		goto fail;
-	}
-	p->committed = true;	/* the table owns the inode now */
-	t0 = now_ns();
-	ret = index_commit(p->key, p->klen, r, rsz, &old);
+	ret = commit_wait(&q);
 	CNT_ADD(commit_ns, now_ns() - t0);
 	if (ret) {
-		table_kill(p->ino);
-		table_put(o);
+		if (o) {
+			table_kill(p->ino);
+			table_put(o);
+		}
 		p->err = ret;
 		goto fail;
 	}
+	p->committed = true;	/* inline: nothing to free any more */
 	t0 = now_ns();
-	if (old)
-		table_kill(old);
-	if (keep_open)
+	if (q.old)
+		table_kill(q.old);
+	if (o && keep_open)
 		table_pin(o);
-	else
+	else if (o)
 		table_put(o);	/* closes it, unless a GET has it already */
 	CNT_ADD(close_ns, now_ns() - t0);
-	free(r);
+	free(q.r);
 	CNT_ADD(puts, 1);
+	if (!o)
+		CNT_ADD(inline_puts, 1);
 	CNT_ADD(bytes_in, p->off);
 	vlog("PUT %s: ino %" PRIu64 ", %" PRIu64 " bytes, crc %08x",
 	     p->key, p->ino, p->off, p->crc);
@@ -901,35 +1188,40 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct put_req *p)
 			return MHD_NO;
 		snprintf(etag, sizeof(etag), "\"%08x\"", p->crc);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-		mret = MHD_queue_response(c, old ? 204 : 201, resp);
+		mret = MHD_queue_response(c, q.existed ? 204 : 201, resp);
 		MHD_destroy_response(resp);
 		CNT_ADD(put_ns, now_ns() - p->t_begin);
 		return mret;
 	}
 fail:
-	free(r);
+	free(q.r);
 	return reply(c, errno_status(p->err), "PUT failed: %s\n",
 		     pwb_strerror(p->err));
 }
 
 /* The completion callback: a PUT that was not committed (an error, a
- * client gone mid-body, a shutdown) frees its inode and space. */
+ * client gone mid-body, a shutdown) frees its inode and space; a request
+ * whose reply went out whole counts in its operation's latency. */
 static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	struct put_req *p = *con_cls;
+	struct req *p = *con_cls;
 
 	if (!p)
 		return;
 	*con_cls = NULL;
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && p->op < OP_NR)
+		hist_add(&lat[p->op], now_ns() - p->t_begin);
 	if (p->kind == REQ_PUT) {
 		/* Failed, refused, or the client went away mid-body. */
 		if (!p->committed) {
 			CNT_ADD(aborted_puts, 1);
-			inode_free(p->ino, p->inode, true);
+			if (p->inode)
+				inode_free(p->ino, p->inode, true);
 		}
-		free(p->key);
 	}
+	free(p->key);
+	free(p->buf);
 	free(p);
 }
 
@@ -952,6 +1244,12 @@ static ssize_t get_read(void *cls, uint64_t pos, char *buf, size_t max)
 		return MHD_CONTENT_READER_END_WITH_ERROR; /* shorter than said */
 	CNT_ADD(bytes_out, (uint64_t)n);
 	return n;
+}
+
+/* HEAD of an inline object: never called (HEAD has no body). */
+static ssize_t get_none(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
 static void get_free(void *cls)
@@ -1009,17 +1307,33 @@ static int parse_range(const char *h, uint64_t size, uint64_t *a, uint64_t *b)
 	return 0;
 }
 
-/* GET /KEY?verify: read the object back from libpwb and compare its
- * CRC-32C with the index's: 200 "ok CRC SIZE" or 500 "mismatch ...". */
+/* Drop what object_get() gave: the reference, or the inline bytes. */
+static void object_put(struct obj *o, struct objinfo *oi)
+{
+	if (o)
+		table_put(o);
+	free(oi->data);
+	oi->data = NULL;
+}
+
+/* GET /KEY?verify: read the object back from libpwb (an inline one: from
+ * the index) and compare its CRC-32C with the index's: 200 "ok CRC SIZE"
+ * or 500 "mismatch ...". */
 static enum MHD_Result do_verify(struct MHD_Connection *c, struct obj *o,
-				 const struct objinfo *oi)
+				 struct objinfo *oi)
 {
 	size_t bsz = 1 << 20;
-	char *buf = malloc(bsz);
+	char *buf = o ? malloc(bsz) : NULL;
 	uint64_t pos = 0;
 	uint32_t crc = 0;
 	ssize_t n = 0;
 
+	if (!o) {
+		crc = crc32c_update(0, oi->data, oi->size);
+		pos = oi->size;
+		object_put(o, oi);
+		goto check;
+	}
 	if (!buf) {
 		table_put(o);
 		return MHD_NO;
@@ -1035,6 +1349,7 @@ static enum MHD_Result do_verify(struct MHD_Connection *c, struct obj *o,
 	table_put(o);
 	if (n < 0)
 		return reply(c, 500, "read error: %s\n", pwb_strerror((int)n));
+check:
 	if (pos != oi->size || crc != oi->crc)
 		return reply(c, 500, "mismatch: read %" PRIu64 " bytes crc %08x,"
 			     " index says %" PRIu64 " bytes crc %08x\n", pos, crc,
@@ -1059,7 +1374,7 @@ static enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 	status = check_key(url, &klen);
 	if (status)
 		return reply(c, status, "bad key\n");
-	ret = object_get(url + 1, klen, &oi, &o);
+	ret = object_get(url + 1, klen, &oi, &o, !head);
 	if (ret)
 		return reply(c, errno_status(ret), "%s\n",
 			     ret == -ENOENT ? "no such key" : pwb_strerror(ret));
@@ -1070,7 +1385,7 @@ static enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 						     MHD_HTTP_HEADER_RANGE),
 			 oi.size, &a, &b);
 	if (rr == 416) {
-		table_put(o);
+		object_put(o, &oi);
 		resp = MHD_create_response_from_buffer(0, "",
 						       MHD_RESPMEM_PERSISTENT);
 		if (!resp)
@@ -1083,10 +1398,19 @@ static enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 		return mret;
 	}
 	len = rr == 0 ? b - a + 1 : oi.size;
-	if (len == 0) {
-		table_put(o);
-		resp = MHD_create_response_from_buffer(0, "",
-						       MHD_RESPMEM_PERSISTENT);
+	if (len == 0 || (!o && head)) {
+		/* A HEAD of an inline object: its size without its bytes
+		 * (libmicrohttpd sends no body for HEAD). */
+		object_put(o, &oi);
+		resp = len ? MHD_create_response_from_callback(len, 4096,
+				get_none, NULL, NULL)
+			   : MHD_create_response_from_buffer(0, "",
+						MHD_RESPMEM_PERSISTENT);
+	} else if (!o) {
+		resp = MHD_create_response_from_buffer(len, oi.data + a,
+						       MHD_RESPMEM_MUST_COPY);
+		CNT_ADD(bytes_out, len);
+		object_put(o, &oi);
 	} else {
 		g = malloc(sizeof(*g));
 		if (!g) {
@@ -1202,45 +1526,170 @@ static enum MHD_Result do_list(struct MHD_Connection *c)
 	X(reserved_bytes) X(free_bytes) X(reclaim_ns) X(read_ios)              \
 	X(read_pages)
 
-/* GET /-/stats: {"objects": .., "objd": {..}, "pwb": {..}}. */
+/* The daemon's counters, as C(name) for the JSON and the metrics. */
+#define OBJD_COUNTERS                                                          \
+	C(puts) C(gets) C(heads) C(deletes) C(lists) C(syncs)                  \
+	C(bytes_in) C(bytes_out) C(errors) C(aborted_puts) C(freed)            \
+	C(write_ns) C(fsync_ns) C(commit_ns) C(index_commits)                  \
+	C(open_ns) C(close_ns) C(put_ns) C(index_records) C(index_puts)        \
+	C(batch_max) C(data_syncs) C(data_sync_puts) C(inline_puts)            \
+	C(connections) C(connections_closed)
+
+/* One histogram snapshot at a time (they are large for a stack). */
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A response of @sz bytes at @buf (freed with it) and @type, queued. */
+static enum MHD_Result reply_text(struct MHD_Connection *c, char *buf,
+				  size_t sz, const char *type)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(sz, buf, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result mret;
+
+	if (!resp) {
+		free(buf);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", type);
+	mret = MHD_queue_response(c, 200, resp);
+	MHD_destroy_response(resp);
+	return mret;
+}
+
+/* The objects in the index and the inodes open now. */
+static void count_objects(size_t *objects, uint64_t *open_now)
+{
+	MDB_stat ms = { 0 };
+	MDB_txn *txn;
+
+	if (!mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		mdb_stat(txn, db_obj, &ms);
+		mdb_txn_abort(txn);
+	}
+	*objects = ms.ms_entries;
+	pthread_mutex_lock(&table_lock);
+	*open_now = nr_open;
+	pthread_mutex_unlock(&table_lock);
+}
+
+/*
+ * GET /-/metrics: the Prometheus text format (version 0.0.4). The
+ * daemon's counters as objd_NAME_total, the objects and open inodes as
+ * gauges, the latency of each operation as the histogram
+ * objd_request_duration_seconds{op=...} (one bucket per power of two of
+ * nanoseconds, from 1.024 us), and struct pwb_stats as pwb_NAME (untyped:
+ * counters and gauges mixed).
+ */
+static enum MHD_Result do_metrics(struct MHD_Connection *c)
+{
+	static struct hist snap;	/* stats_lock */
+	struct pwb_stats st;
+	uint64_t open_now, n, cum;
+	size_t objects, sz = 0;
+	char *buf = NULL;
+	FILE *f;
+
+	if (pwb_bdi_stats(bdi, &st))
+		return reply(c, 500, "stats: %s\n", pwb_errmsg());
+	count_objects(&objects, &open_now);
+	f = open_memstream(&buf, &sz);
+	if (!f)
+		return MHD_NO;
+	fprintf(f, "# HELP objd_objects Objects in the index.\n"
+		"# TYPE objd_objects gauge\nobjd_objects %zu\n"
+		"# HELP objd_open_inodes Object inodes open now.\n"
+		"# TYPE objd_open_inodes gauge\nobjd_open_inodes %" PRIu64
+		"\n", objects, open_now);
+#define C(name) fprintf(f, "# HELP objd_" #name "_total pwb-objd counter " \
+			#name " (README.md).\n# TYPE objd_" #name           \
+			"_total counter\nobjd_" #name "_total %" PRIu64 "\n", \
+			CNT_GET(name));
+	OBJD_COUNTERS
+#undef C
+	fprintf(f, "# HELP objd_request_duration_seconds Time from a "
+		"request's headers to the end of its reply.\n"
+		"# TYPE objd_request_duration_seconds histogram\n");
+	pthread_mutex_lock(&stats_lock);
+	for (unsigned int i = 0; i < OP_NR; i++) {
+		n = hist_snapshot(&lat[i], &snap);
+		cum = 0;
+		for (unsigned int b = 0; b < HIST_NR - 1; b++) {
+			cum += snap.b[b];
+			/* The last sub-bucket of each power of two. */
+			if (b % HIST_SUB)
+				continue;
+			fprintf(f, "objd_request_duration_seconds_bucket{op=\"%s\""
+				",le=\"%.9g\"} %" PRIu64 "\n", op_name[i],
+				(double)hist_upper_ns(b) / 1e9, cum);
+		}
+		fprintf(f, "objd_request_duration_seconds_bucket{op=\"%s\","
+			"le=\"+Inf\"} %" PRIu64 "\n"
+			"objd_request_duration_seconds_sum{op=\"%s\"} %.9f\n"
+			"objd_request_duration_seconds_count{op=\"%s\"} %" PRIu64
+			"\n", op_name[i], n, op_name[i],
+			(double)snap.sum_ns / 1e9, op_name[i], n);
+	}
+	pthread_mutex_unlock(&stats_lock);
+#define X(name) fprintf(f, "# TYPE pwb_" #name " untyped\npwb_" #name      \
+			" %" PRIu64 "\n", (uint64_t)st.name);
+	PWB_STATS_FIELDS
+#undef X
+	if (fclose(f)) {
+		free(buf);
+		return MHD_NO;
+	}
+	return reply_text(c, buf, sz, "text/plain; version=0.0.4");
+}
+
+/* GET /-/stats: {"objects": .., "objd": {..}, "latency": {..},
+ * "pwb": {..}}. */
 static enum MHD_Result do_stats(struct MHD_Connection *c)
 {
 	struct pwb_stats st;
-	MDB_stat ms = { 0 };
-	MDB_txn *txn;
 	uint64_t open_now;
+	size_t objects, sz = 0;
 	char *buf = NULL;
-	size_t sz = 0;
 	FILE *f;
 	int ret;
 
 	ret = pwb_bdi_stats(bdi, &st);
 	if (ret)
 		return reply(c, 500, "stats: %s\n", pwb_errmsg());
-	if (!mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
-		mdb_stat(txn, db_obj, &ms);
-		mdb_txn_abort(txn);
-	}
-	pthread_mutex_lock(&table_lock);
-	open_now = nr_open;
-	pthread_mutex_unlock(&table_lock);
+	count_objects(&objects, &open_now);
 	f = open_memstream(&buf, &sz);
 	if (!f)
 		return MHD_NO;
 	fprintf(f, "{\n  \"objects\": %zu,\n  \"open_inodes\": %" PRIu64
-		",\n  \"objd\": {", ms.ms_entries, open_now);
+		",\n  \"objd\": {", objects, open_now);
 #define C(name) fprintf(f, "%s\"" #name "\": %" PRIu64, first ? "" : ", ", \
 			CNT_GET(name)), first = false;
 	{
 		bool first = true;
 
-		C(puts) C(gets) C(heads) C(deletes) C(lists) C(syncs)
-		C(bytes_in) C(bytes_out) C(errors) C(aborted_puts) C(freed)
-		C(write_ns) C(fsync_ns) C(commit_ns) C(index_commits)
-		C(open_ns) C(close_ns) C(put_ns)
+		OBJD_COUNTERS
 	}
 #undef C
-	fprintf(f, "},\n  \"pwb\": {");
+	fprintf(f, "},\n  \"puts_per_commit\": %.2f,\n  \"latency\": {",
+		CNT_GET(index_commits) ?
+		(double)CNT_GET(index_puts) / (double)CNT_GET(index_commits) :
+		0.0);
+	for (unsigned int i = 0; i < OP_NR; i++) {
+		static struct hist snap;	/* stats_lock */
+		uint64_t n;
+
+		pthread_mutex_lock(&stats_lock);
+		n = hist_snapshot(&lat[i], &snap);
+		fprintf(f, "%s\n    \"%s\": {\"count\": %" PRIu64
+			", \"mean_us\": %.1f, \"p50_us\": %.1f, "
+			"\"p99_us\": %.1f, \"p999_us\": %.1f}",
+			i ? "," : "", op_name[i], n,
+			n ? (double)snap.sum_ns / (double)n / 1e3 : 0.0,
+			hist_quantile(&snap, n, 500000) / 1e3,
+			hist_quantile(&snap, n, 990000) / 1e3,
+			hist_quantile(&snap, n, 999000) / 1e3);
+		pthread_mutex_unlock(&stats_lock);
+	}
+	fprintf(f, "\n  },\n  \"pwb\": {");
 	{
 		bool first = true;
 #define X(name) fprintf(f, "%s\n    \"" #name "\": %" PRIu64,              \
@@ -1253,18 +1702,7 @@ static enum MHD_Result do_stats(struct MHD_Connection *c)
 		free(buf);
 		return MHD_NO;
 	}
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(sz, buf, MHD_RESPMEM_MUST_FREE);
-	enum MHD_Result mret;
-
-	if (!resp) {
-		free(buf);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/json");
-	mret = MHD_queue_response(c, 200, resp);
-	MHD_destroy_response(resp);
-	return mret;
+	return reply_text(c, buf, sz, "application/json");
 }
 
 /* POST /-/sync: every acknowledged PUT is durable already; this makes
@@ -1298,14 +1736,11 @@ static enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
 	if (ret)
 		return reply(c, errno_status(ret), "%s\n",
 			     ret == -ENOENT ? "no such key" : pwb_strerror(ret));
-	table_kill(old);
+	if (old)
+		table_kill(old);
 	CNT_ADD(deletes, 1);
 	return reply(c, 204, "%s", "");
 }
-
-/* *con_cls of a request whose body is dropped (after an early reply), and
- * of one answered only once its request is whole (every method but PUT). */
-static int skip_marker, whole_marker;
 
 static enum MHD_Result count_cl(void *cls, enum MHD_ValueKind kind,
 				const char *key, const char *value)
@@ -1350,6 +1785,22 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 	return (size_t)(w - s);
 }
 
+/* Which histogram a request counts in: the object operations only. */
+static enum req_op op_of(const char *method, const char *url)
+{
+	if (!strcmp(url, "/") || !strncmp(url, "/-/", 3))
+		return OP_OTHER;
+	if (!strcmp(method, MHD_HTTP_METHOD_PUT))
+		return OP_PUT;
+	if (!strcmp(method, MHD_HTTP_METHOD_GET))
+		return OP_GET;
+	if (!strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return OP_HEAD;
+	if (!strcmp(method, MHD_HTTP_METHOD_DELETE))
+		return OP_DELETE;
+	return OP_OTHER;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 			      const char *url, const char *method,
 			      const char *version, const char *upload_data,
@@ -1357,21 +1808,29 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 {
 	bool is_get = !strcmp(method, MHD_HTTP_METHOD_GET);
 	bool is_head = !strcmp(method, MHD_HTTP_METHOD_HEAD);
-	struct put_req *p = *con_cls;
+	struct req *p = *con_cls;
+	bool early = false;
 	unsigned int status;
 
-	if (p == (void *)&skip_marker) {
-		/* A body we do not want (after an early reply): drop it. */
-		*upload_data_size = 0;
-		return MHD_YES;
-	}
-	if (p == (void *)&whole_marker) {
+	if (p && p->kind != REQ_PUT) {
 		if (*upload_data_size) {	/* a body nobody reads */
+			p->dropped += *upload_data_size;
 			*upload_data_size = 0;
+			if (p->kind == REQ_REFUSED && !p->early &&
+			    p->dropped > OBJD_DRAIN_MAX) {
+				/* Chunked and without end: refuse now. */
+				p->early = true;
+				return reply(c, p->status, "PUT refused (%u)\n",
+					     p->status);
+			}
 			return MHD_YES;
 		}
-		*con_cls = NULL;
-		goto whole;
+		if (p->kind == REQ_WHOLE)
+			goto whole;
+		if (p->early)
+			return MHD_YES;
+		/* The refused request is whole: the connection stays. */
+		return reply(c, p->status, "PUT refused (%u)\n", p->status);
 	}
 	if (p) {
 		if (*upload_data_size) {
@@ -1381,26 +1840,41 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		}
 		return put_finish(c, p);
 	}
+	p = req_new(REQ_WHOLE, op_of(method, url));
+	if (!p)
+		return MHD_NO;
+	*con_cls = p;
 	if (!strcmp(method, MHD_HTTP_METHOD_PUT)) {
 		unsigned int ncl = 0;
 
 		MHD_get_connection_values(c, MHD_HEADER_KIND, count_cl, &ncl);
-		p = ncl > 1 ? (status = 400, NULL) : put_begin(c, url, &status);
-		if (!p) {
-			*con_cls = &skip_marker;
+		if (ncl > 1) {
+			status = 400;
+			early = true;	/* which length is the body's? */
+		} else {
+			status = put_begin(c, url, p, &early);
+		}
+		if (!status)
+			return MHD_YES;
+		p->kind = REQ_REFUSED;
+		p->status = status;
+		/*
+		 * A refusal waits for the body and drops it (OBJD_DRAIN_MAX),
+		 * so that the connection stays; libmicrohttpd sends "100
+		 * Continue" to a client that waits for it. A body not worth
+		 * reading is refused at once, and the connection closes.
+		 */
+		if (early) {
+			p->early = true;
 			return reply(c, status, "PUT refused (%u)\n", status);
 		}
-		*con_cls = p;
 		return MHD_YES;
 	}
 	/*
 	 * Everything else answers once the request is whole (the next call),
-	 * any body dropped: libmicrohttpd closes the connection after a
-	 * reply queued at the first call, since it cannot know where the
-	 * next request starts. Answered then, a client's GETs share one
-	 * connection as its PUTs do.
+	 * any body dropped, for the same reason: answered then, a client's
+	 * GETs share one connection as its PUTs do.
 	 */
-	*con_cls = &whole_marker;
 	return MHD_YES;
 whole:
 	if ((is_get || is_head) && !strcmp(url, "/") &&
@@ -1409,6 +1883,8 @@ whole:
 		return do_list(c);
 	if (is_get && !strcmp(url, "/-/stats"))
 		return do_stats(c);
+	if (is_get && !strcmp(url, "/-/metrics"))
+		return do_metrics(c);
 	if (!strcmp(method, MHD_HTTP_METHOD_POST)) {
 		if (strcmp(url, "/-/sync"))
 			return reply(c, 405, "POST is for /-/sync only\n");
@@ -1427,12 +1903,18 @@ whole:
 static void done_cb(void *cls, struct MHD_Connection *c, void **con_cls,
 		    enum MHD_RequestTerminationCode toe)
 {
-	if (*con_cls == (void *)&skip_marker ||
-	    *con_cls == (void *)&whole_marker) {
-		*con_cls = NULL;
-		return;
-	}
 	request_done(cls, c, con_cls, toe);
+}
+
+/* Connections opened and closed (a client without keep-alive shows as
+ * many connections as requests). */
+static void conn_cb(void *cls, struct MHD_Connection *c, void **socket_ctx,
+		    enum MHD_ConnectionNotificationCode code)
+{
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		CNT_ADD(connections, 1);
+	else
+		CNT_ADD(connections_closed, 1);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -1478,6 +1960,12 @@ static int load_index(void)
 		const char *ext = (const char *)v.mv_data + sizeof(h);
 		struct pwb_inode *inode;
 
+		if (!rec_head(&v, &h) && r->version == REC_INLINE &&
+		    !r->ino && !r->nr_ext &&
+		    v.mv_size == sizeof(h) + r->size) {
+			n++;	/* the bytes are in the record: nothing to load */
+			continue;
+		}
 		if (rec_head(&v, &h) || r->version != REC_VERSION ||
 		    r->nr_ext > (v.mv_size - sizeof(h)) / sizeof(r->ext[0]) ||
 		    v.mv_size != sizeof(h) + r->nr_ext * sizeof(r->ext[0])) {
@@ -1693,8 +2181,8 @@ static struct MHD_Daemon *start_mhd(int fd, const char *where)
 			     MHD_USE_ERROR_LOG;
 	struct MHD_Daemon *d;
 
-	/* Thread per connection: a PUT sleeps in pwb_fsync() and the index
-	 * commit without holding up other clients. */
+	/* Thread per connection: a PUT sleeps in the group commit without
+	 * holding up other clients. */
 	d = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL,
 			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
@@ -1704,6 +2192,7 @@ static struct MHD_Daemon *start_mhd(int fd, const char *where)
 			     (size_t)(256 << 10),
 			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1 << 20),
 			     MHD_OPTION_NOTIFY_COMPLETED, done_cb, NULL,
+			     MHD_OPTION_NOTIFY_CONNECTION, conn_cb, NULL,
 			     MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 			     MHD_OPTION_END);
 	if (!d) {
@@ -1761,6 +2250,8 @@ static void usage(FILE *f)
 "  -t, --timeout SEC     idle connection timeout (default 60)\n"
 "  -K, --keep-open       keep every object's inode open (default: open on\n"
 "                        demand, closed after the last request)\n"
+"  -I, --inline-max N    objects up to N bytes live in the index, not on\n"
+"                        the device (default 16K, at most 128K; 0: none)\n"
 "  -v, --verbose         log requests and libmicrohttpd's errors\n"
 "  -h, --help            this text\n");
 }
@@ -1800,6 +2291,7 @@ int main(int argc, char **argv)
 		{ "max-connections", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "keep-open", no_argument, NULL, 'K' },
+		{ "inline-max", required_argument, NULL, 'I' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1814,7 +2306,7 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int c, fd, tcp_fd = -1, sig, ret, status = 1;
 
-	while ((c = getopt_long(argc, argv, "d:i:s:p:c:P:b:C:m:k:n:t:Kvh",
+	while ((c = getopt_long(argc, argv, "d:i:s:p:c:P:b:C:m:k:n:t:KI:vh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': opt.device = optarg; break;
@@ -1854,6 +2346,11 @@ int main(int argc, char **argv)
 				goto bad;
 			break;
 		case 'K': keep_open = true; break;
+		case 'I':
+			if (pwbex_parse_size(optarg, &opt.inline_max) ||
+			    opt.inline_max > OBJD_MAX_INLINE)
+				goto bad;
+			break;
 		case 'v': opt.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default:
@@ -1930,9 +2427,9 @@ int main(int argc, char **argv)
 	}
 	if (open_index(index_dir) || load_index())
 		goto out_bdi;
-	ret = pthread_create(&committer, NULL, committer_main, NULL);
+	ret = commit_start();
 	if (ret) {
-		fprintf(stderr, "pwb-objd: committer thread: %s\n",
+		fprintf(stderr, "pwb-objd: committer threads: %s\n",
 			strerror(ret));
 		goto out_bdi;
 	}
@@ -1974,7 +2471,7 @@ out_mhd:
 	}
 out_bdi:
 	if (committer_started)
-		committer_stop();
+		commit_stop_all();
 	if (close_all())
 		status = 1;
 	if (env && sync_all())
