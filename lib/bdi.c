@@ -266,24 +266,6 @@ static int probe_atomic_writes(struct pwb_bdi *bdi, const char *path)
 	return 0;
 }
 
-/*
- * The rotational flag alone says little: virtio and many RAID or cloud
- * disks report rotational=1 and take gigabytes a second. Telling a slow
- * disk from them at open would take a measurement, and an honest one is
- * not cheap: reads of a regular file's holes never reach the device, and
- * a write probe would change the application's device. So the start is 2
- * everywhere, and the tuner, which prefers fewer contexts unless more are
- * measurably faster, goes down to 1 where parallel writeback does not pay
- * (it cost a hard disk 15% in the kernel series) and up where it does.
- */
-#define AUTO_START_NR_WB_CTX 2u
-
-unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi)
-{
-	(void)bdi;
-	return PWB__MIN(AUTO_START_NR_WB_CTX, (unsigned int)PWB_MAX_WB_CTX);
-}
-
 /* The backend @cfg asks for; backend = NULL picks io_uring where this
  * process may use it (a ring of io_depth entries can be set up), psync
  * otherwise. Records why in bdi->backend_reason. NULL for an unknown
@@ -342,15 +324,6 @@ static unsigned int choose_nr_wb_ctx(struct pwb_bdi *bdi)
 	return bdi->cfg.nr_wb_ctx;
 }
 
-/* Flusher threads for @nr_ctx contexts. */
-unsigned int pwb__nr_flushers_for(const struct pwb_bdi *bdi,
-				  unsigned int nr_ctx)
-{
-	unsigned int f = bdi->cfg.nr_flushers;
-
-	return f ? PWB__MIN(f, nr_ctx) : nr_ctx;
-}
-
 /* Destroy the first @nr contexts of @arr, and @arr (no flusher runs). */
 static void free_ctxs(struct pwb__wb_ctx_array *arr, unsigned int nr)
 {
@@ -385,42 +358,6 @@ static void free_flushers(struct pwb_bdi *bdi)
 		free(fl);
 		bdi->flushers[i] = NULL;
 	}
-}
-
-struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
-					       struct pwb__wb_ctx_array *old,
-					       unsigned int nr, int *err)
-{
-	struct pwb__wb_ctx_array *arr;
-	unsigned int i, keep = old ? PWB__MIN(old->nr, nr) : 0;
-	int ret;
-
-	arr = calloc(1, sizeof(*arr) + nr * sizeof(arr->ctx[0]));
-	if (!arr) {
-		*err = pwb__err(-ENOMEM, "out of memory");
-		return NULL;
-	}
-	arr->nr = nr;
-	for (i = 0; i < keep; i++)
-		arr->ctx[i] = old->ctx[i];
-	for (i = keep; i < nr; i++) {
-		/* Aligned: its dirty slots each own a cache line. */
-		arr->ctx[i] = aligned_alloc(_Alignof(struct pwb__wb_ctx),
-					    sizeof(*arr->ctx[i]));
-		ret = arr->ctx[i] ? pwb__wb_ctx_init(arr->ctx[i], bdi, i)
-				  : pwb__err(-ENOMEM, "out of memory");
-		if (ret) {
-			free(arr->ctx[i]);
-			while (i-- > keep) {
-				pwb__wb_ctx_destroy(arr->ctx[i]);
-				free(arr->ctx[i]);
-			}
-			free(arr);
-			*err = ret;	/* e.g. the backend's ctx_init */
-			return NULL;
-		}
-	}
-	return arr;
 }
 
 static int create_ctxs(struct pwb_bdi *bdi, unsigned int nr)
@@ -699,21 +636,6 @@ int pwb__bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	return 0;
 }
 
-void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi, uint64_t lsn)
-{
-	uint64_t cur = pwb__aread(&bdi->log_durable);
-
-	/* A monotonic maximum: a report older than one already made is no
-	 * news, and must not lower what writeback relies on. */
-	while (cur < lsn) {
-		uint64_t prev = uatomic_cmpxchg(&bdi->log_durable, cur, lsn);
-
-		if (prev == cur)
-			break;
-		cur = prev;
-	}
-}
-
 PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn)
 {
 	pwb__err_clear();
@@ -725,50 +647,6 @@ PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn)
 	pwb__bdi_log_durable_raise(bdi, lsn);
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;
-}
-
-uint64_t pwb__bdi_dirty_pages_rcu(struct pwb_bdi *bdi)
-{
-	struct pwb__wb_ctx_array *arr = PWB__RCU_DEREF(bdi->ctxs);
-	uint64_t sum = 0;
-	unsigned int i;
-
-	for (i = 0; i < arr->nr; i++)
-		sum += pwb__wb_dirty_pages(arr->ctx[i]);
-	return sum;
-}
-
-uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
-{
-	uint64_t sum;
-
-	rcu_read_lock();
-	sum = pwb__bdi_dirty_pages_rcu(bdi);
-	pwb__rcu_read_unlock();
-	return sum;
-}
-
-void pwb__bdi_write_done_locked(struct pwb_bdi *bdi, struct pwb_inode *inode)
-{
-	uint64_t e, old, prev;
-
-	/* The write finished (its syscall or completion returned) before
-	 * the epoch is read: a flush that has not yet advanced it will. A
-	 * full fence; GCC makes it a locked no-op on the stack on x86,
-	 * cheaper there than the mfence of liburcu's cmm_smp_mb(). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	e = uatomic_read(&bdi->write_epoch);
-	inode->last_write_epoch = e;
-	/* Raise written_epoch to e; never lower it (a thread that read the
-	 * epoch before a flush advanced it may get here after one that read
-	 * it after). */
-	old = uatomic_read(&bdi->written_epoch);
-	while (old < e) {
-		prev = uatomic_cmpxchg(&bdi->written_epoch, old, e);
-		if (prev == old)
-			break;
-		old = prev;
-	}
 }
 
 int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
@@ -951,44 +829,6 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 			 pwb_strerror(err));
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return err;
-}
-
-/* Collect every open inode (the table cannot be walked under RCU while
- * doing things that sleep). */
-struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi, size_t *nr)
-{
-	struct pwb_inode **v = NULL;
-	struct cds_lfht_node *node;
-	struct cds_lfht_iter iter;
-	size_t n = 0, cap = 0;
-
-	rcu_read_lock();
-	/*
-	 * Not cds_lfht_for_each_entry(): at the end of the table it takes
-	 * caa_container_of() of a NULL node, pointer arithmetic on NULL that
-	 * UBSan rejects. Convert only nodes that exist.
-	 */
-	for (cds_lfht_first(bdi->inodes, &iter);
-	     (node = cds_lfht_iter_get_node(&iter)) != NULL;
-	     cds_lfht_next(bdi->inodes, &iter)) {
-		struct pwb_inode *inode =
-			caa_container_of(node, struct pwb_inode, hnode);
-
-		PWB__TSAN_ACQUIRE(node);	/* pairs with pwb_inode_open() */
-		if (n == cap) {
-			struct pwb_inode **nv;
-
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
-		v[n++] = inode;
-	}
-	pwb__rcu_read_unlock();
-	*nr = n;
-	return v;
 }
 
 /*

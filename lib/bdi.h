@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * bdi.h - struct pwb_bdi, the entry helpers of public calls, device
- * flushes, re-sharding (bdi.c, reshard.c)
+ * flushes, the running bdi's state, re-sharding (bdi.c, bdi-state.c,
+ * reshard.c)
  *
  * Not installed. Part of lib/pwb-internal.h; the lock order and the
  * locking rules are in lib/base.h.
@@ -267,6 +268,10 @@ int pwb__bdi_dead_err(const char *who) PWB__INTERNAL;
  * @epoch or older is already covered by an earlier flush (0: nothing to
  * cover). Return 0 or -errno (also recorded). */
 int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* bdi-state.c: what the engine asks of the running bdi                   */
+
 /* Tag a write of @inode that just finished (caller holds inode->lock). */
 void pwb__bdi_write_done_locked(struct pwb_bdi *bdi,
 				struct pwb_inode *inode) PWB__INTERNAL;
@@ -287,13 +292,6 @@ uint64_t pwb__bdi_dirty_pages_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Flusher threads for @nr_ctx contexts under this bdi's config. */
 unsigned int pwb__nr_flushers_for(const struct pwb_bdi *bdi,
 				  unsigned int nr_ctx) PWB__INTERNAL;
-/* A context array of @nr: the first ones taken from @old, the rest new
- * (initialised, not served yet). NULL on failure, with *@err set to the
- * negative errno (message set). */
-struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
-					       struct pwb__wb_ctx_array *old,
-					       unsigned int nr,
-					       int *err) PWB__INTERNAL;
 /* The count the automatic tuner starts from when nr_wb_ctx is 0, and the
  * count pwb_bdi_set_nr_wb_ctx(0) picks on a bdi without the tuner. */
 unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;

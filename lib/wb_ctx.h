@@ -239,6 +239,13 @@ struct pwb__wb_ctx_array {
 	unsigned int nr;
 	struct pwb__wb_ctx *ctx[];
 };
+/* A context array of @nr: the first ones taken from @old, the rest new
+ * (initialised, not served yet). NULL on failure, with *@err set to the
+ * negative errno (message set). */
+struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
+					       struct pwb__wb_ctx_array *old,
+					       unsigned int nr,
+					       int *err) PWB__INTERNAL;
 
 /* Is work queued on @wb? Takes work_lock. */
 bool pwb__wb_work_pending(struct pwb__wb_ctx *wb) PWB__INTERNAL;
