@@ -264,11 +264,6 @@ static inline bool pwb__bdi_dead_rcu(const struct pwb_bdi *bdi)
 /* -ESHUTDOWN with a message: @who was called on a bdi being torn down. */
 int pwb__bdi_dead_err(const char *who) PWB__INTERNAL;
 
-/* Flush the device cache unless every write tagged with flush epoch
- * @epoch or older is already covered by an earlier flush (0: nothing to
- * cover). Return 0 or -errno (also recorded). */
-int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch) PWB__INTERNAL;
-
 /* ---------------------------------------------------------------------- */
 /* bdi-state.c: what the engine asks of the running bdi                   */
 

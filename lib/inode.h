@@ -167,7 +167,7 @@ int64_t pwb__inode_dirty_locked(struct pwb_inode *inode,
  * dirty pages of @inode (the application's). Caller is inside
  * pwb__inode_enter(@inode, PWB__HOLD_RCU), which this ends. */
 int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n) PWB__INTERNAL;
-/* The flush epoch of @inode's last write (bdi.c): the highest over its
+/* The flush epoch of @inode's last write (writeback.c): the highest over its
  * holders, the inode itself (metadata through write_inode, pages dirtied
  * before a per-page policy) and its region slices. Takes each holder's
  * lock in turn: caller holds no inode->lock, and @inode cannot be freed

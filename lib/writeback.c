@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * writeback.c - the writeback algorithm, run by each context's flusher
+ * writeback.c - the writeback algorithm, run by each context's flusher;
+ * the calls that start it on every context (pwb_bdi_writeback, pwb_sync)
+ * and device flushes (flush epochs)
  *
  * This follows the kernel's fs/fs-writeback.c in its rules, in our own code:
  *
@@ -39,6 +41,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The kernel's MIN_WRITEBACK_PAGES: 4 MiB. */
 #define MIN_WRITEBACK_BYTES (4ull << 20)
@@ -1440,6 +1443,188 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 		if (err != -EAGAIN && pwb__aread(&bdi->reshard_gen) == gen)
 			return err;
 	}
+}
+
+int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
+{
+	uint64_t target;
+	int err = 0;
+
+	if (!epoch)
+		return 0;	/* nothing was ever written */
+	/* A flush that began after those writes finished covers them.
+	 * Looked at first without the lock: a caller whose writes are
+	 * covered already (a close after an fsync) must not queue behind
+	 * another caller's fdatasync. The acquire pairs with the release
+	 * below, after the fdatasync that covered them returned. */
+	if (__atomic_load_n(&bdi->flushed_epoch, __ATOMIC_ACQUIRE) >= epoch)
+		return 0;
+	pthread_mutex_lock(&bdi->flush_lock);
+	if (bdi->flushed_epoch >= epoch)
+		goto out;
+	/* Writes finishing from here on are tagged target + 1: this flush
+	 * may not cover them. The add is a full barrier before fdatasync. */
+	target = uatomic_add_return(&bdi->write_epoch, 1) - 1;
+	uatomic_inc(&bdi->nr_device_flushes);
+	/* Signals do not interrupt it on local file systems; on others
+	 * EINTR means "not done", so ask again. */
+	while ((err = fdatasync(bdi->fd) ? -errno : 0) == -EINTR)
+		;
+	if (err) {
+		struct pwb_inode *inode;
+		struct cds_lfht_iter iter;
+
+		pwb__errseq_set(&bdi->wb_err, err);
+		/*
+		 * "fsyncgate": Linux may report a failed flush once and then
+		 * drop the cached data, so a second fdatasync can succeed
+		 * with the data gone. Every inode whose writes this flush
+		 * was to cover gets the error too.
+		 */
+		rcu_read_lock();
+		cds_lfht_first(bdi->inodes, &iter);
+		while (cds_lfht_iter_get_node(&iter)) {
+			inode = caa_container_of(cds_lfht_iter_get_node(&iter),
+						 struct pwb_inode, hnode);
+			PWB__TSAN_ACQUIRE(&inode->hnode);
+			/* Its region slices' writes count as its own. */
+			if (pwb__inode_write_epoch(inode) >
+			    bdi->flushed_epoch) {
+				pthread_mutex_lock(&inode->lock);
+				pwb__errseq_set(&inode->wb_err, err);
+				pthread_mutex_unlock(&inode->lock);
+			}
+			cds_lfht_next(bdi->inodes, &iter);
+		}
+		pwb__rcu_read_unlock();
+		pwb__err(err, "fdatasync of %s: %s", bdi->path,
+			 strerror(-err));
+	} else {
+		__atomic_store_n(&bdi->flushed_epoch, target,
+				 __ATOMIC_RELEASE);
+	}
+out:
+	pthread_mutex_unlock(&bdi->flush_lock);
+	return err;
+}
+
+PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+			      unsigned int flags)
+{
+	struct pwb__wb_ctx_array *arr;
+	struct pwb__completion done;
+	struct pwb__wb_work *works = NULL, **items;
+	bool wait = flags & PWB_WB_WAIT;
+	unsigned int i, nr;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: NULL bdi");
+	if (reason != PWB_WB_PERIODIC && reason != PWB_WB_BACKGROUND &&
+	    reason != PWB_WB_ALL)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown reason "
+					 "%d",
+				(int)reason);
+	if (flags & ~PWB_WB_WAIT)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown flags "
+					 "0x%x",
+				flags);
+	if (wait && pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
+					  "from an ops callback");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_writeback"))
+		return -ESHUTDOWN;
+
+	rcu_read_lock();
+	arr = PWB__RCU_DEREF(bdi->ctxs);
+	nr = arr->nr;
+	/*
+	 * Every item exists before the first is queued, so the call starts
+	 * a pass on every context or on none. Waiting, the items live on
+	 * this stack frame's array; not waiting, each is the flusher's, freed
+	 * when it finishes.
+	 */
+	items = calloc(nr, sizeof(*items));
+	if (wait && items)
+		works = calloc(nr, sizeof(*works));
+	for (i = 0; items && i < nr; i++) {
+		items[i] = wait ? (works ? &works[i] : NULL)
+				: calloc(1, sizeof(**items));
+		if (!items[i])
+			break;
+	}
+	if (!items || i < nr) {
+		while (!wait && items && i--)
+			free(items[i]);
+		free(items);
+		free(works);
+		pwb__rcu_read_unlock();
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
+		return pwb__err(-ENOMEM, "pwb_bdi_writeback: out of memory "
+					 "for %u work items",
+				nr);
+	}
+	if (wait)
+		pwb__completion_init(&done, nr);
+	for (i = 0; i < nr; i++) {
+		struct pwb__wb_work *w = items[i];
+
+		w->auto_free = !wait;
+		w->sync_mode = PWB__SYNC_NONE;
+		w->reason = reason;
+		w->done = wait ? &done : NULL;
+		if (reason == PWB_WB_BACKGROUND)
+			w->nr_pages = INT64_MAX;
+		else	/* bounded by what is dirty now, like the kernel */
+			w->nr_pages = (int64_t)pwb__wb_dirty_pages(
+					      arr->ctx[i]) +
+				      1024;
+		pwb__wb_queue_work(arr->ctx[i], w);
+	}
+	pwb__rcu_read_unlock();
+	free(items);
+	if (wait) {
+		pwb__completion_wait(&done);
+		pwb__completion_destroy(&done);
+	}
+	free(works);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
+	return 0;
+}
+
+PWB_API int pwb_sync(struct pwb_bdi *bdi)
+{
+	pwb__errseq_t since;
+	int err, ferr, werr;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_sync: NULL bdi");
+	err = pwb__no_flusher("pwb_sync");
+	if (err)
+		return err;
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_sync"))
+		return -ESHUTDOWN;
+	/* Our own cursor, as in pwb_fsync(): concurrent syncs that started
+	 * before an error was reported each get it, later ones do not. */
+	pthread_mutex_lock(&bdi->cursor_lock);
+	since = bdi->sync_cursor;
+	pthread_mutex_unlock(&bdi->cursor_lock);
+	werr = pwb__sync_and_wait(bdi, NULL);
+	ferr = pwb__bdi_flush_device(bdi, pwb__bdi_written_epoch(bdi));
+	pthread_mutex_lock(&bdi->cursor_lock);
+	err = pwb__errseq_check_and_advance(&bdi->wb_err, &since);
+	bdi->sync_cursor = since;
+	pthread_mutex_unlock(&bdi->cursor_lock);
+	if (!err)
+		err = ferr;
+	if (!err && werr == -ENOMEM)
+		err = werr;
+	if (err)
+		pwb__err(err, "pwb_sync of %s: %s", bdi->path,
+			 pwb_strerror(err));
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
+	return err;
 }
 
 /* ---------------------------------------------------------------------- */
