@@ -266,7 +266,7 @@ static void take_sample(struct pwb_bdi *bdi, struct sample *s)
 	struct pwb_stats st;
 
 	s->gen = pwb__aread(&bdi->reshard_gen);
-	pwb_bdi_stats(bdi, &st);
+	pwb__bdi_wb_counters(bdi, &st);
 	s->t = pwb__now(bdi);
 	s->bytes = st.bytes_written;
 	s->backlog = st.dirty_pages || st.writeback_pages;

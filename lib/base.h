@@ -398,8 +398,12 @@ static inline void pwb__lockdep_assert_held(const pthread_mutex_t *m)
 /* Record a message for pwb_errmsg() and return @err (a negative errno). */
 int pwb__err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3))) PWB__INTERNAL;
+/* pwb_errmsg() for lib/'s own callers: the thread's message, "" if none. */
+const char *pwb__errmsg(void) PWB__INTERNAL;
 /* Clear the thread's message at the start of a public call. */
 void pwb__err_clear(void) PWB__INTERNAL;
+/* pwb_strerror() for lib/'s own messages. */
+const char *pwb__strerror(int err) PWB__INTERNAL;
 
 /* errseq: an error value with a change counter, after the kernel's errseq_t.
  * Bits 0-11: -errno; bit 12: some reader has seen it; bits 13-31: counter

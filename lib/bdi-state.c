@@ -15,6 +15,7 @@
 #include "inode.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * The rotational flag alone says little: virtio and many RAID or cloud
@@ -138,4 +139,31 @@ struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi, size_t *nr)
 	pwb__rcu_read_unlock();
 	*nr = n;
 	return v;
+}
+
+unsigned int pwb__bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
+{
+	unsigned int nr = 0;
+
+	if (pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
+			   "pwb_bdi_nr_wb_ctx"))
+		return 0;
+	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
+	pwb__bdi_exit((struct pwb_bdi *)bdi, PWB__HOLD_RCU);
+	return nr;
+}
+
+void pwb__bdi_wb_counters(struct pwb_bdi *bdi, struct pwb_stats *st)
+{
+	struct pwb__wb_ctx_array *arr;
+	unsigned int i;
+
+	memset(st, 0, sizeof(*st));
+	rcu_read_lock();
+	arr = PWB__RCU_DEREF(bdi->ctxs);
+	for (i = 0; i < arr->nr; i++)
+		pwb__wb_stats_read(arr->ctx[i], st);
+	/* What contexts retired by re-shards had done. */
+	pwb__wb_counters_read(&bdi->retired_stats, st);
+	pwb__rcu_read_unlock();
 }

@@ -594,19 +594,12 @@ fail:
 
 PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
-	unsigned int nr = 0;
-
 	pwb__err_clear();
 	if (!bdi) {
 		pwb__err(-EINVAL, "pwb_bdi_nr_wb_ctx: NULL bdi");
 		return 0;
 	}
-	if (pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
-			   "pwb_bdi_nr_wb_ctx"))
-		return 0;
-	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
-	pwb__bdi_exit((struct pwb_bdi *)bdi, PWB__HOLD_RCU);
-	return nr;
+	return pwb__bdi_nr_wb_ctx(bdi);
 }
 
 int pwb__bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
@@ -776,6 +769,6 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	destroy_locks(bdi);
 	free(bdi);
 	if (err)
-		pwb__err(err, "pwb_bdi_close: %s", pwb_strerror(err));
+		pwb__err(err, "pwb_bdi_close: %s", pwb__strerror(err));
 	return err;
 }

@@ -781,7 +781,7 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 		err = werr;
 	if (err)
 		pwb__err(err, "pwb_fsync of inode %llu: %s",
-			 (unsigned long long)ino, pwb_strerror(err));
+			 (unsigned long long)ino, pwb__strerror(err));
 	return err;
 }
 
@@ -881,8 +881,8 @@ PWB_API int pwb_inode_close(struct pwb_inode *inode)
 	if (pwb__inode_enter(inode, PWB__HOLD_CLOSE, "pwb_inode_close"))
 		return -EBADF;
 	err = pwb__inode_close(inode);
-	if (err && !*pwb_errmsg())
-		pwb__err(err, "closing inode: %s", pwb_strerror(err));
+	if (err && !*pwb__errmsg())
+		pwb__err(err, "closing inode: %s", pwb__strerror(err));
 	return err;
 }
 
@@ -996,7 +996,7 @@ PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx)
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_set_wb_hint: NULL inode");
 	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_set_wb_hint");
-	nr = pwb_bdi_nr_wb_ctx(inode->bdi);	/* 0 once the bdi is closing */
+	nr = pwb__bdi_nr_wb_ctx(inode->bdi);	/* 0 once the bdi is closing */
 	if (ctx < -1 || (ctx >= 0 && (unsigned int)ctx >= nr)) {
 		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return pwb__err(-ERANGE, "pwb_inode_set_wb_hint: context %d "

@@ -505,12 +505,12 @@ int pwb__policy_create(struct pwb_bdi *bdi, const char *spec,
 			if (ret > 0)
 				ret = -EINVAL;
 			/* Built-ins said why; a plugin cannot. */
-			if (!*pwb_errmsg())
+			if (!*pwb__errmsg())
 				pwb__err(ret, "shard policy \"%s\" refused "
 					      "%s%s%s: %s",
 					 ops->name, args ? "arguments \"" : "",
 					 args ? args : "no arguments",
-					 args ? "\"" : "", pwb_strerror(ret));
+					 args ? "\"" : "", pwb__strerror(ret));
 			memset(pol, 0, sizeof(*pol));
 			return ret;
 		}
@@ -561,7 +561,7 @@ static void report_fallback(struct pwb__policy *pol, struct pwb_inode *inode,
 				"inode %llu: %s; using inode-hash for it "
 				"(reported once per bdi)\n",
 			pol->ops->name, (unsigned long long)inode->ino,
-			pwb_strerror(idx));
+			pwb__strerror(idx));
 	else
 		fprintf(stderr, "libpwb: shard policy \"%s\" chose context %d "
 				"for inode %llu, but the bdi has %u; using "
@@ -690,7 +690,7 @@ PWB_API int pwb_policy_map_page(struct pwb_inode *inode, uint64_t index,
 	if (ret)
 		return pwb__err(ret, "map_page of inode %llu page %llu: %s",
 				(unsigned long long)ino,
-				(unsigned long long)index, pwb_strerror(ret));
+				(unsigned long long)index, pwb__strerror(ret));
 	return 0;
 }
 

@@ -825,7 +825,7 @@ PWB_API int pwb_inode_set_extents(struct pwb_inode *inode,
 		pwb__extmap_destroy(&si->ext);
 		pwb__err(ret, "pwb_inode_set_extents: %s",
 			 ret == -EEXIST ? "a block is already used"
-					: pwb_strerror(ret));
+					: pwb__strerror(ret));
 	} else {
 		uatomic_add(&sp->nr_extents,
 			    (int64_t)pwb__extmap_count(&si->ext));

@@ -1508,8 +1508,8 @@ out:
 	return err;
 }
 
-PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
-			      unsigned int flags)
+int pwb__bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+		       unsigned int flags)
 {
 	struct pwb__wb_ctx_array *arr;
 	struct pwb__completion done;
@@ -1517,21 +1517,6 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	bool wait = flags & PWB_WB_WAIT;
 	unsigned int i, nr;
 
-	pwb__err_clear();
-	if (!bdi)
-		return pwb__err(-EINVAL, "pwb_bdi_writeback: NULL bdi");
-	if (reason != PWB_WB_PERIODIC && reason != PWB_WB_BACKGROUND &&
-	    reason != PWB_WB_ALL)
-		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown reason "
-					 "%d",
-				(int)reason);
-	if (flags & ~PWB_WB_WAIT)
-		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown flags "
-					 "0x%x",
-				flags);
-	if (wait && pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
-					  "from an ops callback");
 	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_writeback"))
 		return -ESHUTDOWN;
 
@@ -1592,6 +1577,27 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	return 0;
 }
 
+PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+			      unsigned int flags)
+{
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: NULL bdi");
+	if (reason != PWB_WB_PERIODIC && reason != PWB_WB_BACKGROUND &&
+	    reason != PWB_WB_ALL)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown reason "
+					 "%d",
+				(int)reason);
+	if (flags & ~PWB_WB_WAIT)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown flags "
+					 "0x%x",
+				flags);
+	if ((flags & PWB_WB_WAIT) && pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
+					  "from an ops callback");
+	return pwb__bdi_writeback(bdi, reason, flags);
+}
+
 PWB_API int pwb_sync(struct pwb_bdi *bdi)
 {
 	pwb__errseq_t since;
@@ -1622,7 +1628,7 @@ PWB_API int pwb_sync(struct pwb_bdi *bdi)
 		err = werr;
 	if (err)
 		pwb__err(err, "pwb_sync of %s: %s", bdi->path,
-			 pwb_strerror(err));
+			 pwb__strerror(err));
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return err;
 }
