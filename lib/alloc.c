@@ -194,7 +194,7 @@ unsigned int pwb__alloc_group_of(const struct pwb__alloc *a, uint64_t unit)
 
 int pwb__alloc_reserve(struct pwb__alloc *a, uint64_t nr)
 {
-	int64_t old, cur = uatomic_read(&a->avail);
+	int64_t old, cur = pwb__aread(&a->avail);
 
 	if (!nr)
 		return 0;
@@ -269,7 +269,7 @@ int pwb__alloc_extent(struct pwb__alloc *a, uint64_t goal, unsigned int home,
 		struct pwb__alloc_group *g = &a->groups[(home + i) % a->nr_groups];
 		bool ok;
 
-		if (PWB__READ(g->free_units) < want)
+		if (pwb__aread(&g->free_units) < want)
 			continue;
 		pthread_mutex_lock(&g->lock);
 		ok = take_best_fit(g, want, start);

@@ -89,12 +89,12 @@ void pwb__bdi_write_done_locked(struct pwb_bdi *bdi, struct pwb_inode *inode)
 	 * full fence; GCC makes it a locked no-op on the stack on x86,
 	 * cheaper there than the mfence of liburcu's cmm_smp_mb(). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	e = uatomic_read(&bdi->write_epoch);
+	e = pwb__aread(&bdi->write_epoch);
 	inode->last_write_epoch = e;
 	/* Raise written_epoch to e; never lower it (a thread that read the
 	 * epoch before a flush advanced it may get here after one that read
 	 * it after). */
-	old = uatomic_read(&bdi->written_epoch);
+	old = pwb__aread(&bdi->written_epoch);
 	while (old < e) {
 		prev = uatomic_cmpxchg(&bdi->written_epoch, old, e);
 		if (prev == old)

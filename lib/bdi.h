@@ -87,7 +87,7 @@ struct pwb_bdi {
 					 * added under lock, removed
 					 * lock-free by the inode's close */
 	pthread_mutex_t lock;		/* registry changes, closing */
-	bool closing;			/* lock (PWB__READ outside): close
+	bool closing;			/* lock (pwb__aread outside): close
 					 * began; no new waiting call */
 	bool dead;			/* PWB__WRITE by close, read under
 					 * rcu_read_lock: tearing down */
@@ -259,7 +259,7 @@ static inline void pwb__inode_exit(struct pwb_inode *inode,
 /* Caller holds rcu_read_lock: true once close is tearing @bdi down. */
 static inline bool pwb__bdi_dead_rcu(const struct pwb_bdi *bdi)
 {
-	return PWB__READ(bdi->dead);
+	return pwb__aread(&bdi->dead);
 }
 /* -ESHUTDOWN with a message: @who was called on a bdi being torn down. */
 int pwb__bdi_dead_err(const char *who) PWB__INTERNAL;
@@ -273,7 +273,7 @@ void pwb__bdi_write_done_locked(struct pwb_bdi *bdi,
 /* The epoch a flush must reach to cover every write finished so far. */
 static inline uint64_t pwb__bdi_written_epoch(struct pwb_bdi *bdi)
 {
-	return uatomic_read(&bdi->written_epoch);
+	return pwb__aread(&bdi->written_epoch);
 }
 /* Raise bdi->log_durable to @lsn if it is below (lock-free). */
 void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi,

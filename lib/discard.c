@@ -159,7 +159,7 @@ static void wait_stable_locked(struct pwb_inode *inode, uint64_t first,
 		 */
 		PWB__WRITE(inode->wb_waiters, inode->wb_waiters + 1);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		busy = uatomic_read(&inode->nr_ending) != 0;
+		busy = pwb__aread(&inode->nr_ending) != 0;
 		if (busy)
 			pthread_cond_wait(&inode->wb_cond, &inode->lock);
 		PWB__WRITE(inode->wb_waiters, inode->wb_waiters - 1);
@@ -185,7 +185,7 @@ void pwb__inode_writes_ended(struct pwb_inode *inode, bool ending)
 	uatomic_dec(&inode->nr_ending);
 	/* Pairs with the fence of wait_stable_locked(). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (PWB__READ(inode->wb_waiters)) {
+	if (pwb__aread(&inode->wb_waiters)) {
 		pthread_mutex_lock(&inode->lock);
 		pthread_cond_broadcast(&inode->wb_cond);
 		pthread_mutex_unlock(&inode->lock);

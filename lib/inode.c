@@ -580,7 +580,7 @@ static struct pwb__wb_ctx *region_first_wb_rcu(struct pwb_inode *inode,
 	}
 	if (low != UINT64_MAX)
 		return best;
-	slot = PWB__READ(inode->region->first_slot);
+	slot = pwb__aread(&inode->region->first_slot);
 	if (slot >= 0 && PWB__RCU_DEREF(inode->region->slice[slot]))
 		return PWB__RCU_DEREF(
 			PWB__RCU_DEREF(inode->region->slice[slot])->wb);
@@ -670,7 +670,7 @@ static bool inode_idle_locked(const struct pwb_inode *inode)
 {
 	return !(inode->state & (PWB__I_DIRTY_ANY | PWB__I_SYNC)) &&
 	       !inode->map.count[PWB__TAG_WRITEBACK] &&
-	       !uatomic_read(&inode->nr_ending);
+	       !pwb__aread(&inode->nr_ending);
 }
 
 uint64_t pwb__inode_write_epoch(struct pwb_inode *inode)

@@ -49,10 +49,10 @@ struct pwb_inode {
 
 	/* Chosen by the shard policy at first dirtying, under inode->lock;
 	 * a later move between contexts holds both list_locks and
-	 * inode->lock. Readers hold inode->lock or use PWB__READ. */
+	 * inode->lock. Readers hold inode->lock or use pwb__aread. */
 	struct pwb__wb_ctx *wb;
 	/* pwb_inode_set_wb_hint(): a context index or -1. CMM_STORE_SHARED
-	 * by the application, PWB__READ by the shard policy. */
+	 * by the application, pwb__aread by the shard policy. */
 	int wb_hint;
 
 	pthread_mutex_t lock;		/* the fields below, to the marker */
@@ -73,7 +73,7 @@ struct pwb_inode {
 	pthread_cond_t wb_cond;		/* WRITEBACK tags cleared, an
 					 * end_write returned, a discard
 					 * ended */
-	unsigned int wb_waiters;	/* lock (PWB__READ by completions):
+	unsigned int wb_waiters;	/* lock (pwb__aread by completions):
 					 * threads sleeping on wb_cond */
 	bool discarding;		/* a pwb_inode_discard() runs over */
 	uint64_t discard_first;		/* pages [discard_first, */

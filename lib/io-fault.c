@@ -115,7 +115,7 @@ enum pwb__fault_action pwb__fault_check(struct pwb_bdi *bdi, uint64_t dev_off,
 	/* The common case, no rule: one load, no RCU read-side section. The
 	 * pointer is only tested here; it is dereferenced below, under
 	 * rcu_read_lock, after a fresh rcu_dereference. */
-	if (caa_likely(!PWB__READ(bdi->fault)))
+	if (caa_likely(!pwb__aread(&bdi->fault)))
 		return PWB__FAULT_PASS;
 
 	rcu_read_lock();

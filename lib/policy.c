@@ -579,7 +579,7 @@ static struct pwb_policy_inode policy_inode(struct pwb_inode *inode,
 		.inode = inode,
 		.ino = inode->ino,
 		.index = index,
-		.hint = PWB__READ(inode->wb_hint),
+		.hint = pwb__aread(&inode->wb_hint),
 	};
 }
 

@@ -266,10 +266,10 @@ static unsigned int home_locked(struct pwb__space *sp,
 	r = (unsigned int)uatomic_add_return(&sp->next_home, 1) - 1;
 	h = r % n;
 	best = h;
-	best_free = PWB__READ(sp->alloc.groups[h].free_units);
+	best_free = pwb__aread(&sp->alloc.groups[h].free_units);
 	for (i = 1; i < n; i++) {
 		unsigned int g = (h + i) % n;
-		uint64_t f = PWB__READ(sp->alloc.groups[g].free_units);
+		uint64_t f = pwb__aread(&sp->alloc.groups[g].free_units);
 
 		if (f > best_free) {
 			best_free = f;
@@ -850,10 +850,10 @@ void pwb__space_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 
 	if (!sp)
 		return;
-	v = uatomic_read(&sp->nr_extents);
+	v = pwb__aread(&sp->nr_extents);
 	st->extents = v > 0 ? (uint64_t)v : 0;
 	st->alloc_groups = sp->alloc.nr_groups;
-	v = uatomic_read(&sp->reserved);
+	v = pwb__aread(&sp->reserved);
 	st->reserved_bytes = v > 0 ? (uint64_t)v << sp->unit_shift : 0;
 	st->busy_bytes = (pwb__aread(&sp->busy_units) +
 			  pwb__aread(&sp->busy_lost)) << sp->unit_shift;

@@ -219,7 +219,7 @@ static bool park_point(struct pwb__flusher *fl)
 
 static bool park_requested(struct pwb_bdi *bdi)
 {
-	return PWB__READ(bdi->park_req);
+	return pwb__aread(&bdi->park_req);
 }
 
 /*

@@ -668,7 +668,7 @@ again:
 		/* Dirty pages are counted where the inode lives, pages in
 		 * flight by the context writing them (they differ under
 		 * F_SHARED_LIST); I_SYNC keeps inode->wb from changing. */
-		uatomic_sub(&PWB__READ(inode->wb)->stats.dirty_pages, n);
+		uatomic_sub(&pwb__aread(&inode->wb)->stats.dirty_pages, n);
 		uatomic_add(&wb->stats.writeback_pages, n);
 		latched = wbc->latched;
 		ret = write_run(wb, inode, first, n, &ext, wbc, towrite);
@@ -719,7 +719,7 @@ static void writeback_single_inode(struct pwb__wb_ctx *wb,
 	meta_due = (inode->state & (PWB__I_DIRTY_META | PWB__I_DIRTY_TIME)) &&
 		   inode->ops.write_inode;
 	pthread_mutex_unlock(&inode->lock);
-	if ((sync && meta_due) || freeing || PWB__READ(wb->shared)) {
+	if ((sync && meta_due) || freeing || pwb__aread(&wb->shared)) {
 		/*
 		 * An integrity sync writes metadata only after its data has
 		 * landed; a closing inode's I_SYNC must not clear while its
@@ -972,7 +972,7 @@ static bool none_pass_done(struct pwb__wb_ctx *wb, struct pwb__wb_work *work,
 	/* So is a re-shard (the automatic tuner's, every few windows):
 	 * periodic and background passes end at a slice boundary and start
 	 * again after it, when the flushers rescan and dirtiers kick. */
-	if (work->reason != PWB_WB_ALL && PWB__READ(bdi->park_req))
+	if (work->reason != PWB_WB_ALL && pwb__aread(&bdi->park_req))
 		return true;
 	if (work->reason == PWB_WB_BACKGROUND && !over_bg_thresh(bdi))
 		return true;
@@ -1139,7 +1139,7 @@ static int wb_writeback_shared(struct pwb__wb_ctx *wb, struct pwb__wb_ctx *lw,
 {
 	struct pwb_bdi *bdi = wb->bdi;
 	bool sync = work->sync_mode == PWB__SYNC_ALL, queued = false;
-	unsigned int max = PWB__READ(wb->claim_batch), n;
+	unsigned int max = pwb__aread(&wb->claim_batch), n;
 	uint64_t work_start = pwb__now(bdi), slice = work_start;
 	struct claim one, *c = malloc(max * sizeof(*c));
 	int err = 0;
@@ -1197,13 +1197,13 @@ static int wb_writeback_shared(struct pwb__wb_ctx *wb, struct pwb__wb_ctx *lw,
 
 static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 {
-	struct pwb__wb_ctx *lw = PWB__READ(wb->lists);
+	struct pwb__wb_ctx *lw = pwb__aread(&wb->lists);
 	int err;
 
 	update_bandwidth(wb, true);
 	/* Context 0 owns the shared lists and claims from them like the
 	 * others: a visit must not release an inode with writes in flight. */
-	err = PWB__READ(wb->shared) ? wb_writeback_shared(wb, lw, work)
+	err = pwb__aread(&wb->shared) ? wb_writeback_shared(wb, lw, work)
 				    : wb_writeback_own(wb, work);
 	update_bandwidth(wb, false);
 	return err;
@@ -1295,7 +1295,7 @@ void pwb__wb_check_old_data_flush(struct pwb__wb_ctx *wb)
 	wb->last_old_flush = now;
 	/* Bounded like the kernel's: what is dirty now, plus some slack. */
 	work.nr_pages =
-		(int64_t)pwb__wb_dirty_pages(PWB__READ(wb->lists)) + 1024;
+		(int64_t)pwb__wb_dirty_pages(pwb__aread(&wb->lists)) + 1024;
 	pwb__wb_do_work(wb, &work);
 }
 
@@ -1688,7 +1688,7 @@ bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait)
 			.tv_nsec = (long)(ns % PWB__NSEC_PER_SEC),
 		};
 
-		if (pwb__wb_work_pending(wb) || PWB__READ(bdi->park_req))
+		if (pwb__wb_work_pending(wb) || pwb__aread(&bdi->park_req))
 			return false;
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;
