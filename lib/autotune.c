@@ -292,6 +292,8 @@ static void window_locked(struct pwb_bdi *bdi, const struct sample *s0,
 	struct pwb__auto_window w;
 	int ret;
 
+	pwb__lockdep_assert_held(&bdi->reshard_lock);
+
 	if (at->user) {
 		at->st.reason = PWB_AUTO_USER;
 		publish(at, nr);
@@ -433,6 +435,8 @@ void pwb__autotune_stop(struct pwb_bdi *bdi)
 void pwb__autotune_user_locked(struct pwb_bdi *bdi, unsigned int nr)
 {
 	struct pwb__autotune *at = bdi->autotune;
+
+	pwb__lockdep_assert_held(&bdi->reshard_lock);
 
 	if (!at)
 		return;

@@ -84,6 +84,8 @@ void pwb__bdi_write_done_locked(struct pwb_bdi *bdi, struct pwb_inode *inode)
 {
 	uint64_t e, old, prev;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	/* The write finished (its syscall or completion returned) before
 	 * the epoch is read: a flush that has not yet advanced it will. A
 	 * full fence; GCC makes it a locked no-op on the stack on x86,

@@ -125,6 +125,8 @@ static int range_call_begin(struct pwb_inode *inode, const char *who,
  * Caller holds inode->lock. */
 static void wait_wb_cond_locked(struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	PWB__WRITE(inode->wb_waiters, inode->wb_waiters + 1);
 	pthread_cond_wait(&inode->wb_cond, &inode->lock);
 	PWB__WRITE(inode->wb_waiters, inode->wb_waiters - 1);
@@ -138,6 +140,8 @@ static void wait_wb_cond_locked(struct pwb_inode *inode)
 static void wait_stable_locked(struct pwb_inode *inode, uint64_t first,
 			       uint64_t last, bool endings)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	for (;;) {
 		uint64_t found;
 		bool busy;
@@ -216,6 +220,8 @@ int64_t pwb__redirty_failed_locked(struct pwb_inode *inode, uint64_t first,
 	int64_t n = 0;
 	int err;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	if (!inode->discarding || last < df || first > dl) {
 		*counted = true;
 		return pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
@@ -239,6 +245,8 @@ static bool drop_dirty_locked(struct pwb_inode *inode, uint64_t first,
 {
 	uint64_t n;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	/* A page dirtied again later starts from LSN 0, not from the LSN of
 	 * the change that was discarded. The range may reach to 2^52 pages:
 	 * the reset visits only the leaves that exist. */
@@ -260,6 +268,8 @@ static bool drop_dirty_locked(struct pwb_inode *inode, uint64_t first,
  * the failed mark. Caller holds inode->lock. */
 static void forget_errors_locked(struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	pwb__errseq_check_and_advance(&inode->wb_err, &inode->fsync_cursor);
 	pwb__inode_clear_error_locked(inode);
 }

@@ -207,6 +207,8 @@ static struct pwb__wb_ctx *assign_wb_locked(struct pwb_inode *inode,
 					    struct pwb__wb_ctx *wb,
 					    uint64_t key)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	if (inode->wb)
 		return inode->wb;
 	/* Read under the list lock once the inode is on a list (xarray.c);
@@ -300,11 +302,14 @@ inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
 		   uint64_t key, uint64_t first, uint64_t last, uint64_t lsn,
 		   bool *attach)
 {
+	int64_t n;
+
+	pwb__lockdep_assert_held(&inode->lock);
+
 	/* Plain pages go straight to the tag: the LSN variant is a call and
 	 * a range set-up more per pwb_mark_dirty(). */
-	int64_t n = lsn ? pwb__map_set_lsn(&inode->map, first, last, lsn)
-			: pwb__map_set(&inode->map, PWB__TAG_DIRTY, first,
-				       last);
+	n = lsn ? pwb__map_set_lsn(&inode->map, first, last, lsn)
+		: pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
 
 	*attach = false;
 	if (n <= 0)
@@ -668,6 +673,8 @@ enum pwb__list pwb__inode_list(struct pwb_inode *inode)
  * lock. */
 static bool inode_idle_locked(const struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	return !(inode->state & (PWB__I_DIRTY_ANY | PWB__I_SYNC)) &&
 	       !inode->map.count[PWB__TAG_WRITEBACK] &&
 	       !pwb__aread(&inode->nr_ending);
@@ -967,6 +974,8 @@ void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 {
 	enum pwb__list from = inode->on_list;
 
+	pwb__lockdep_assert_held(&wb->list_lock);
+
 	if (from != PWB__LIST_NONE)
 		cds_list_del_init(&inode->io_list);
 	if (inode->in_tree) {
@@ -1012,6 +1021,8 @@ PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx)
 
 void pwb__inode_clear_error_locked(struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	inode->failed_err = 0;
 	inode->wb_failures = 0;
 	inode->backoff_ns = 0;

@@ -210,6 +210,8 @@ static const struct pwb_policy_ops *lookup_locked(const char *name,
 	struct policy_entry *e;
 	size_t i;
 
+	pwb__lockdep_assert_held(&registry_lock);
+
 	for (i = 0; i < NR_BUILTINS; i++)
 		if (strlen(builtin_policies[i]->name) == len &&
 		    !memcmp(builtin_policies[i]->name, name, len))
@@ -224,6 +226,8 @@ static const struct pwb_policy_ops *lookup_locked(const char *name,
 static bool registered_locked(const struct pwb_policy_ops *ops)
 {
 	struct policy_entry *e;
+
+	pwb__lockdep_assert_held(&registry_lock);
 
 	for (e = registry; e; e = e->next)
 		if (e->ops == ops)
@@ -280,6 +284,8 @@ static int check_ops(const struct pwb_policy_ops *ops, const char *origin)
 static int register_locked(const struct pwb_policy_ops *ops, void *dl)
 {
 	struct policy_entry *e;
+
+	pwb__lockdep_assert_held(&registry_lock);
 
 	if (lookup_locked(ops->name, strlen(ops->name)))
 		return pwb__err(-EEXIST, "a shard policy named \"%s\" is "

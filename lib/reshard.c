@@ -149,6 +149,8 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	size_t n_inodes, k;
 	int ret = 0;
 
+	pwb__lockdep_assert_held(&bdi->reshard_lock);
+
 	arr = pwb__ctx_array_alloc(bdi, old, nr, &ret);
 	if (!arr)
 		return ret;
@@ -256,6 +258,8 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 
 int pwb__reshard_locked(struct pwb_bdi *bdi, unsigned int nr)
 {
+	pwb__lockdep_assert_held(&bdi->reshard_lock);
+
 	return nr == bdi->ctxs->nr ? 0 : reshard_locked(bdi, nr, NULL);
 }
 

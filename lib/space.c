@@ -176,6 +176,8 @@ static void drop_unwritten_locked(struct pwb__space *sp,
 	struct pwb__extent *e, *next;
 	uint64_t before = pwb__extmap_count(&si->ext);
 
+	pwb__lockdep_assert_held(&si->lock);
+
 	for (e = pwb__extmap_first(&si->ext); e; e = next) {
 		next = pwb__extmap_after(e);
 		if (e->unwritten)
@@ -254,6 +256,8 @@ static unsigned int home_locked(struct pwb__space *sp,
 	unsigned int i, h, best, n = sp->alloc.nr_groups;
 	uint64_t best_free;
 
+	pwb__lockdep_assert_held(&si->lock);
+
 	if (si->home != UINT_MAX)
 		return si->home;
 	/* The freest group; ties go to the next group of a rotor, so
@@ -295,6 +299,8 @@ static unsigned int home_locked(struct pwb__space *sp,
 static uint64_t next_gap_locked(const struct pwb__space_inode *si,
 				uint64_t *idx, uint64_t end)
 {
+	pwb__lockdep_assert_held(&si->lock);
+
 	while (*idx < end) {
 		struct pwb__extent *a = pwb__extmap_next(&si->ext, *idx);
 		struct pwb__extent *d = pwb__extmap_next(&si->dalloc, *idx);
@@ -436,6 +442,8 @@ static uint64_t goal_locked(const struct pwb__space *sp,
 	struct pwb__extent *next = pwb__extmap_next(&si->ext, index);
 	struct pwb__avl_node *n;
 
+	pwb__lockdep_assert_held(&si->lock);
+
 	n = next ? pwb__avl_prev(&next->node) : pwb__avl_last(&si->ext.tree);
 	if (n) {
 		const struct pwb__extent *prev =
@@ -461,6 +469,8 @@ static int allocate_locked(struct pwb__space *sp, struct pwb__space_inode *si,
 	uint64_t want, goal, start, got;
 	unsigned int home = home_locked(sp, si, ino);
 	int ret;
+
+	pwb__lockdep_assert_held(&si->lock);
 
 	if (d) {
 		want = PWB__MIN(d->file + d->len - index, sp->max_run);

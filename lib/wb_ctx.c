@@ -175,6 +175,8 @@ struct pwb__wb_work *pwb__wb_next_work_locked(struct pwb__wb_ctx *wb,
 {
 	struct pwb__wb_work *w, *oldest = NULL;
 
+	pwb__lockdep_assert_held(&wb->work_lock);
+
 	if (cds_list_empty(&wb->work_list))
 		return NULL;
 	/* No class starves: work that waited too long goes first. */
@@ -404,6 +406,8 @@ void pwb__flushers_resume(struct pwb_bdi *bdi)
 static void set_ordered_locked(struct pwb__wb_ctx *wb, bool ordered)
 {
 	struct pwb_inode *inode;
+
+	pwb__lockdep_assert_held(&wb->list_lock);
 
 	if (wb->ordered == ordered)
 		return;

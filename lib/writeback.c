@@ -107,6 +107,9 @@ static struct pwb_inode *first_io_inode(struct pwb__wb_ctx *wb)
  */
 static void redirty_tail_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&wb->list_lock);
+	pwb__lockdep_assert_held(&inode->lock);
+
 	if (!cds_list_empty(&wb->b_dirty)) {
 		struct pwb_inode *tail = cds_list_entry(
 			wb->b_dirty.prev, struct pwb_inode, io_list);
@@ -186,10 +189,15 @@ static void requeue_inode_locked(struct pwb__wb_ctx *wb,
 				 struct pwb_inode *inode,
 				 const struct wb_control *wbc)
 {
+	bool failed;
+
+	pwb__lockdep_assert_held(&wb->list_lock);
+	pwb__lockdep_assert_held(&inode->lock);
+
 	/* A write of this visit failed (even one an asynchronous backend
 	 * reported after wbc->err was final): b_more_io would retry it in
 	 * this same pass, so it goes to b_dirty to back off. */
-	bool failed = pwb__wb_visit_end_locked(inode, wbc->written);
+	failed = pwb__wb_visit_end_locked(inode, wbc->written);
 
 	if (inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META)) {
 		if (wbc->nr_to_write <= 0 && !wbc->err && !failed &&
@@ -427,6 +435,8 @@ static void force_log_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	struct pwb_bdi *bdi = wb->bdi;
 	int ret;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	pthread_mutex_unlock(&inode->lock);
 	ret = bdi->cfg.log_force(lsn, bdi->cfg.log_force_arg);
 	uatomic_inc(&wb->stats.log_forces);
@@ -447,6 +457,8 @@ static void force_log_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 static uint64_t towrite_lsn_max_locked(struct pwb_inode *inode)
 {
 	uint64_t idx = 0, first, max = 0, ok;
+
+	pwb__lockdep_assert_held(&inode->lock);
 
 	while (pwb__map_find(&inode->map, PWB__TAG_TOWRITE, idx, &first)) {
 		uint64_t n = pwb__map_run(&inode->map, PWB__TAG_TOWRITE, first,
@@ -479,6 +491,8 @@ static uint64_t lsn_allowed_locked(struct pwb__wb_ctx *wb,
 	struct pwb_bdi *bdi = wb->bdi;
 	uint64_t durable = pwb__aread(&bdi->log_durable), ok, max;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	max = pwb__map_lsn_max(&inode->map, first, n, durable, &ok);
 	if (max <= durable)
 		return n;
@@ -499,6 +513,8 @@ static bool sync_retry_locked(struct pwb_inode *inode, struct wb_control *wbc,
 {
 	uint64_t ns;
 	struct timespec ts;
+
+	pwb__lockdep_assert_held(&inode->lock);
 
 	if (!wbc->deferred || wbc->log_err || *slept >= DEFER_BUDGET_NS)
 		return false;
@@ -531,6 +547,8 @@ static int sync_deferred_error_locked(struct pwb_inode *inode,
 				      struct wb_control *wbc)
 {
 	int err = wbc->log_err ? wbc->log_err : wbc->deferred ? -EBUSY : 0;
+
+	pwb__lockdep_assert_held(&inode->lock);
 
 	if (!err)
 		return 0;
@@ -775,6 +793,8 @@ static void writeback_single_inode(struct pwb__wb_ctx *wb,
 static void wait_inode_sync_locked(struct pwb__wb_ctx *wb,
 				   struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&wb->list_lock);
+
 	for (;;) {
 		bool busy;
 
@@ -797,6 +817,8 @@ static bool claim_inode_locked(struct pwb_inode *inode)
 {
 	bool busy;
 
+	pwb__lockdep_assert_held(&inode->wb->list_lock);
+
 	pthread_mutex_lock(&inode->lock);
 	busy = inode->state & PWB__I_SYNC;
 	if (!busy) {
@@ -817,6 +839,8 @@ static void pass_over_busy_locked(struct pwb__wb_ctx *wb,
 				  struct pwb_inode *inode, bool sync)
 {
 	bool gone;
+
+	pwb__lockdep_assert_held(&wb->list_lock);
 
 	if (!sync) {
 		pwb__inode_move_locked(wb, inode, PWB__LIST_MORE_IO);
@@ -844,6 +868,8 @@ static void release_inode_locked(struct pwb__wb_ctx *wb,
 				 struct pwb_inode *inode,
 				 const struct wb_control *wbc)
 {
+	pwb__lockdep_assert_held(&wb->list_lock);
+
 	pthread_mutex_lock(&inode->lock);
 	requeue_inode_locked(wb, inode, wbc);
 	inode->state &= ~PWB__I_SYNC;
@@ -857,6 +883,8 @@ static void release_inode_locked(struct pwb__wb_ctx *wb,
 static void visit_inode_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			       struct wb_control *wbc)
 {
+	pwb__lockdep_assert_held(&wb->list_lock);
+
 	pthread_mutex_unlock(&wb->list_lock);
 	writeback_single_inode(wb, inode, wbc);
 	pthread_mutex_lock(&wb->list_lock);
@@ -1081,6 +1109,8 @@ static unsigned int claim_batch_locked(struct pwb__wb_ctx *lw,
 	bool sync = work->sync_mode == PWB__SYNC_ALL;
 	unsigned int n = 0;
 
+	pwb__lockdep_assert_held(&lw->list_lock);
+
 	while (n < max && !cds_list_empty(&lw->b_io)) {
 		struct pwb_inode *inode = first_io_inode(lw);
 
@@ -1114,6 +1144,8 @@ static uint64_t write_claimed_locked(struct pwb__wb_ctx *wb,
 	uint64_t total = 0;
 	unsigned int i;
 	int ret;
+
+	pwb__lockdep_assert_held(&lw->list_lock);
 
 	pthread_mutex_unlock(&lw->list_lock);
 	for (i = 0; i < n; i++)
@@ -1714,6 +1746,8 @@ void pwb__wb_write_result_locked(struct pwb_inode *inode,
 {
 	uint64_t now;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	if (!err) {
 		/* The device takes writes again: end an ENOSPC pause. */
 		wb->nospc_backoff_ns = 0;
@@ -1753,6 +1787,8 @@ bool pwb__wb_visit_end_locked(struct pwb_inode *inode, uint64_t written)
 	bool failed = inode->wb_failures &&
 		      inode->fail_visit == inode->wb_visit;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	/*
 	 * A visit that wrote and saw no failure breaks the run of
 	 * consecutive failures, unless writes are still in flight (an
@@ -1769,6 +1805,8 @@ bool pwb__wb_visit_end_locked(struct pwb_inode *inode, uint64_t written)
 bool pwb__wb_backing_off_locked(struct pwb_inode *inode,
 				struct pwb__wb_ctx *wb, bool periodic)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	if (!inode->wb_failures)
 		return false;
 	/* Failed in this very pass: retrying at once would spin. */
