@@ -194,7 +194,7 @@ unsigned int pwb__alloc_group_of(const struct pwb__alloc *a, uint64_t unit)
 
 int pwb__alloc_reserve(struct pwb__alloc *a, uint64_t nr)
 {
-	int64_t old, cur = uatomic_read(&a->avail);
+	int64_t old, cur = pwb__aread(&a->avail);
 
 	if (!nr)
 		return 0;

@@ -16,7 +16,8 @@
  * lock or thread), so tests drive it with synthetic bandwidth curves. The
  * driver owns the clock (cfg.clock) and the locking: it decides and
  * re-shards under reshard_lock, which also serialises it with the user's
- * pwb_bdi_set_nr_wb_ctx() and pwb_bdi_set_policy().
+ * pwb_bdi_set_nr_wb_ctx() (here: a count set by hand pauses the tuner)
+ * and pwb_bdi_set_policy().
  */
 #include "base.h"
 #include "autotune.h"
@@ -266,7 +267,7 @@ static void take_sample(struct pwb_bdi *bdi, struct sample *s)
 	struct pwb_stats st;
 
 	s->gen = pwb__aread(&bdi->reshard_gen);
-	pwb_bdi_stats(bdi, &st);
+	pwb__bdi_wb_counters(bdi, &st);
 	s->t = pwb__now(bdi);
 	s->bytes = st.bytes_written;
 	s->backlog = st.dirty_pages || st.writeback_pages;
@@ -291,6 +292,8 @@ static void window_locked(struct pwb_bdi *bdi, const struct sample *s0,
 	unsigned int nr = bdi->ctxs->nr, next;
 	struct pwb__auto_window w;
 	int ret;
+
+	pwb__lockdep_assert_held(&bdi->reshard_lock);
 
 	if (at->user) {
 		at->st.reason = PWB_AUTO_USER;
@@ -434,12 +437,44 @@ void pwb__autotune_user_locked(struct pwb_bdi *bdi, unsigned int nr)
 {
 	struct pwb__autotune *at = bdi->autotune;
 
+	pwb__lockdep_assert_held(&bdi->reshard_lock);
+
 	if (!at)
 		return;
 	at->user = nr != 0;
 	at->reset = !nr;
 	pwb__aset(&at->reason, nr ? (uint64_t)PWB_AUTO_USER
 				  : (uint64_t)PWB_AUTO_RESET);
+}
+
+PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
+{
+	unsigned int want = nr;
+	int ret = 0;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_set_nr_wb_ctx: NULL bdi");
+	if (nr > PWB_MAX_WB_CTX)
+		return pwb__err(-EINVAL, "nr_wb_ctx %u is above the limit %u",
+				nr, PWB_MAX_WB_CTX);
+	ret = pwb__no_flusher("pwb_bdi_set_nr_wb_ctx");
+	if (ret)
+		return ret;
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_set_nr_wb_ctx"))
+		return -ESHUTDOWN;
+	if (!nr)
+		nr = bdi->autotune ? pwb__autotune_start_nr(bdi)
+				   : pwb__auto_nr_wb_ctx(bdi);
+
+	pthread_mutex_lock(&bdi->reshard_lock);
+	/* Under the lock the tuner decides under: the caller's count wins
+	 * over any decision the tuner makes after this. */
+	pwb__autotune_user_locked(bdi, want);
+	ret = pwb__reshard_locked(bdi, nr);
+	pthread_mutex_unlock(&bdi->reshard_lock);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
+	return ret;
 }
 
 void pwb__autotune_stats(struct pwb_bdi *bdi, struct pwb_stats *st)

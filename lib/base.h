@@ -77,8 +77,12 @@
  */
 #define PWB__TLS_FAST __thread __attribute__((tls_model("initial-exec")))
 
+/* Going away: the older spelling of pwb__aread(&(x)), kept only for the
+ * page cache's last use; write pwb__aread(&x) in new code. */
 #define PWB__READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define PWB__WRITE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+/* The one spelling of a relaxed load in lib/: pwb__aread(&x), not
+ * uatomic_read(&x) (a volatile access TSan does not model). */
 #define pwb__aread(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define pwb__aset(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define PWB__RCU_DEREF(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
@@ -261,8 +265,11 @@ enum pwb__lock_rank {
  *    that check the order (pthread_mutex_init without a rank makes the
  *    mutex one lockdep refuses to lock);
  *  - take a second lock of the same rank with pwb__mutex_lock_nested(),
- *    after saying in a comment what orders the two.
- * Without --enable-lockdep these are the plain pthread calls.
+ *    after saying in a comment what orders the two;
+ *  - begin a function that expects its caller to hold a mutex (a
+ *    *_locked helper) with pwb__lockdep_assert_held(&m).
+ * Without --enable-lockdep these are the plain pthread calls, and the
+ * assertion is nothing.
  */
 #ifdef PWB_LOCKDEP
 void pwb__lockdep_set_rank(pthread_mutex_t *m, enum pwb__lock_rank rank,
@@ -272,6 +279,8 @@ void pwb__lockdep_acquire(pthread_mutex_t *m, bool nested, const char *file,
 			  int line) PWB__INTERNAL;
 void pwb__lockdep_release(pthread_mutex_t *m, const char *file,
 			  int line) PWB__INTERNAL;
+void pwb__lockdep_assert_held_at(const pthread_mutex_t *m, const char *file,
+				 int line) PWB__INTERNAL;
 
 /* The parenthesised names below are the real pthread functions, whatever
  * macros lib/'s sources see. */
@@ -347,6 +356,10 @@ static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
 }
 
 #define pwb__mutex_init(m, rank) pwb__mutex_init_at(m, rank, __FILE__, __LINE__)
+/* Abort with a report unless the calling thread holds @m (taken through
+ * lib/'s checked calls). */
+#define pwb__lockdep_assert_held(m)                                            \
+	pwb__lockdep_assert_held_at(m, __FILE__, __LINE__)
 #define pwb__mutex_lock_nested(m) pwb__mutex_lock_at(m, true, __FILE__, __LINE__)
 #define pwb__mutex_trylock_nested(m)                                           \
 	pwb__mutex_trylock_nested_at(m, __FILE__, __LINE__)
@@ -387,6 +400,11 @@ static inline int pwb__mutex_trylock_nested(pthread_mutex_t *m)
 	return pthread_mutex_trylock(m);
 }
 
+static inline void pwb__lockdep_assert_held(const pthread_mutex_t *m)
+{
+	(void)m;
+}
+
 #define PWB__MUTEX_RANK_STATIC(m, rank) _Static_assert(1, "")
 
 #endif /* PWB_LOCKDEP */
@@ -397,8 +415,12 @@ static inline int pwb__mutex_trylock_nested(pthread_mutex_t *m)
 /* Record a message for pwb_errmsg() and return @err (a negative errno). */
 int pwb__err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3))) PWB__INTERNAL;
+/* pwb_errmsg() for lib/'s own callers: the thread's message, "" if none. */
+const char *pwb__errmsg(void) PWB__INTERNAL;
 /* Clear the thread's message at the start of a public call. */
 void pwb__err_clear(void) PWB__INTERNAL;
+/* pwb_strerror() for lib/'s own messages. */
+const char *pwb__strerror(int err) PWB__INTERNAL;
 
 /* errseq: an error value with a change counter, after the kernel's errseq_t.
  * Bits 0-11: -errno; bit 12: some reader has seen it; bits 13-31: counter

@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * bdi.c - the backing device: open, geometry, contexts, sync, close
+ * bdi.c - the backing device: open (config checks, geometry, backend,
+ * contexts), its public queries, close
+ *
+ * The top floor: it opens and tears down every layer below. The engine
+ * never calls back here; what it asks of a running bdi is in
+ * bdi-state.c, and pwb_bdi_writeback(), pwb_sync() and device flushes
+ * are writeback's (writeback.c).
  */
 #include "base.h"
 #include "completion.h"
@@ -267,24 +273,6 @@ static int probe_atomic_writes(struct pwb_bdi *bdi, const char *path)
 	return 0;
 }
 
-/*
- * The rotational flag alone says little: virtio and many RAID or cloud
- * disks report rotational=1 and take gigabytes a second. Telling a slow
- * disk from them at open would take a measurement, and an honest one is
- * not cheap: reads of a regular file's holes never reach the device, and
- * a write probe would change the application's device. So the start is 2
- * everywhere, and the tuner, which prefers fewer contexts unless more are
- * measurably faster, goes down to 1 where parallel writeback does not pay
- * (it cost a hard disk 15% in the kernel series) and up where it does.
- */
-#define AUTO_START_NR_WB_CTX 2u
-
-unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi)
-{
-	(void)bdi;
-	return PWB__MIN(AUTO_START_NR_WB_CTX, (unsigned int)PWB_MAX_WB_CTX);
-}
-
 /* The backend @cfg asks for; backend = NULL picks io_uring where this
  * process may use it (a ring of io_depth entries can be set up), psync
  * otherwise. Records why in bdi->backend_reason. NULL for an unknown
@@ -343,15 +331,6 @@ static unsigned int choose_nr_wb_ctx(struct pwb_bdi *bdi)
 	return bdi->cfg.nr_wb_ctx;
 }
 
-/* Flusher threads for @nr_ctx contexts. */
-unsigned int pwb__nr_flushers_for(const struct pwb_bdi *bdi,
-				  unsigned int nr_ctx)
-{
-	unsigned int f = bdi->cfg.nr_flushers;
-
-	return f ? PWB__MIN(f, nr_ctx) : nr_ctx;
-}
-
 /* Destroy the first @nr contexts of @arr, and @arr (no flusher runs). */
 static void free_ctxs(struct pwb__wb_ctx_array *arr, unsigned int nr)
 {
@@ -386,42 +365,6 @@ static void free_flushers(struct pwb_bdi *bdi)
 		free(fl);
 		bdi->flushers[i] = NULL;
 	}
-}
-
-struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
-					       struct pwb__wb_ctx_array *old,
-					       unsigned int nr, int *err)
-{
-	struct pwb__wb_ctx_array *arr;
-	unsigned int i, keep = old ? PWB__MIN(old->nr, nr) : 0;
-	int ret;
-
-	arr = calloc(1, sizeof(*arr) + nr * sizeof(arr->ctx[0]));
-	if (!arr) {
-		*err = pwb__err(-ENOMEM, "out of memory");
-		return NULL;
-	}
-	arr->nr = nr;
-	for (i = 0; i < keep; i++)
-		arr->ctx[i] = old->ctx[i];
-	for (i = keep; i < nr; i++) {
-		/* Aligned: its dirty slots each own a cache line. */
-		arr->ctx[i] = aligned_alloc(_Alignof(struct pwb__wb_ctx),
-					    sizeof(*arr->ctx[i]));
-		ret = arr->ctx[i] ? pwb__wb_ctx_init(arr->ctx[i], bdi, i)
-				  : pwb__err(-ENOMEM, "out of memory");
-		if (ret) {
-			free(arr->ctx[i]);
-			while (i-- > keep) {
-				pwb__wb_ctx_destroy(arr->ctx[i]);
-				free(arr->ctx[i]);
-			}
-			free(arr);
-			*err = ret;	/* e.g. the backend's ctx_init */
-			return NULL;
-		}
-	}
-	return arr;
 }
 
 static int create_ctxs(struct pwb_bdi *bdi, unsigned int nr)
@@ -659,19 +602,12 @@ fail:
 
 PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
-	unsigned int nr = 0;
-
 	pwb__err_clear();
 	if (!bdi) {
 		pwb__err(-EINVAL, "pwb_bdi_nr_wb_ctx: NULL bdi");
 		return 0;
 	}
-	if (pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
-			   "pwb_bdi_nr_wb_ctx"))
-		return 0;
-	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
-	pwb__bdi_exit((struct pwb_bdi *)bdi, PWB__HOLD_RCU);
-	return nr;
+	return pwb__bdi_nr_wb_ctx(bdi);
 }
 
 int pwb__bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
@@ -707,21 +643,6 @@ int pwb__bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
 	return 0;
 }
 
-void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi, uint64_t lsn)
-{
-	uint64_t cur = pwb__aread(&bdi->log_durable);
-
-	/* A monotonic maximum: a report older than one already made is no
-	 * news, and must not lower what writeback relies on. */
-	while (cur < lsn) {
-		uint64_t prev = uatomic_cmpxchg(&bdi->log_durable, cur, lsn);
-
-		if (prev == cur)
-			break;
-		cur = prev;
-	}
-}
-
 PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn)
 {
 	pwb__err_clear();
@@ -733,270 +654,6 @@ PWB_API int pwb_bdi_log_durable(struct pwb_bdi *bdi, uint64_t lsn)
 	pwb__bdi_log_durable_raise(bdi, lsn);
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return 0;
-}
-
-uint64_t pwb__bdi_dirty_pages_rcu(struct pwb_bdi *bdi)
-{
-	struct pwb__wb_ctx_array *arr = PWB__RCU_DEREF(bdi->ctxs);
-	uint64_t sum = 0;
-	unsigned int i;
-
-	for (i = 0; i < arr->nr; i++)
-		sum += pwb__wb_dirty_pages(arr->ctx[i]);
-	return sum;
-}
-
-uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
-{
-	uint64_t sum;
-
-	rcu_read_lock();
-	sum = pwb__bdi_dirty_pages_rcu(bdi);
-	pwb__rcu_read_unlock();
-	return sum;
-}
-
-void pwb__bdi_write_done_locked(struct pwb_bdi *bdi, struct pwb_inode *inode)
-{
-	uint64_t e, old, prev;
-
-	/* The write finished (its syscall or completion returned) before
-	 * the epoch is read: a flush that has not yet advanced it will. A
-	 * full fence; GCC makes it a locked no-op on the stack on x86,
-	 * cheaper there than the mfence of liburcu's cmm_smp_mb(). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	e = uatomic_read(&bdi->write_epoch);
-	inode->last_write_epoch = e;
-	/* Raise written_epoch to e; never lower it (a thread that read the
-	 * epoch before a flush advanced it may get here after one that read
-	 * it after). */
-	old = uatomic_read(&bdi->written_epoch);
-	while (old < e) {
-		prev = uatomic_cmpxchg(&bdi->written_epoch, old, e);
-		if (prev == old)
-			break;
-		old = prev;
-	}
-}
-
-int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
-{
-	uint64_t target;
-	int err = 0;
-
-	if (!epoch)
-		return 0;	/* nothing was ever written */
-	/* A flush that began after those writes finished covers them.
-	 * Looked at first without the lock: a caller whose writes are
-	 * covered already (a close after an fsync) must not queue behind
-	 * another caller's fdatasync. The acquire pairs with the release
-	 * below, after the fdatasync that covered them returned. */
-	if (__atomic_load_n(&bdi->flushed_epoch, __ATOMIC_ACQUIRE) >= epoch)
-		return 0;
-	pthread_mutex_lock(&bdi->flush_lock);
-	if (bdi->flushed_epoch >= epoch)
-		goto out;
-	/* Writes finishing from here on are tagged target + 1: this flush
-	 * may not cover them. The add is a full barrier before fdatasync. */
-	target = uatomic_add_return(&bdi->write_epoch, 1) - 1;
-	uatomic_inc(&bdi->nr_device_flushes);
-	/* Signals do not interrupt it on local file systems; on others
-	 * EINTR means "not done", so ask again. */
-	while ((err = fdatasync(bdi->fd) ? -errno : 0) == -EINTR)
-		;
-	if (err) {
-		struct pwb_inode *inode;
-		struct cds_lfht_iter iter;
-
-		pwb__errseq_set(&bdi->wb_err, err);
-		/*
-		 * "fsyncgate": Linux may report a failed flush once and then
-		 * drop the cached data, so a second fdatasync can succeed
-		 * with the data gone. Every inode whose writes this flush
-		 * was to cover gets the error too.
-		 */
-		rcu_read_lock();
-		cds_lfht_first(bdi->inodes, &iter);
-		while (cds_lfht_iter_get_node(&iter)) {
-			inode = caa_container_of(cds_lfht_iter_get_node(&iter),
-						 struct pwb_inode, hnode);
-			PWB__TSAN_ACQUIRE(&inode->hnode);
-			/* Its region slices' writes count as its own. */
-			if (pwb__inode_write_epoch(inode) >
-			    bdi->flushed_epoch) {
-				pthread_mutex_lock(&inode->lock);
-				pwb__errseq_set(&inode->wb_err, err);
-				pthread_mutex_unlock(&inode->lock);
-			}
-			cds_lfht_next(bdi->inodes, &iter);
-		}
-		pwb__rcu_read_unlock();
-		pwb__err(err, "fdatasync of %s: %s", bdi->path,
-			 strerror(-err));
-	} else {
-		__atomic_store_n(&bdi->flushed_epoch, target,
-				 __ATOMIC_RELEASE);
-	}
-out:
-	pthread_mutex_unlock(&bdi->flush_lock);
-	return err;
-}
-
-PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
-			      unsigned int flags)
-{
-	struct pwb__wb_ctx_array *arr;
-	struct pwb__completion done;
-	struct pwb__wb_work *works = NULL, **items;
-	bool wait = flags & PWB_WB_WAIT;
-	unsigned int i, nr;
-
-	pwb__err_clear();
-	if (!bdi)
-		return pwb__err(-EINVAL, "pwb_bdi_writeback: NULL bdi");
-	if (reason != PWB_WB_PERIODIC && reason != PWB_WB_BACKGROUND &&
-	    reason != PWB_WB_ALL)
-		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown reason "
-					 "%d",
-				(int)reason);
-	if (flags & ~PWB_WB_WAIT)
-		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown flags "
-					 "0x%x",
-				flags);
-	if (wait && pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
-					  "from an ops callback");
-	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_writeback"))
-		return -ESHUTDOWN;
-
-	rcu_read_lock();
-	arr = PWB__RCU_DEREF(bdi->ctxs);
-	nr = arr->nr;
-	/*
-	 * Every item exists before the first is queued, so the call starts
-	 * a pass on every context or on none. Waiting, the items live on
-	 * this stack frame's array; not waiting, each is the flusher's, freed
-	 * when it finishes.
-	 */
-	items = calloc(nr, sizeof(*items));
-	if (wait && items)
-		works = calloc(nr, sizeof(*works));
-	for (i = 0; items && i < nr; i++) {
-		items[i] = wait ? (works ? &works[i] : NULL)
-				: calloc(1, sizeof(**items));
-		if (!items[i])
-			break;
-	}
-	if (!items || i < nr) {
-		while (!wait && items && i--)
-			free(items[i]);
-		free(items);
-		free(works);
-		pwb__rcu_read_unlock();
-		pwb__bdi_exit(bdi, PWB__HOLD_REF);
-		return pwb__err(-ENOMEM, "pwb_bdi_writeback: out of memory "
-					 "for %u work items",
-				nr);
-	}
-	if (wait)
-		pwb__completion_init(&done, nr);
-	for (i = 0; i < nr; i++) {
-		struct pwb__wb_work *w = items[i];
-
-		w->auto_free = !wait;
-		w->sync_mode = PWB__SYNC_NONE;
-		w->reason = reason;
-		w->done = wait ? &done : NULL;
-		if (reason == PWB_WB_BACKGROUND)
-			w->nr_pages = INT64_MAX;
-		else	/* bounded by what is dirty now, like the kernel */
-			w->nr_pages = (int64_t)pwb__wb_dirty_pages(
-					      arr->ctx[i]) +
-				      1024;
-		pwb__wb_queue_work(arr->ctx[i], w);
-	}
-	pwb__rcu_read_unlock();
-	free(items);
-	if (wait) {
-		pwb__completion_wait(&done);
-		pwb__completion_destroy(&done);
-	}
-	free(works);
-	pwb__bdi_exit(bdi, PWB__HOLD_REF);
-	return 0;
-}
-
-PWB_API int pwb_sync(struct pwb_bdi *bdi)
-{
-	pwb__errseq_t since;
-	int err, ferr, werr;
-
-	pwb__err_clear();
-	if (!bdi)
-		return pwb__err(-EINVAL, "pwb_sync: NULL bdi");
-	err = pwb__no_flusher("pwb_sync");
-	if (err)
-		return err;
-	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_sync"))
-		return -ESHUTDOWN;
-	/* Our own cursor, as in pwb_fsync(): concurrent syncs that started
-	 * before an error was reported each get it, later ones do not. */
-	pthread_mutex_lock(&bdi->cursor_lock);
-	since = bdi->sync_cursor;
-	pthread_mutex_unlock(&bdi->cursor_lock);
-	werr = pwb__sync_and_wait(bdi, NULL);
-	ferr = pwb__bdi_flush_device(bdi, pwb__bdi_written_epoch(bdi));
-	pthread_mutex_lock(&bdi->cursor_lock);
-	err = pwb__errseq_check_and_advance(&bdi->wb_err, &since);
-	bdi->sync_cursor = since;
-	pthread_mutex_unlock(&bdi->cursor_lock);
-	if (!err)
-		err = ferr;
-	if (!err && werr == -ENOMEM)
-		err = werr;
-	if (err)
-		pwb__err(err, "pwb_sync of %s: %s", bdi->path,
-			 pwb_strerror(err));
-	pwb__bdi_exit(bdi, PWB__HOLD_REF);
-	return err;
-}
-
-/* Collect every open inode (the table cannot be walked under RCU while
- * doing things that sleep). */
-struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi, size_t *nr)
-{
-	struct pwb_inode **v = NULL;
-	struct cds_lfht_node *node;
-	struct cds_lfht_iter iter;
-	size_t n = 0, cap = 0;
-
-	rcu_read_lock();
-	/*
-	 * Not cds_lfht_for_each_entry(): at the end of the table it takes
-	 * caa_container_of() of a NULL node, pointer arithmetic on NULL that
-	 * UBSan rejects. Convert only nodes that exist.
-	 */
-	for (cds_lfht_first(bdi->inodes, &iter);
-	     (node = cds_lfht_iter_get_node(&iter)) != NULL;
-	     cds_lfht_next(bdi->inodes, &iter)) {
-		struct pwb_inode *inode =
-			caa_container_of(node, struct pwb_inode, hnode);
-
-		PWB__TSAN_ACQUIRE(node);	/* pairs with pwb_inode_open() */
-		if (n == cap) {
-			struct pwb_inode **nv;
-
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
-		v[n++] = inode;
-	}
-	pwb__rcu_read_unlock();
-	*nr = n;
-	return v;
 }
 
 /*
@@ -1124,6 +781,6 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	destroy_locks(bdi);
 	free(bdi);
 	if (err)
-		pwb__err(err, "pwb_bdi_close: %s", pwb_strerror(err));
+		pwb__err(err, "pwb_bdi_close: %s", pwb__strerror(err));
 	return err;
 }

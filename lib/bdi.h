@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * bdi.h - struct pwb_bdi, the entry helpers of public calls, device
- * flushes, re-sharding (bdi.c, reshard.c)
+ * flushes, the running bdi's state, re-sharding (bdi.c, bdi-state.c,
+ * reshard.c)
  *
  * Not installed. Part of lib/pwb-internal.h; the lock order and the
  * locking rules are in lib/base.h.
@@ -88,7 +89,7 @@ struct pwb_bdi {
 					 * added under lock, removed
 					 * lock-free by the inode's close */
 	pthread_mutex_t lock;		/* registry changes, closing */
-	bool closing;			/* lock (PWB__READ outside): close
+	bool closing;			/* lock (pwb__aread outside): close
 					 * began; no new waiting call */
 	bool dead;			/* PWB__WRITE by close, read under
 					 * rcu_read_lock: tearing down */
@@ -264,28 +265,33 @@ static inline void pwb__inode_exit(struct pwb_inode *inode,
 /* Caller holds rcu_read_lock: true once close is tearing @bdi down. */
 static inline bool pwb__bdi_dead_rcu(const struct pwb_bdi *bdi)
 {
-	return PWB__READ(bdi->dead);
+	return pwb__aread(&bdi->dead);
 }
 /* -ESHUTDOWN with a message: @who was called on a bdi being torn down. */
 int pwb__bdi_dead_err(const char *who) PWB__INTERNAL;
 
-/* Flush the device cache unless every write tagged with flush epoch
- * @epoch or older is already covered by an earlier flush (0: nothing to
- * cover). Return 0 or -errno (also recorded). */
-int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch) PWB__INTERNAL;
+/* ---------------------------------------------------------------------- */
+/* bdi-state.c: what the engine asks of the running bdi                   */
+
 /* Tag a write of @inode that just finished (caller holds inode->lock). */
 void pwb__bdi_write_done_locked(struct pwb_bdi *bdi,
 				struct pwb_inode *inode) PWB__INTERNAL;
 /* The epoch a flush must reach to cover every write finished so far. */
 static inline uint64_t pwb__bdi_written_epoch(struct pwb_bdi *bdi)
 {
-	return uatomic_read(&bdi->written_epoch);
+	return pwb__aread(&bdi->written_epoch);
 }
 /* Raise bdi->log_durable to @lsn if it is below (lock-free). */
 void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi,
 				uint64_t lsn) PWB__INTERNAL;
 /* Total dirty pages over all contexts (approximate, lock-free). */
 uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* pwb_bdi_nr_wb_ctx() and pwb_bdi_writeback() for lib/'s own callers,
+ * who pass a bdi, a known reason and known flags (no waiting from a
+ * flusher); the thread's error message is left alone. */
+unsigned int pwb__bdi_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;
+int pwb__bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+		       unsigned int flags) PWB__INTERNAL;
 /* The same, for a caller already inside a read-side section (the
  * dirtying path: a nested section is two more TLS look-ups per call). */
 uint64_t pwb__bdi_dirty_pages_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
@@ -293,19 +299,18 @@ uint64_t pwb__bdi_dirty_pages_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Flusher threads for @nr_ctx contexts under this bdi's config. */
 unsigned int pwb__nr_flushers_for(const struct pwb_bdi *bdi,
 				  unsigned int nr_ctx) PWB__INTERNAL;
-/* A context array of @nr: the first ones taken from @old, the rest new
- * (initialised, not served yet). NULL on failure, with *@err set to the
- * negative errno (message set). */
-struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
-					       struct pwb__wb_ctx_array *old,
-					       unsigned int nr,
-					       int *err) PWB__INTERNAL;
 /* The count the automatic tuner starts from when nr_wb_ctx is 0, and the
  * count pwb_bdi_set_nr_wb_ctx(0) picks on a bdi without the tuner. */
 unsigned int pwb__auto_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Every open inode (a snapshot, for walks that sleep); free() the array. */
 struct pwb_inode **pwb__bdi_collect_inodes(struct pwb_bdi *bdi,
 					   size_t *nr) PWB__INTERNAL;
+/* The writeback counters of pwb_bdi_stats() alone, summed over every
+ * context and the retired ones, into *@st (zeroed first): what the tuner
+ * samples, without the query's entry, page-cache or allocator parts.
+ * Lock-free; caller keeps @bdi open (before close tears it down). */
+void pwb__bdi_wb_counters(struct pwb_bdi *bdi,
+			  struct pwb_stats *st) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* The functions behind the sized entry points of abi.c: each takes the   */

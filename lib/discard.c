@@ -125,6 +125,8 @@ static int range_call_begin(struct pwb_inode *inode, const char *who,
  * Caller holds inode->lock. */
 static void wait_wb_cond_locked(struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	PWB__WRITE(inode->wb_waiters, inode->wb_waiters + 1);
 	pthread_cond_wait(&inode->wb_cond, &inode->lock);
 	PWB__WRITE(inode->wb_waiters, inode->wb_waiters - 1);
@@ -138,6 +140,8 @@ static void wait_wb_cond_locked(struct pwb_inode *inode)
 static void wait_stable_locked(struct pwb_inode *inode, uint64_t first,
 			       uint64_t last, bool endings)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	for (;;) {
 		uint64_t found;
 		bool busy;
@@ -159,7 +163,7 @@ static void wait_stable_locked(struct pwb_inode *inode, uint64_t first,
 		 */
 		PWB__WRITE(inode->wb_waiters, inode->wb_waiters + 1);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		busy = uatomic_read(&inode->nr_ending) != 0;
+		busy = pwb__aread(&inode->nr_ending) != 0;
 		if (busy)
 			pthread_cond_wait(&inode->wb_cond, &inode->lock);
 		PWB__WRITE(inode->wb_waiters, inode->wb_waiters - 1);
@@ -185,7 +189,7 @@ void pwb__inode_writes_ended(struct pwb_inode *inode, bool ending)
 	uatomic_dec(&inode->nr_ending);
 	/* Pairs with the fence of wait_stable_locked(). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (PWB__READ(inode->wb_waiters)) {
+	if (pwb__aread(&inode->wb_waiters)) {
 		pthread_mutex_lock(&inode->lock);
 		pthread_cond_broadcast(&inode->wb_cond);
 		pthread_mutex_unlock(&inode->lock);
@@ -216,6 +220,8 @@ int64_t pwb__redirty_failed_locked(struct pwb_inode *inode, uint64_t first,
 	int64_t n = 0;
 	int err;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	if (!inode->discarding || last < df || first > dl) {
 		*counted = true;
 		return pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
@@ -239,6 +245,8 @@ static bool drop_dirty_locked(struct pwb_inode *inode, uint64_t first,
 {
 	uint64_t n;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	/* A page dirtied again later starts from LSN 0, not from the LSN of
 	 * the change that was discarded. The range may reach to 2^52 pages:
 	 * the reset visits only the leaves that exist. */
@@ -260,6 +268,8 @@ static bool drop_dirty_locked(struct pwb_inode *inode, uint64_t first,
  * the failed mark. Caller holds inode->lock. */
 static void forget_errors_locked(struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	pwb__errseq_check_and_advance(&inode->wb_err, &inode->fsync_cursor);
 	pwb__inode_clear_error_locked(inode);
 }

@@ -208,6 +208,8 @@ static struct pwb__wb_ctx *assign_wb_locked(struct pwb_inode *inode,
 					    struct pwb__wb_ctx *wb,
 					    uint64_t key)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	if (inode->wb)
 		return inode->wb;
 	/* Read under the list lock once the inode is on a list (xarray.c);
@@ -301,11 +303,14 @@ inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
 		   uint64_t key, uint64_t first, uint64_t last, uint64_t lsn,
 		   bool *attach)
 {
+	int64_t n;
+
+	pwb__lockdep_assert_held(&inode->lock);
+
 	/* Plain pages go straight to the tag: the LSN variant is a call and
 	 * a range set-up more per pwb_mark_dirty(). */
-	int64_t n = lsn ? pwb__map_set_lsn(&inode->map, first, last, lsn)
-			: pwb__map_set(&inode->map, PWB__TAG_DIRTY, first,
-				       last);
+	n = lsn ? pwb__map_set_lsn(&inode->map, first, last, lsn)
+		: pwb__map_set(&inode->map, PWB__TAG_DIRTY, first, last);
 
 	*attach = false;
 	if (n <= 0)
@@ -607,7 +612,7 @@ static struct pwb__wb_ctx *region_first_wb_rcu(struct pwb_inode *inode,
 	}
 	if (low != UINT64_MAX)
 		return best;
-	slot = PWB__READ(inode->region->first_slot);
+	slot = pwb__aread(&inode->region->first_slot);
 	if (slot >= 0 && PWB__RCU_DEREF(inode->region->slice[slot]))
 		return PWB__RCU_DEREF(
 			PWB__RCU_DEREF(inode->region->slice[slot])->wb);
@@ -695,9 +700,11 @@ enum pwb__list pwb__inode_list(struct pwb_inode *inode)
  * lock. */
 static bool inode_idle_locked(const struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	return !(inode->state & (PWB__I_DIRTY_ANY | PWB__I_SYNC)) &&
 	       !inode->map.count[PWB__TAG_WRITEBACK] &&
-	       !uatomic_read(&inode->nr_ending);
+	       !pwb__aread(&inode->nr_ending);
 }
 
 uint64_t pwb__inode_write_epoch(struct pwb_inode *inode)
@@ -810,7 +817,7 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 		err = werr;
 	if (err)
 		pwb__err(err, "pwb_fsync of inode %llu: %s",
-			 (unsigned long long)ino, pwb_strerror(err));
+			 (unsigned long long)ino, pwb__strerror(err));
 	PWB_PROBE3(fsync_end, ino, err, pwb__clock_monotonic(NULL) - t0);
 	(void)t0;
 	return err;
@@ -912,8 +919,8 @@ PWB_API int pwb_inode_close(struct pwb_inode *inode)
 	if (pwb__inode_enter(inode, PWB__HOLD_CLOSE, "pwb_inode_close"))
 		return -EBADF;
 	err = pwb__inode_close(inode);
-	if (err && !*pwb_errmsg())
-		pwb__err(err, "closing inode: %s", pwb_strerror(err));
+	if (err && !*pwb__errmsg())
+		pwb__err(err, "closing inode: %s", pwb__strerror(err));
 	return err;
 }
 
@@ -998,6 +1005,8 @@ void pwb__inode_move_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 {
 	enum pwb__list from = inode->on_list;
 
+	pwb__lockdep_assert_held(&wb->list_lock);
+
 	if (from != PWB__LIST_NONE)
 		cds_list_del_init(&inode->io_list);
 	if (inode->in_tree) {
@@ -1027,7 +1036,7 @@ PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx)
 	if (!inode)
 		return pwb__err(-EINVAL, "pwb_inode_set_wb_hint: NULL inode");
 	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_inode_set_wb_hint");
-	nr = pwb_bdi_nr_wb_ctx(inode->bdi);	/* 0 once the bdi is closing */
+	nr = pwb__bdi_nr_wb_ctx(inode->bdi);	/* 0 once the bdi is closing */
 	if (ctx < -1 || (ctx >= 0 && (unsigned int)ctx >= nr)) {
 		pwb__inode_exit(inode, PWB__HOLD_RCU);
 		return pwb__err(-ERANGE, "pwb_inode_set_wb_hint: context %d "
@@ -1043,6 +1052,8 @@ PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx)
 
 void pwb__inode_clear_error_locked(struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	inode->failed_err = 0;
 	inode->wb_failures = 0;
 	inode->backoff_ns = 0;

@@ -49,10 +49,10 @@ struct pwb_inode {
 
 	/* Chosen by the shard policy at first dirtying, under inode->lock;
 	 * a later move between contexts holds both list_locks and
-	 * inode->lock. Readers hold inode->lock or use PWB__READ. */
+	 * inode->lock. Readers hold inode->lock or use pwb__aread. */
 	struct pwb__wb_ctx *wb;
 	/* pwb_inode_set_wb_hint(): a context index or -1. CMM_STORE_SHARED
-	 * by the application, PWB__READ by the shard policy. */
+	 * by the application, pwb__aread by the shard policy. */
 	int wb_hint;
 
 	pthread_mutex_t lock;		/* the fields below, to the marker */
@@ -73,7 +73,7 @@ struct pwb_inode {
 	pthread_cond_t wb_cond;		/* WRITEBACK tags cleared, an
 					 * end_write returned, a discard
 					 * ended */
-	unsigned int wb_waiters;	/* lock (PWB__READ by completions):
+	unsigned int wb_waiters;	/* lock (pwb__aread by completions):
 					 * threads sleeping on wb_cond */
 	bool discarding;		/* a pwb_inode_discard() runs over */
 	uint64_t discard_first;		/* pages [discard_first, */
@@ -167,7 +167,7 @@ int64_t pwb__inode_dirty_locked(struct pwb_inode *inode,
  * dirty pages of @inode (the application's). Caller is inside
  * pwb__inode_enter(@inode, PWB__HOLD_RCU), which this ends. */
 int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n) PWB__INTERNAL;
-/* The flush epoch of @inode's last write (bdi.c): the highest over its
+/* The flush epoch of @inode's last write (writeback.c): the highest over its
  * holders, the inode itself (metadata through write_inode, pages dirtied
  * before a per-page policy) and its region slices. Takes each holder's
  * lock in turn: caller holds no inode->lock, and @inode cannot be freed

@@ -115,7 +115,7 @@ enum pwb__fault_action pwb__fault_check(struct pwb_bdi *bdi, uint64_t dev_off,
 	/* The common case, no rule: one load, no RCU read-side section. The
 	 * pointer is only tested here; it is dereferenced below, under
 	 * rcu_read_lock, after a fresh rcu_dereference. */
-	if (caa_likely(!PWB__READ(bdi->fault)))
+	if (caa_likely(!pwb__aread(&bdi->fault)))
 		return PWB__FAULT_PASS;
 
 	rcu_read_lock();
@@ -248,7 +248,8 @@ int pwb__bdi_inject_fault(struct pwb_bdi *bdi, const struct pwb_fault *fault)
 	return 0;
 }
 
-PWB_API int pwb_bdi_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
+/* pwb_bdi_fault_hits() under both its names. */
+static int fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
 {
 	pwb__err_clear();
 	if (!bdi || !hits)
@@ -262,9 +263,14 @@ PWB_API int pwb_bdi_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
 	return 0;
 }
 
+PWB_API int pwb_bdi_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
+{
+	return fault_hits(bdi, hits);
+}
+
 PWB_API int pwb_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits)
 {
-	return pwb_bdi_fault_hits(bdi, hits);
+	return fault_hits(bdi, hits);
 }
 
 /* ---------------------------------------------------------------------- */

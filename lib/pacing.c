@@ -41,6 +41,8 @@ static void refill_locked(struct pwb__rate_bucket *b, uint64_t now)
 {
 	unsigned __int128 earned;
 
+	pwb__lockdep_assert_held(&b->lock);
+
 	if (now <= b->stamp)
 		return;
 	earned = (unsigned __int128)b->rate * (now - b->stamp) /
@@ -55,6 +57,8 @@ static void refill_locked(struct pwb__rate_bucket *b, uint64_t now)
 /* Time until the bucket is back at zero. Caller holds b->lock. */
 static uint64_t debt_ns_locked(const struct pwb__rate_bucket *b)
 {
+	pwb__lockdep_assert_held(&b->lock);
+
 	if (b->tokens >= 0)
 		return 0;
 	return (uint64_t)((unsigned __int128)(uint64_t)-b->tokens *

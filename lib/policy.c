@@ -210,6 +210,8 @@ static const struct pwb_policy_ops *lookup_locked(const char *name,
 	struct policy_entry *e;
 	size_t i;
 
+	pwb__lockdep_assert_held(&registry_lock);
+
 	for (i = 0; i < NR_BUILTINS; i++)
 		if (strlen(builtin_policies[i]->name) == len &&
 		    !memcmp(builtin_policies[i]->name, name, len))
@@ -224,6 +226,8 @@ static const struct pwb_policy_ops *lookup_locked(const char *name,
 static bool registered_locked(const struct pwb_policy_ops *ops)
 {
 	struct policy_entry *e;
+
+	pwb__lockdep_assert_held(&registry_lock);
 
 	for (e = registry; e; e = e->next)
 		if (e->ops == ops)
@@ -280,6 +284,8 @@ static int check_ops(const struct pwb_policy_ops *ops, const char *origin)
 static int register_locked(const struct pwb_policy_ops *ops, void *dl)
 {
 	struct policy_entry *e;
+
+	pwb__lockdep_assert_held(&registry_lock);
 
 	if (lookup_locked(ops->name, strlen(ops->name)))
 		return pwb__err(-EEXIST, "a shard policy named \"%s\" is "
@@ -505,12 +511,12 @@ int pwb__policy_create(struct pwb_bdi *bdi, const char *spec,
 			if (ret > 0)
 				ret = -EINVAL;
 			/* Built-ins said why; a plugin cannot. */
-			if (!*pwb_errmsg())
+			if (!*pwb__errmsg())
 				pwb__err(ret, "shard policy \"%s\" refused "
 					      "%s%s%s: %s",
 					 ops->name, args ? "arguments \"" : "",
 					 args ? args : "no arguments",
-					 args ? "\"" : "", pwb_strerror(ret));
+					 args ? "\"" : "", pwb__strerror(ret));
 			memset(pol, 0, sizeof(*pol));
 			return ret;
 		}
@@ -561,7 +567,7 @@ static void report_fallback(struct pwb__policy *pol, struct pwb_inode *inode,
 				"inode %llu: %s; using inode-hash for it "
 				"(reported once per bdi)\n",
 			pol->ops->name, (unsigned long long)inode->ino,
-			pwb_strerror(idx));
+			pwb__strerror(idx));
 	else
 		fprintf(stderr, "libpwb: shard policy \"%s\" chose context %d "
 				"for inode %llu, but the bdi has %u; using "
@@ -579,7 +585,7 @@ static struct pwb_policy_inode policy_inode(struct pwb_inode *inode,
 		.inode = inode,
 		.ino = inode->ino,
 		.index = index,
-		.hint = PWB__READ(inode->wb_hint),
+		.hint = pwb__aread(&inode->wb_hint),
 	};
 }
 
@@ -690,7 +696,7 @@ PWB_API int pwb_policy_map_page(struct pwb_inode *inode, uint64_t index,
 	if (ret)
 		return pwb__err(ret, "map_page of inode %llu page %llu: %s",
 				(unsigned long long)ino,
-				(unsigned long long)index, pwb_strerror(ret));
+				(unsigned long long)index, pwb__strerror(ret));
 	return 0;
 }
 

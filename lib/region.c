@@ -99,6 +99,8 @@ static struct pwb_inode *slice_get_locked(struct pwb_inode *inode,
 	struct pwb__region *r = inode->region;
 	struct pwb_inode *s = r->slice[slot];
 
+	pwb__lockdep_assert_held(&r->route_lock);
+
 	if (s)
 		return s;
 	s = calloc(1, sizeof(*s));

@@ -24,7 +24,6 @@
 #include "pagemap.h"
 #include "policy-int.h"
 #include "wb_ctx.h"
-#include "autotune.h"
 #include "bdi.h"
 #include "inode.h"
 #include "region.h"
@@ -150,6 +149,8 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 	size_t n_inodes, k;
 	int ret = 0;
 
+	pwb__lockdep_assert_held(&bdi->reshard_lock);
+
 	arr = pwb__ctx_array_alloc(bdi, old, nr, &ret);
 	if (!arr)
 		return ret;
@@ -258,37 +259,9 @@ static int reshard_locked(struct pwb_bdi *bdi, unsigned int nr,
 
 int pwb__reshard_locked(struct pwb_bdi *bdi, unsigned int nr)
 {
+	pwb__lockdep_assert_held(&bdi->reshard_lock);
+
 	return nr == bdi->ctxs->nr ? 0 : reshard_locked(bdi, nr, NULL);
-}
-
-PWB_API int pwb_bdi_set_nr_wb_ctx(struct pwb_bdi *bdi, unsigned int nr)
-{
-	unsigned int want = nr;
-	int ret = 0;
-
-	pwb__err_clear();
-	if (!bdi)
-		return pwb__err(-EINVAL, "pwb_bdi_set_nr_wb_ctx: NULL bdi");
-	if (nr > PWB_MAX_WB_CTX)
-		return pwb__err(-EINVAL, "nr_wb_ctx %u is above the limit %u",
-				nr, PWB_MAX_WB_CTX);
-	ret = pwb__no_flusher("pwb_bdi_set_nr_wb_ctx");
-	if (ret)
-		return ret;
-	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_set_nr_wb_ctx"))
-		return -ESHUTDOWN;
-	if (!nr)
-		nr = bdi->autotune ? pwb__autotune_start_nr(bdi)
-				   : pwb__auto_nr_wb_ctx(bdi);
-
-	pthread_mutex_lock(&bdi->reshard_lock);
-	/* Under the lock the tuner decides under: the caller's count wins
-	 * over any decision the tuner makes after this. */
-	pwb__autotune_user_locked(bdi, want);
-	ret = pwb__reshard_locked(bdi, nr);
-	pthread_mutex_unlock(&bdi->reshard_lock);
-	pwb__bdi_exit(bdi, PWB__HOLD_REF);
-	return ret;
 }
 
 PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)

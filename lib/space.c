@@ -178,6 +178,8 @@ static void drop_unwritten_locked(struct pwb__space *sp,
 	struct pwb__extent *e, *next;
 	uint64_t before = pwb__extmap_count(&si->ext);
 
+	pwb__lockdep_assert_held(&si->lock);
+
 	for (e = pwb__extmap_first(&si->ext); e; e = next) {
 		next = pwb__extmap_after(e);
 		if (e->unwritten)
@@ -298,6 +300,8 @@ static unsigned int home_locked(struct pwb__space *sp,
 	unsigned int i, h, best, first, n;
 	uint64_t best_free;
 
+	pwb__lockdep_assert_held(&si->lock);
+
 	if (si->home != UINT_MAX)
 		return si->home;
 	stream_set(sp, si->stream, &first, &n);
@@ -340,6 +344,8 @@ static unsigned int home_locked(struct pwb__space *sp,
 static uint64_t next_gap_locked(const struct pwb__space_inode *si,
 				uint64_t *idx, uint64_t end)
 {
+	pwb__lockdep_assert_held(&si->lock);
+
 	while (*idx < end) {
 		struct pwb__extent *a = pwb__extmap_next(&si->ext, *idx);
 		struct pwb__extent *d = pwb__extmap_next(&si->dalloc, *idx);
@@ -482,6 +488,8 @@ static uint64_t goal_locked(const struct pwb__space *sp,
 	struct pwb__avl_node *n;
 	unsigned int first, len;
 
+	pwb__lockdep_assert_held(&si->lock);
+
 	/* Neighbours placed before a change of stream may lie outside the
 	 * stream's set: they are no goal then. */
 	stream_set(sp, si->stream, &first, &len);
@@ -512,6 +520,8 @@ static int allocate_locked(struct pwb__space *sp, struct pwb__space_inode *si,
 	uint64_t want, goal, start, got;
 	unsigned int home = home_locked(sp, si, ino), first, len;
 	int ret;
+
+	pwb__lockdep_assert_held(&si->lock);
 
 	if (d) {
 		want = PWB__MIN(d->file + d->len - index, sp->max_run);
@@ -878,7 +888,7 @@ PWB_API int pwb_inode_set_extents(struct pwb_inode *inode,
 		pwb__extmap_destroy(&si->ext);
 		pwb__err(ret, "pwb_inode_set_extents: %s",
 			 ret == -EEXIST ? "a block is already used"
-					: pwb_strerror(ret));
+					: pwb__strerror(ret));
 	} else {
 		uatomic_add(&sp->nr_extents,
 			    (int64_t)pwb__extmap_count(&si->ext));
@@ -947,10 +957,10 @@ void pwb__space_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 
 	if (!sp)
 		return;
-	v = uatomic_read(&sp->nr_extents);
+	v = pwb__aread(&sp->nr_extents);
 	st->extents = v > 0 ? (uint64_t)v : 0;
 	st->alloc_groups = sp->alloc.nr_groups;
-	v = uatomic_read(&sp->reserved);
+	v = pwb__aread(&sp->reserved);
 	st->reserved_bytes = v > 0 ? (uint64_t)v << sp->unit_shift : 0;
 	st->busy_bytes = (pwb__aread(&sp->busy_units) +
 			  pwb__aread(&sp->busy_lost)) << sp->unit_shift;

@@ -150,7 +150,7 @@ struct pwb__space_inode {
 	uint64_t base;			/* lock: where page 0 would go when
 					 * the inode has no blocks (set with
 					 * home; UINT64_MAX: group start) */
-	unsigned int home;		/* lock to set (once), PWB__READ:
+	unsigned int home;		/* lock to set (once), pwb__aread:
 					 * the inode's home group; UINT_MAX
 					 * until the first reservation */
 	unsigned int stream;		/* lock: write stream (0: none), see

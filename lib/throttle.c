@@ -246,7 +246,7 @@ int pwb__balance_dirty(struct pwb_bdi *bdi)
 		if (!pause)
 			break;
 		/* Close writes everything back itself and waits for us. */
-		if (PWB__READ(bdi->closing)) {
+		if (pwb__aread(&bdi->closing)) {
 			ret = pwb__err(-ESHUTDOWN, "the bdi is being closed");
 			break;
 		}

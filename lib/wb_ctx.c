@@ -175,6 +175,8 @@ struct pwb__wb_work *pwb__wb_next_work_locked(struct pwb__wb_ctx *wb,
 {
 	struct pwb__wb_work *w, *oldest = NULL;
 
+	pwb__lockdep_assert_held(&wb->work_lock);
+
 	if (cds_list_empty(&wb->work_list))
 		return NULL;
 	/* No class starves: work that waited too long goes first. */
@@ -219,7 +221,7 @@ static bool park_point(struct pwb__flusher *fl)
 
 static bool park_requested(struct pwb_bdi *bdi)
 {
-	return PWB__READ(bdi->park_req);
+	return pwb__aread(&bdi->park_req);
 }
 
 /*
@@ -405,6 +407,8 @@ static void set_ordered_locked(struct pwb__wb_ctx *wb, bool ordered)
 {
 	struct pwb_inode *inode;
 
+	pwb__lockdep_assert_held(&wb->list_lock);
+
 	if (wb->ordered == ordered)
 		return;
 	wb->ordered = ordered;
@@ -446,4 +450,40 @@ bool pwb__wb_work_pending(struct pwb__wb_ctx *wb)
 	pending = !cds_list_empty(&wb->work_list);
 	pthread_mutex_unlock(&wb->work_lock);
 	return pending;
+}
+
+struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
+					       struct pwb__wb_ctx_array *old,
+					       unsigned int nr, int *err)
+{
+	struct pwb__wb_ctx_array *arr;
+	unsigned int i, keep = old ? PWB__MIN(old->nr, nr) : 0;
+	int ret;
+
+	arr = calloc(1, sizeof(*arr) + nr * sizeof(arr->ctx[0]));
+	if (!arr) {
+		*err = pwb__err(-ENOMEM, "out of memory");
+		return NULL;
+	}
+	arr->nr = nr;
+	for (i = 0; i < keep; i++)
+		arr->ctx[i] = old->ctx[i];
+	for (i = keep; i < nr; i++) {
+		/* Aligned: its dirty slots each own a cache line. */
+		arr->ctx[i] = aligned_alloc(_Alignof(struct pwb__wb_ctx),
+					    sizeof(*arr->ctx[i]));
+		ret = arr->ctx[i] ? pwb__wb_ctx_init(arr->ctx[i], bdi, i)
+				  : pwb__err(-ENOMEM, "out of memory");
+		if (ret) {
+			free(arr->ctx[i]);
+			while (i-- > keep) {
+				pwb__wb_ctx_destroy(arr->ctx[i]);
+				free(arr->ctx[i]);
+			}
+			free(arr);
+			*err = ret;	/* e.g. the backend's ctx_init */
+			return NULL;
+		}
+	}
+	return arr;
 }

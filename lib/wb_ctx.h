@@ -138,11 +138,11 @@ struct pwb__wb_ctx {
 	 * (pwb__ctxs_apply_policy): changed only with the flushers parked,
 	 * or at open before any inode is dirty.
 	 */
-	struct pwb__wb_ctx *lists;	/* PWB__READ: whose lists the passes
+	struct pwb__wb_ctx *lists;	/* pwb__aread: whose lists the passes
 					 * work: this context, or context 0
 					 * under F_SHARED_LIST */
-	unsigned int claim_batch;	/* PWB__READ: F_SHARED_LIST claims */
-	bool shared;			/* PWB__READ: F_SHARED_LIST, so this
+	unsigned int claim_batch;	/* pwb__aread: F_SHARED_LIST claims */
+	bool shared;			/* pwb__aread: F_SHARED_LIST, so this
 					 * context (context 0 too) claims */
 	bool ordered;			/* list_lock: F_ORDERED, b_io is
 					 * also indexed by io_tree */
@@ -239,6 +239,13 @@ struct pwb__wb_ctx_array {
 	unsigned int nr;
 	struct pwb__wb_ctx *ctx[];
 };
+/* A context array of @nr: the first ones taken from @old, the rest new
+ * (initialised, not served yet). NULL on failure, with *@err set to the
+ * negative errno (message set). */
+struct pwb__wb_ctx_array *pwb__ctx_array_alloc(struct pwb_bdi *bdi,
+					       struct pwb__wb_ctx_array *old,
+					       unsigned int nr,
+					       int *err) PWB__INTERNAL;
 
 /* Is work queued on @wb? Takes work_lock. */
 bool pwb__wb_work_pending(struct pwb__wb_ctx *wb) PWB__INTERNAL;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * writeback.c - the writeback algorithm, run by each context's flusher
+ * writeback.c - the writeback algorithm, run by each context's flusher;
+ * the calls that start it on every context (pwb_bdi_writeback, pwb_sync)
+ * and device flushes (flush epochs)
  *
  * This follows the kernel's fs/fs-writeback.c in its rules, in our own code:
  *
@@ -41,6 +43,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The kernel's MIN_WRITEBACK_PAGES: 4 MiB. */
 #define MIN_WRITEBACK_BYTES (4ull << 20)
@@ -111,6 +114,9 @@ static struct pwb_inode *first_io_inode(struct pwb__wb_ctx *wb)
  */
 static void redirty_tail_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&wb->list_lock);
+	pwb__lockdep_assert_held(&inode->lock);
+
 	if (!cds_list_empty(&wb->b_dirty)) {
 		struct pwb_inode *tail = cds_list_entry(
 			wb->b_dirty.prev, struct pwb_inode, io_list);
@@ -190,10 +196,15 @@ static void requeue_inode_locked(struct pwb__wb_ctx *wb,
 				 struct pwb_inode *inode,
 				 const struct wb_control *wbc)
 {
+	bool failed;
+
+	pwb__lockdep_assert_held(&wb->list_lock);
+	pwb__lockdep_assert_held(&inode->lock);
+
 	/* A write of this visit failed (even one an asynchronous backend
 	 * reported after wbc->err was final): b_more_io would retry it in
 	 * this same pass, so it goes to b_dirty to back off. */
-	bool failed = pwb__wb_visit_end_locked(inode, wbc->written);
+	failed = pwb__wb_visit_end_locked(inode, wbc->written);
 
 	if (inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META)) {
 		if (wbc->nr_to_write <= 0 && !wbc->err && !failed &&
@@ -433,6 +444,8 @@ static void force_log_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	struct pwb_bdi *bdi = wb->bdi;
 	int ret;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	pthread_mutex_unlock(&inode->lock);
 	ret = bdi->cfg.log_force(lsn, bdi->cfg.log_force_arg);
 	uatomic_inc(&wb->stats.log_forces);
@@ -453,6 +466,8 @@ static void force_log_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 static uint64_t towrite_lsn_max_locked(struct pwb_inode *inode)
 {
 	uint64_t idx = 0, first, max = 0, ok;
+
+	pwb__lockdep_assert_held(&inode->lock);
 
 	while (pwb__map_find(&inode->map, PWB__TAG_TOWRITE, idx, &first)) {
 		uint64_t n = pwb__map_run(&inode->map, PWB__TAG_TOWRITE, first,
@@ -485,6 +500,8 @@ static uint64_t lsn_allowed_locked(struct pwb__wb_ctx *wb,
 	struct pwb_bdi *bdi = wb->bdi;
 	uint64_t durable = pwb__aread(&bdi->log_durable), ok, max;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	max = pwb__map_lsn_max(&inode->map, first, n, durable, &ok);
 	if (max <= durable)
 		return n;
@@ -505,6 +522,8 @@ static bool sync_retry_locked(struct pwb_inode *inode, struct wb_control *wbc,
 {
 	uint64_t ns;
 	struct timespec ts;
+
+	pwb__lockdep_assert_held(&inode->lock);
 
 	if (!wbc->deferred || wbc->log_err || *slept >= DEFER_BUDGET_NS)
 		return false;
@@ -537,6 +556,8 @@ static int sync_deferred_error_locked(struct pwb_inode *inode,
 				      struct wb_control *wbc)
 {
 	int err = wbc->log_err ? wbc->log_err : wbc->deferred ? -EBUSY : 0;
+
+	pwb__lockdep_assert_held(&inode->lock);
 
 	if (!err)
 		return 0;
@@ -674,7 +695,7 @@ again:
 		/* Dirty pages are counted where the inode lives, pages in
 		 * flight by the context writing them (they differ under
 		 * F_SHARED_LIST); I_SYNC keeps inode->wb from changing. */
-		uatomic_sub(&PWB__READ(inode->wb)->stats.dirty_pages, n);
+		uatomic_sub(&pwb__aread(&inode->wb)->stats.dirty_pages, n);
 		uatomic_add(&wb->stats.writeback_pages, n);
 		latched = wbc->latched;
 		ret = write_run(wb, inode, first, n, &ext, wbc, towrite);
@@ -725,7 +746,7 @@ static void writeback_single_inode(struct pwb__wb_ctx *wb,
 	meta_due = (inode->state & (PWB__I_DIRTY_META | PWB__I_DIRTY_TIME)) &&
 		   inode->ops.write_inode;
 	pthread_mutex_unlock(&inode->lock);
-	if ((sync && meta_due) || freeing || PWB__READ(wb->shared)) {
+	if ((sync && meta_due) || freeing || pwb__aread(&wb->shared)) {
 		/*
 		 * An integrity sync writes metadata only after its data has
 		 * landed; a closing inode's I_SYNC must not clear while its
@@ -781,6 +802,8 @@ static void writeback_single_inode(struct pwb__wb_ctx *wb,
 static void wait_inode_sync_locked(struct pwb__wb_ctx *wb,
 				   struct pwb_inode *inode)
 {
+	pwb__lockdep_assert_held(&wb->list_lock);
+
 	for (;;) {
 		bool busy;
 
@@ -803,6 +826,8 @@ static bool claim_inode_locked(struct pwb_inode *inode)
 {
 	bool busy;
 
+	pwb__lockdep_assert_held(&inode->wb->list_lock);
+
 	pthread_mutex_lock(&inode->lock);
 	busy = inode->state & PWB__I_SYNC;
 	if (!busy) {
@@ -823,6 +848,8 @@ static void pass_over_busy_locked(struct pwb__wb_ctx *wb,
 				  struct pwb_inode *inode, bool sync)
 {
 	bool gone;
+
+	pwb__lockdep_assert_held(&wb->list_lock);
 
 	if (!sync) {
 		pwb__inode_move_locked(wb, inode, PWB__LIST_MORE_IO);
@@ -850,6 +877,8 @@ static void release_inode_locked(struct pwb__wb_ctx *wb,
 				 struct pwb_inode *inode,
 				 const struct wb_control *wbc)
 {
+	pwb__lockdep_assert_held(&wb->list_lock);
+
 	pthread_mutex_lock(&inode->lock);
 	requeue_inode_locked(wb, inode, wbc);
 	inode->state &= ~PWB__I_SYNC;
@@ -863,6 +892,8 @@ static void release_inode_locked(struct pwb__wb_ctx *wb,
 static void visit_inode_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			       struct wb_control *wbc)
 {
+	pwb__lockdep_assert_held(&wb->list_lock);
+
 	pthread_mutex_unlock(&wb->list_lock);
 	writeback_single_inode(wb, inode, wbc);
 	pthread_mutex_lock(&wb->list_lock);
@@ -978,7 +1009,7 @@ static bool none_pass_done(struct pwb__wb_ctx *wb, struct pwb__wb_work *work,
 	/* So is a re-shard (the automatic tuner's, every few windows):
 	 * periodic and background passes end at a slice boundary and start
 	 * again after it, when the flushers rescan and dirtiers kick. */
-	if (work->reason != PWB_WB_ALL && PWB__READ(bdi->park_req))
+	if (work->reason != PWB_WB_ALL && pwb__aread(&bdi->park_req))
 		return true;
 	if (work->reason == PWB_WB_BACKGROUND && !over_bg_thresh(bdi))
 		return true;
@@ -1087,6 +1118,8 @@ static unsigned int claim_batch_locked(struct pwb__wb_ctx *lw,
 	bool sync = work->sync_mode == PWB__SYNC_ALL;
 	unsigned int n = 0;
 
+	pwb__lockdep_assert_held(&lw->list_lock);
+
 	while (n < max && !cds_list_empty(&lw->b_io)) {
 		struct pwb_inode *inode = first_io_inode(lw);
 
@@ -1121,6 +1154,8 @@ static uint64_t write_claimed_locked(struct pwb__wb_ctx *wb,
 	unsigned int i;
 	int ret;
 
+	pwb__lockdep_assert_held(&lw->list_lock);
+
 	pthread_mutex_unlock(&lw->list_lock);
 	for (i = 0; i < n; i++)
 		writeback_single_inode(wb, c[i].inode, &c[i].wbc);
@@ -1145,7 +1180,7 @@ static int wb_writeback_shared(struct pwb__wb_ctx *wb, struct pwb__wb_ctx *lw,
 {
 	struct pwb_bdi *bdi = wb->bdi;
 	bool sync = work->sync_mode == PWB__SYNC_ALL, queued = false;
-	unsigned int max = PWB__READ(wb->claim_batch), n;
+	unsigned int max = pwb__aread(&wb->claim_batch), n;
 	uint64_t work_start = pwb__now(bdi), slice = work_start;
 	struct claim one, *c = malloc(max * sizeof(*c));
 	int err = 0;
@@ -1203,13 +1238,13 @@ static int wb_writeback_shared(struct pwb__wb_ctx *wb, struct pwb__wb_ctx *lw,
 
 static int wb_writeback(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 {
-	struct pwb__wb_ctx *lw = PWB__READ(wb->lists);
+	struct pwb__wb_ctx *lw = pwb__aread(&wb->lists);
 	int err;
 
 	update_bandwidth(wb, true);
 	/* Context 0 owns the shared lists and claims from them like the
 	 * others: a visit must not release an inode with writes in flight. */
-	err = PWB__READ(wb->shared) ? wb_writeback_shared(wb, lw, work)
+	err = pwb__aread(&wb->shared) ? wb_writeback_shared(wb, lw, work)
 				    : wb_writeback_own(wb, work);
 	update_bandwidth(wb, false);
 	return err;
@@ -1301,7 +1336,7 @@ void pwb__wb_check_old_data_flush(struct pwb__wb_ctx *wb)
 	wb->last_old_flush = now;
 	/* Bounded like the kernel's: what is dirty now, plus some slack. */
 	work.nr_pages =
-		(int64_t)pwb__wb_dirty_pages(PWB__READ(wb->lists)) + 1024;
+		(int64_t)pwb__wb_dirty_pages(pwb__aread(&wb->lists)) + 1024;
 	pwb__wb_do_work(wb, &work);
 }
 
@@ -1451,6 +1486,194 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 	}
 }
 
+int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
+{
+	uint64_t target;
+	int err = 0;
+
+	if (!epoch)
+		return 0;	/* nothing was ever written */
+	/* A flush that began after those writes finished covers them.
+	 * Looked at first without the lock: a caller whose writes are
+	 * covered already (a close after an fsync) must not queue behind
+	 * another caller's fdatasync. The acquire pairs with the release
+	 * below, after the fdatasync that covered them returned. */
+	if (__atomic_load_n(&bdi->flushed_epoch, __ATOMIC_ACQUIRE) >= epoch)
+		return 0;
+	pthread_mutex_lock(&bdi->flush_lock);
+	if (bdi->flushed_epoch >= epoch)
+		goto out;
+	/* Writes finishing from here on are tagged target + 1: this flush
+	 * may not cover them. The add is a full barrier before fdatasync. */
+	target = uatomic_add_return(&bdi->write_epoch, 1) - 1;
+	uatomic_inc(&bdi->nr_device_flushes);
+	/* Signals do not interrupt it on local file systems; on others
+	 * EINTR means "not done", so ask again. */
+	while ((err = fdatasync(bdi->fd) ? -errno : 0) == -EINTR)
+		;
+	if (err) {
+		struct pwb_inode *inode;
+		struct cds_lfht_iter iter;
+
+		pwb__errseq_set(&bdi->wb_err, err);
+		/*
+		 * "fsyncgate": Linux may report a failed flush once and then
+		 * drop the cached data, so a second fdatasync can succeed
+		 * with the data gone. Every inode whose writes this flush
+		 * was to cover gets the error too.
+		 */
+		rcu_read_lock();
+		cds_lfht_first(bdi->inodes, &iter);
+		while (cds_lfht_iter_get_node(&iter)) {
+			inode = caa_container_of(cds_lfht_iter_get_node(&iter),
+						 struct pwb_inode, hnode);
+			PWB__TSAN_ACQUIRE(&inode->hnode);
+			/* Its region slices' writes count as its own. */
+			if (pwb__inode_write_epoch(inode) >
+			    bdi->flushed_epoch) {
+				pthread_mutex_lock(&inode->lock);
+				pwb__errseq_set(&inode->wb_err, err);
+				pthread_mutex_unlock(&inode->lock);
+			}
+			cds_lfht_next(bdi->inodes, &iter);
+		}
+		pwb__rcu_read_unlock();
+		pwb__err(err, "fdatasync of %s: %s", bdi->path,
+			 strerror(-err));
+	} else {
+		__atomic_store_n(&bdi->flushed_epoch, target,
+				 __ATOMIC_RELEASE);
+	}
+out:
+	pthread_mutex_unlock(&bdi->flush_lock);
+	return err;
+}
+
+int pwb__bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+		       unsigned int flags)
+{
+	struct pwb__wb_ctx_array *arr;
+	struct pwb__completion done;
+	struct pwb__wb_work *works = NULL, **items;
+	bool wait = flags & PWB_WB_WAIT;
+	unsigned int i, nr;
+
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_writeback"))
+		return -ESHUTDOWN;
+
+	rcu_read_lock();
+	arr = PWB__RCU_DEREF(bdi->ctxs);
+	nr = arr->nr;
+	/*
+	 * Every item exists before the first is queued, so the call starts
+	 * a pass on every context or on none. Waiting, the items live on
+	 * this stack frame's array; not waiting, each is the flusher's, freed
+	 * when it finishes.
+	 */
+	items = calloc(nr, sizeof(*items));
+	if (wait && items)
+		works = calloc(nr, sizeof(*works));
+	for (i = 0; items && i < nr; i++) {
+		items[i] = wait ? (works ? &works[i] : NULL)
+				: calloc(1, sizeof(**items));
+		if (!items[i])
+			break;
+	}
+	if (!items || i < nr) {
+		while (!wait && items && i--)
+			free(items[i]);
+		free(items);
+		free(works);
+		pwb__rcu_read_unlock();
+		pwb__bdi_exit(bdi, PWB__HOLD_REF);
+		return pwb__err(-ENOMEM, "pwb_bdi_writeback: out of memory "
+					 "for %u work items",
+				nr);
+	}
+	if (wait)
+		pwb__completion_init(&done, nr);
+	for (i = 0; i < nr; i++) {
+		struct pwb__wb_work *w = items[i];
+
+		w->auto_free = !wait;
+		w->sync_mode = PWB__SYNC_NONE;
+		w->reason = reason;
+		w->done = wait ? &done : NULL;
+		if (reason == PWB_WB_BACKGROUND)
+			w->nr_pages = INT64_MAX;
+		else	/* bounded by what is dirty now, like the kernel */
+			w->nr_pages = (int64_t)pwb__wb_dirty_pages(
+					      arr->ctx[i]) +
+				      1024;
+		pwb__wb_queue_work(arr->ctx[i], w);
+	}
+	pwb__rcu_read_unlock();
+	free(items);
+	if (wait) {
+		pwb__completion_wait(&done);
+		pwb__completion_destroy(&done);
+	}
+	free(works);
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
+	return 0;
+}
+
+PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+			      unsigned int flags)
+{
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: NULL bdi");
+	if (reason != PWB_WB_PERIODIC && reason != PWB_WB_BACKGROUND &&
+	    reason != PWB_WB_ALL)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown reason "
+					 "%d",
+				(int)reason);
+	if (flags & ~PWB_WB_WAIT)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown flags "
+					 "0x%x",
+				flags);
+	if ((flags & PWB_WB_WAIT) && pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
+					  "from an ops callback");
+	return pwb__bdi_writeback(bdi, reason, flags);
+}
+
+PWB_API int pwb_sync(struct pwb_bdi *bdi)
+{
+	pwb__errseq_t since;
+	int err, ferr, werr;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_sync: NULL bdi");
+	err = pwb__no_flusher("pwb_sync");
+	if (err)
+		return err;
+	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_sync"))
+		return -ESHUTDOWN;
+	/* Our own cursor, as in pwb_fsync(): concurrent syncs that started
+	 * before an error was reported each get it, later ones do not. */
+	pthread_mutex_lock(&bdi->cursor_lock);
+	since = bdi->sync_cursor;
+	pthread_mutex_unlock(&bdi->cursor_lock);
+	werr = pwb__sync_and_wait(bdi, NULL);
+	ferr = pwb__bdi_flush_device(bdi, pwb__bdi_written_epoch(bdi));
+	pthread_mutex_lock(&bdi->cursor_lock);
+	err = pwb__errseq_check_and_advance(&bdi->wb_err, &since);
+	bdi->sync_cursor = since;
+	pthread_mutex_unlock(&bdi->cursor_lock);
+	if (!err)
+		err = ferr;
+	if (!err && werr == -ENOMEM)
+		err = werr;
+	if (err)
+		pwb__err(err, "pwb_sync of %s: %s", bdi->path,
+			 pwb__strerror(err));
+	pwb__bdi_exit(bdi, PWB__HOLD_REF);
+	return err;
+}
+
 /* ---------------------------------------------------------------------- */
 /* max_inflight: a slot per request in flight                             */
 
@@ -1506,7 +1729,7 @@ bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait)
 			.tv_nsec = (long)(ns % PWB__NSEC_PER_SEC),
 		};
 
-		if (pwb__wb_work_pending(wb) || PWB__READ(bdi->park_req))
+		if (pwb__wb_work_pending(wb) || pwb__aread(&bdi->park_req))
 			return false;
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;
@@ -1531,6 +1754,8 @@ void pwb__wb_write_result_locked(struct pwb_inode *inode,
 				 struct pwb__wb_ctx *wb, int err)
 {
 	uint64_t now;
+
+	pwb__lockdep_assert_held(&inode->lock);
 
 	if (!err) {
 		/* The device takes writes again: end an ENOSPC pause. */
@@ -1571,6 +1796,8 @@ bool pwb__wb_visit_end_locked(struct pwb_inode *inode, uint64_t written)
 	bool failed = inode->wb_failures &&
 		      inode->fail_visit == inode->wb_visit;
 
+	pwb__lockdep_assert_held(&inode->lock);
+
 	/*
 	 * A visit that wrote and saw no failure breaks the run of
 	 * consecutive failures, unless writes are still in flight (an
@@ -1587,6 +1814,8 @@ bool pwb__wb_visit_end_locked(struct pwb_inode *inode, uint64_t written)
 bool pwb__wb_backing_off_locked(struct pwb_inode *inode,
 				struct pwb__wb_ctx *wb, bool periodic)
 {
+	pwb__lockdep_assert_held(&inode->lock);
+
 	if (!inode->wb_failures)
 		return false;
 	/* Failed in this very pass: retrying at once would spin. */

@@ -29,6 +29,10 @@ void pwb__wb_check_background_flush(struct pwb__wb_ctx *wb) PWB__INTERNAL;
  * wait for all of them. */
 int pwb__sync_and_wait(struct pwb_bdi *bdi,
 		       struct pwb_inode *inode) PWB__INTERNAL;
+/* Flush the device cache unless every write tagged with flush epoch
+ * @epoch or older is already covered by an earlier flush (0: nothing to
+ * cover). Return 0 or -errno (also recorded). */
+int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch) PWB__INTERNAL;
 
 /* Take and release a slot of max_inflight before a backend submit. */
 void pwb__inflight_get(struct pwb__wb_ctx *wb) PWB__INTERNAL;

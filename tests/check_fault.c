@@ -1229,10 +1229,10 @@ static uint64_t write_done(struct tu_env *e, struct tu_store *st)
 {
 	uint64_t epoch;
 
-	pthread_mutex_lock(&st->inode->lock);
+	tu_lib_lock(&st->inode->lock);
 	pwb__bdi_write_done_locked(e->bdi, st->inode);
 	epoch = st->inode->last_write_epoch;
-	pthread_mutex_unlock(&st->inode->lock);
+	tu_lib_unlock(&st->inode->lock);
 	return epoch;
 }
 

@@ -124,7 +124,7 @@ START_TEST(queued_work_is_served_by_class)
 		if (i == 0)	/* P1 is older than the rest by 600 ms */
 			tu_clock_advance_ms(&clk, 600);
 	}
-	pthread_mutex_lock(&wb->work_lock);
+	tu_lib_lock(&wb->work_lock);
 	/* P1 has waited 600 ms: not long enough to jump the classes. */
 	ck_assert_ptr_eq(pwb__wb_next_work_locked(wb, clk.now), &w[2]);
 	/* After more than a second it goes first. */
@@ -140,7 +140,7 @@ START_TEST(queued_work_is_served_by_class)
 		cds_list_del(&next->list);
 	}
 	ck_assert_ptr_null(pwb__wb_next_work_locked(wb, clk.now));
-	pthread_mutex_unlock(&wb->work_lock);
+	tu_lib_unlock(&wb->work_lock);
 
 	pwb__flushers_resume(bdi);
 	pthread_mutex_unlock(&bdi->reshard_lock);

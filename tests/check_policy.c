@@ -806,7 +806,7 @@ START_TEST(test_register_abi1_table_ignores_abi2_fields)
 	ck_assert_int_eq(open_quiet(img, 4, "test-abi1:ctx=3", &bdi), 0);
 	store_at(&st, bdi, 1, 4, 0);
 	ck_assert_int_eq(dirty_range(&st, 0, 4), 3);	/* not 0 */
-	ck_assert_ptr_eq(PWB__READ(bdi->ctxs->ctx[1]->lists),
+	ck_assert_ptr_eq(pwb__aread(&bdi->ctxs->ctx[1]->lists),
 			 bdi->ctxs->ctx[1]);
 	sync_and_verify(bdi, img, &st, 1);
 	close_stores(&st, 1);

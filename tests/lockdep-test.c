@@ -124,6 +124,31 @@ static void not_held(void)
 	pthread_mutex_unlock(&list_a);
 }
 
+/* A *_locked helper's first statement, with its lock held... */
+static void assert_held(void)
+{
+	pthread_mutex_lock(&list_a);
+	pthread_mutex_lock(&ino);
+	pwb__lockdep_assert_held(&list_a);
+	pwb__lockdep_assert_held(&ino);
+	pthread_mutex_unlock(&ino);
+	pthread_mutex_unlock(&list_a);
+}
+
+/* ...and without: another lock held, or this one given back by a wait. */
+static void assert_not_held(void)
+{
+	pthread_mutex_lock(&list_a);
+	pwb__lockdep_assert_held(&ino);
+}
+
+static void assert_after_unlock(void)
+{
+	pthread_mutex_lock(&ino);
+	pthread_mutex_unlock(&ino);
+	pwb__lockdep_assert_held(&ino);
+}
+
 struct test_case {
 	const char *name;
 	void (*fn)(void);
@@ -152,6 +177,11 @@ static const struct test_case cases[] = {
 	{ "a destroyed mutex", destroyed, true, { "has no rank", NULL } },
 	{ "unlock of a mutex not held", not_held, true,
 	  { "does not hold it", NULL } },
+	{ "assert held, held", assert_held, false, { NULL } },
+	{ "assert held, another lock held", assert_not_held, true,
+	  { "must be held at", ino_name, "lockdep-test.c:" } },
+	{ "assert held after its unlock", assert_after_unlock, true,
+	  { "does not hold it", ino_name, "lockdep-test.c:" } },
 };
 
 /* Run @tc in a child; return true if it behaved. */

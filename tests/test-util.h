@@ -131,6 +131,21 @@ static inline uint64_t tu_rand(uint64_t *s)
 #define TU_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /*
+ * Lock and unlock one of lib/'s mutexes around a direct call of a *_locked
+ * helper (white-box tests; include pwb-internal.h first). Under
+ * ./configure --enable-lockdep this goes through the checker, which the
+ * helper asks whether the thread holds the lock: a test's own pthread
+ * calls are not seen by it.
+ */
+#ifdef PWB_LOCKDEP
+#define tu_lib_lock(m) pwb__mutex_lock_at(m, false, __FILE__, __LINE__)
+#define tu_lib_unlock(m) pwb__mutex_unlock_at(m, __FILE__, __LINE__)
+#else
+#define tu_lib_lock(m) pthread_mutex_lock(m)
+#define tu_lib_unlock(m) pthread_mutex_unlock(m)
+#endif
+
+/*
  * The concurrent dirtying workload of the integrity suites: writer w owns
  * the stores i with i % nr_writers == w (no two threads write one page's
  * memory), dirties random ranges of up to max_range pages with the next
