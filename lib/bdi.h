@@ -18,6 +18,7 @@ struct pwb__autotune;
 struct pwb__dom_member;
 struct pwb__fault_state;
 struct pwb__io_backend;
+struct pwb__page_owner_ops;
 struct pwb__policy;
 
 /* ---------------------------------------------------------------------- */
@@ -149,6 +150,9 @@ struct pwb_bdi {
 	/* Library-owned page cache (pcache.c): set at open, freed at
 	 * close; its own counters are atomic. */
 	struct pwb__pcache_bdi *pcache;
+	/* Set with it, then read-only: how the engine reaches the pages
+	 * the library owns (page-owner.h). */
+	const struct pwb__page_owner_ops *page_owner;
 	struct pwb__space *space;	/* set at open, freed at close: the
 					 * allocator (space.h, own locks) */
 	struct pwb__dom_member *dom;	/* set at open, freed at close: the

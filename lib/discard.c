@@ -34,7 +34,7 @@
 #include "bdi.h"
 #include "inode.h"
 #include "region.h"
-#include "pcache.h"
+#include "page-owner.h"
 
 /* Pages of [@off, @off + @len) for a public range call: every page the
  * range touches (@whole false), or only the pages wholly inside it (@whole
@@ -321,9 +321,10 @@ PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
 		detach[i] = discard_begin(h[i], first, last, all);
 	for (i = 0; i < nr; i++)
 		discard_end(h[i], first, last, detach[i]);
-	ret = inode->pcache ? pwb__pcache_discarded(inode, off, len, first,
-						     last)
-			    : 0;
+	ret = 0;
+	if (inode->pcache)	/* library-owned pages: drop the cached ones */
+		ret = inode->bdi->page_owner->discarded(inode, off, len, first,
+							last);
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	return ret;
 }

@@ -17,7 +17,7 @@
 #include "inode.h"
 #include "region.h"
 #include "writeback.h"
-#include "pcache.h"
+#include "page-owner.h"
 #include "space.h"
 
 #include <stdlib.h>
@@ -60,7 +60,8 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
  * the grace period after a close. */
 static void inode_destroy(struct pwb_inode *inode)
 {
-	pwb__pcache_inode_free(inode);
+	if (inode->pcache)
+		inode->bdi->page_owner->inode_free(inode);
 	pwb__space_inode_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
@@ -76,7 +77,7 @@ static void open_undo(struct pwb_inode *inode)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 
-	pwb__pcache_inode_close(inode);
+	bdi->page_owner->inode_close(inode);
 	inode_destroy(inode);
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 }
@@ -128,8 +129,8 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	CDS_INIT_LIST_HEAD(&inode->io_list);
 	cds_lfht_node_init(&inode->hnode);
 	if (!ops->get_page) {
-		inode->ops.get_page = pwb__pcache_get_page;
-		if (pwb__pcache_inode_init(inode)) {
+		inode->ops.get_page = bdi->page_owner->get_page;
+		if (bdi->page_owner->inode_init(inode)) {
 			open_undo(inode);
 			return -ENOMEM;
 		}
@@ -159,7 +160,8 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	 * (it does so before it unregisters). */
 	if (inode->space) {
 		pwb__space_inode_init(inode);
-		pwb__pcache_size_load(inode, pwb__space_get_size(inode));
+		bdi->page_owner->size_load(inode,
+					   pwb__space_get_size(inode));
 	}
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	*inodep = inode;
@@ -867,7 +869,7 @@ int pwb__inode_close(struct pwb_inode *inode)
 	for (i = 0; i < nh; i++)
 		pwb__inode_unlink(h[i]);
 	/* No call and no write uses the pages any more. */
-	pwb__pcache_inode_close(inode);
+	bdi->page_owner->inode_close(inode);
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
 					    &inode->fsync_cursor);
 	if (!err)
@@ -877,7 +879,7 @@ int pwb__inode_close(struct pwb_inode *inode)
 	/* Allocator mode: the extents stay, for the next open of the ino;
 	 * before the unregistering (see pwb__space_inode_init). */
 	if (inode->space)
-		pwb__space_set_size(inode, pwb__pcache_size(inode));
+		pwb__space_set_size(inode, bdi->page_owner->size(inode));
 	pwb__space_inode_fini(inode);
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);

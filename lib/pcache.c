@@ -1655,6 +1655,20 @@ void pwb__pcache_stats(struct pwb_bdi *bdi, int idx, struct pwb_stats *st)
 /* ---------------------------------------------------------------------- */
 /* Set-up and tear-down                                                   */
 
+/* How the engine reaches the pages of this cache (page-owner.h). */
+static const struct pwb__page_owner_ops pcache_owner_ops = {
+	.inode_init = pwb__pcache_inode_init,
+	.get_page = pwb__pcache_get_page,
+	.inode_close = pwb__pcache_inode_close,
+	.inode_free = pwb__pcache_inode_free,
+	.size = pwb__pcache_size,
+	.size_load = pwb__pcache_size_load,
+	.discarded = pwb__pcache_discarded,
+	.writes_ended = pwb__pcache_room,
+	.reclaim = pwb__pcache_reclaim_ctx,
+	.stats = pwb__pcache_stats,
+};
+
 int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 {
 	struct pwb__pcache_bdi *pb = calloc(1, sizeof(*pb));
@@ -1682,6 +1696,7 @@ int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 		pthread_condattr_destroy(&attr);
 	}
 	bdi->pcache = pb;
+	bdi->page_owner = &pcache_owner_ops;
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #define PWB_PCACHE_H
 
 #include "pwb-internal.h"
+#include "page-owner.h"
 #include "space.h"
 
 #define PWB__PAGE_DEAD (-(1 << 30))
@@ -141,9 +142,10 @@ static inline void pwb__pcache_room(struct pwb_bdi *bdi)
 	}
 }
 
-/* bdi open and close. */
-int pwb__pcache_bdi_init(struct pwb_bdi *bdi) PWB__INTERNAL;
-void pwb__pcache_bdi_fini(struct pwb_bdi *bdi) PWB__INTERNAL;
+/*
+ * The page owner's ops (page-owner.h), through which the engine reaches
+ * these pages; bdi open and close (page-owner.h) call the set-up.
+ */
 /* pwb_inode_open of a library-owned inode: 0 or -ENOMEM (message set). */
 int pwb__pcache_inode_init(struct pwb_inode *inode) PWB__INTERNAL;
 /* pwb__inode_close, after the last write and unlink: drop every page and
