@@ -399,6 +399,8 @@ int pwb__err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3))) PWB__INTERNAL;
 /* Clear the thread's message at the start of a public call. */
 void pwb__err_clear(void) PWB__INTERNAL;
+/* pwb_strerror() for lib/'s own messages. */
+const char *pwb__strerror(int err) PWB__INTERNAL;
 
 /* errseq: an error value with a change counter, after the kernel's errseq_t.
  * Bits 0-11: -errno; bit 12: some reader has seen it; bits 13-31: counter

@@ -657,21 +657,26 @@ fail:
 	return ret;
 }
 
-PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
+unsigned int pwb__bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
 {
 	unsigned int nr = 0;
 
-	pwb__err_clear();
-	if (!bdi) {
-		pwb__err(-EINVAL, "pwb_bdi_nr_wb_ctx: NULL bdi");
-		return 0;
-	}
 	if (pwb__bdi_enter((struct pwb_bdi *)bdi, PWB__HOLD_RCU,
 			   "pwb_bdi_nr_wb_ctx"))
 		return 0;
 	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
 	pwb__bdi_exit((struct pwb_bdi *)bdi, PWB__HOLD_RCU);
 	return nr;
+}
+
+PWB_API unsigned int pwb_bdi_nr_wb_ctx(const struct pwb_bdi *bdi)
+{
+	pwb__err_clear();
+	if (!bdi) {
+		pwb__err(-EINVAL, "pwb_bdi_nr_wb_ctx: NULL bdi");
+		return 0;
+	}
+	return pwb__bdi_nr_wb_ctx(bdi);
 }
 
 int pwb__bdi_info(struct pwb_bdi *bdi, struct pwb_bdi_info *info)
@@ -842,8 +847,8 @@ out:
 	return err;
 }
 
-PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
-			      unsigned int flags)
+int pwb__bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+		       unsigned int flags)
 {
 	struct pwb__wb_ctx_array *arr;
 	struct pwb__completion done;
@@ -851,21 +856,6 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	bool wait = flags & PWB_WB_WAIT;
 	unsigned int i, nr;
 
-	pwb__err_clear();
-	if (!bdi)
-		return pwb__err(-EINVAL, "pwb_bdi_writeback: NULL bdi");
-	if (reason != PWB_WB_PERIODIC && reason != PWB_WB_BACKGROUND &&
-	    reason != PWB_WB_ALL)
-		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown reason "
-					 "%d",
-				(int)reason);
-	if (flags & ~PWB_WB_WAIT)
-		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown flags "
-					 "0x%x",
-				flags);
-	if (wait && pwb__in_flusher())
-		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
-					  "from an ops callback");
 	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_writeback"))
 		return -ESHUTDOWN;
 
@@ -924,6 +914,27 @@ PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	free(works);
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return 0;
+}
+
+PWB_API int pwb_bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+			      unsigned int flags)
+{
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: NULL bdi");
+	if (reason != PWB_WB_PERIODIC && reason != PWB_WB_BACKGROUND &&
+	    reason != PWB_WB_ALL)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown reason "
+					 "%d",
+				(int)reason);
+	if (flags & ~PWB_WB_WAIT)
+		return pwb__err(-EINVAL, "pwb_bdi_writeback: unknown flags "
+					 "0x%x",
+				flags);
+	if ((flags & PWB_WB_WAIT) && pwb__in_flusher())
+		return pwb__err(-EDEADLK, "pwb_bdi_writeback: cannot wait "
+					  "from an ops callback");
+	return pwb__bdi_writeback(bdi, reason, flags);
 }
 
 PWB_API int pwb_sync(struct pwb_bdi *bdi)

@@ -290,6 +290,12 @@ void pwb__bdi_log_durable_raise(struct pwb_bdi *bdi,
 				uint64_t lsn) PWB__INTERNAL;
 /* Total dirty pages over all contexts (approximate, lock-free). */
 uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* pwb_bdi_nr_wb_ctx() and pwb_bdi_writeback() for lib/'s own callers,
+ * who pass a bdi, a known reason and known flags (no waiting from a
+ * flusher); the thread's error message is left alone. */
+unsigned int pwb__bdi_nr_wb_ctx(const struct pwb_bdi *bdi) PWB__INTERNAL;
+int pwb__bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
+		       unsigned int flags) PWB__INTERNAL;
 /* The same, for a caller already inside a read-side section (the
  * dirtying path: a nested section is two more TLS look-ups per call). */
 uint64_t pwb__bdi_dirty_pages_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;

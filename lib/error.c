@@ -89,7 +89,7 @@ static const char *pwb__errno_desc(int errnum, const char *unknown)
 }
 #endif
 
-PWB_API const char *pwb_strerror(int err)
+const char *pwb__strerror(int err)
 {
 	static const char *const unknown = "Unknown libpwb error";
 
@@ -98,6 +98,11 @@ PWB_API const char *pwb_strerror(int err)
 	if (err > 0 || err < -4095)
 		return unknown;
 	return pwb__errno_desc(-err, unknown);
+}
+
+PWB_API const char *pwb_strerror(int err)
+{
+	return pwb__strerror(err);
 }
 
 #define ERRSEQ_ERRMASK 0xfffu

@@ -400,10 +400,13 @@ static inline bool by_region(struct pwb_inode *inode, bool may_attach)
 	       !pwb__region_attach(inode);
 }
 
-/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. Inlined into
- * both, so that pwb_mark_dirty() folds @lsn away and makes no second call. */
+/* The work of pwb_mark_dirty() and pwb_mark_dirty_lsn() (@lsn 0 is plain)
+ * after their argument checks: @len is not 0 and the range does not wrap.
+ * Inlined into each caller, so that pwb_mark_dirty() folds @lsn away and
+ * makes no second call. */
 static inline __attribute__((always_inline)) int
-mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len, uint64_t lsn)
+mark_dirty_range(struct pwb_inode *inode, uint64_t off, uint64_t len,
+		 uint64_t lsn)
 {
 	unsigned long gen;
 	struct pwb__wb_ctx *wb;
@@ -412,16 +415,6 @@ mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len, uint64_t lsn)
 	bool attach;
 	int64_t n;
 
-	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_mark_dirty: NULL inode");
-	if (!len)
-		return 0;
-	if (off > UINT64_MAX - (len - 1))
-		return pwb__err(-EOVERFLOW, "pwb_mark_dirty: range %llu+%llu "
-					    "wraps past 2^64",
-				(unsigned long long)off,
-				(unsigned long long)len);
 	/*
 	 * One read-side section over the whole call: it keeps the inode and
 	 * the bdi alive after inode->lock is dropped (a close running now
@@ -487,6 +480,29 @@ again:
 	if (attach)
 		pwb__inode_attach_dirty(inode);
 	return mark_dirty_tail(inode, n);
+}
+
+/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): the argument checks, then
+ * the work. */
+static inline __attribute__((always_inline)) int
+mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len, uint64_t lsn)
+{
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_mark_dirty: NULL inode");
+	if (!len)
+		return 0;
+	if (off > UINT64_MAX - (len - 1))
+		return pwb__err(-EOVERFLOW, "pwb_mark_dirty: range %llu+%llu "
+					    "wraps past 2^64",
+				(unsigned long long)off,
+				(unsigned long long)len);
+	return mark_dirty_range(inode, off, len, lsn);
+}
+
+int pwb__mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
+{
+	return mark_dirty_range(inode, off, len, 0);
 }
 
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)

@@ -537,7 +537,7 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 		int st;
 
 		sweep_unlock(sw);
-		st = pwb_page_state(inode, p->index);
+		st = pwb__page_state(inode, p->index);
 		if (st < 0)	/* closing: its close frees the page */
 			st = PWB_PAGE_DIRTY;
 		dirty = st & PWB_PAGE_DIRTY;
@@ -649,7 +649,7 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
-	unsigned int nctx = pwb_bdi_nr_wb_ctx(bdi), i, start;
+	unsigned int nctx = pwb__bdi_nr_wb_ctx(bdi), i, start;
 	uint64_t freed = 0;
 
 	if (!nctx)
@@ -800,7 +800,7 @@ static int charge_page(struct pwb_inode *inode, bool wait)
 		 * at half the cache (pwb__pcache_inode_init); below that, a
 		 * pass over everything, asked again after 10 idle ms. */
 		if (!asked) {
-			pwb_bdi_writeback(bdi, PWB_WB_ALL, 0);
+			pwb__bdi_writeback(bdi, PWB_WB_ALL, 0);
 			asked = true;
 		}
 		room_wait(bdi, seq);
@@ -923,7 +923,7 @@ static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
 		return pwb__err(ret < 0 ? ret : -EIO,
 				"map_page of page %llu failed: %s",
 				(unsigned long long)index,
-				pwb_strerror(ret));
+				pwb__strerror(ret));
 	if ((dev_off & (bdi->lbs - 1)) || dev_off > bdi->capacity ||
 	    bdi->capacity - dev_off < ps)
 		return pwb__err(-ERANGE, "map_page gave device offset %llu "
@@ -940,7 +940,7 @@ static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
 		if (r < 0)
 			return pwb__err(-errno, "reading page %llu: %s",
 					(unsigned long long)index,
-					pwb_strerror(-errno));
+					pwb__strerror(-errno));
 		if (r == 0)
 			break;
 		done += (size_t)r;
@@ -1182,7 +1182,7 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	 * flight; a flusher that tags the page from now on sees the latch
 	 * in get_page and leaves the page for later. */
 	uatomic_or(&p->flags, PWB__PG_WLATCH);
-	ret = pwb_wait_writeback(inode, start, ps);
+	ret = pwb__wait_writeback(inode, start, ps);
 	if (!ret)
 		ret = pcache_unzero(inode, index);
 	if (ret) {
@@ -1202,10 +1202,10 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 		size_raise(inode->pcache, start + pgoff + n);
 	/* Dirtied while we hold the reference: reclaim cannot drop the
 	 * page in between (it needs the count at 0). */
-	ret = pwb_mark_dirty(inode, start, ps);
+	ret = pwb__mark_dirty(inode, start, ps);
 	*dirtied = !ret || ret == -ETIMEDOUT || ret == -ESHUTDOWN;
 	if (!*dirtied && reserved &&
-	    !(pwb_page_state(inode, index) & PWB_PAGE_DIRTY))
+	    !(pwb__page_state(inode, index) & PWB_PAGE_DIRTY))
 		pcache_unreserve(inode, index);
 	page_put(p);
 	return ret;
@@ -1525,7 +1525,7 @@ PWB_API int pwb_inode_set_size(struct pwb_inode *inode, uint64_t size)
 	}
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	/* Shrinking is a truncate: the discard path does it. */
-	return pwb_inode_discard(inode, size, UINT64_MAX);
+	return pwb__inode_discard(inode, size, UINT64_MAX);
 }
 
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
@@ -1579,7 +1579,7 @@ static int zero_tail(struct pwb_inode *inode, uint64_t off)
 	 * ends, and that write carries the old tail: it is zeroed below. */
 	if (inode->space &&
 	    pwb__space_read_lookup(inode, index, &dev) == -ENODATA &&
-	    !(pwb_page_state(inode, index) &
+	    !(pwb__page_state(inode, index) &
 	      (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK)))
 		return 0;
 	ret = write_page(inode, index, pgoff, ps - pgoff, NULL, false,
