@@ -261,8 +261,11 @@ enum pwb__lock_rank {
  *    that check the order (pthread_mutex_init without a rank makes the
  *    mutex one lockdep refuses to lock);
  *  - take a second lock of the same rank with pwb__mutex_lock_nested(),
- *    after saying in a comment what orders the two.
- * Without --enable-lockdep these are the plain pthread calls.
+ *    after saying in a comment what orders the two;
+ *  - begin a function that expects its caller to hold a mutex (a
+ *    *_locked helper) with pwb__lockdep_assert_held(&m).
+ * Without --enable-lockdep these are the plain pthread calls, and the
+ * assertion is nothing.
  */
 #ifdef PWB_LOCKDEP
 void pwb__lockdep_set_rank(pthread_mutex_t *m, enum pwb__lock_rank rank,
@@ -272,6 +275,8 @@ void pwb__lockdep_acquire(pthread_mutex_t *m, bool nested, const char *file,
 			  int line) PWB__INTERNAL;
 void pwb__lockdep_release(pthread_mutex_t *m, const char *file,
 			  int line) PWB__INTERNAL;
+void pwb__lockdep_assert_held_at(const pthread_mutex_t *m, const char *file,
+				 int line) PWB__INTERNAL;
 
 /* The parenthesised names below are the real pthread functions, whatever
  * macros lib/'s sources see. */
@@ -347,6 +352,10 @@ static inline int pwb__cond_wait_at(pthread_cond_t *c, pthread_mutex_t *m,
 }
 
 #define pwb__mutex_init(m, rank) pwb__mutex_init_at(m, rank, __FILE__, __LINE__)
+/* Abort with a report unless the calling thread holds @m (taken through
+ * lib/'s checked calls). */
+#define pwb__lockdep_assert_held(m)                                            \
+	pwb__lockdep_assert_held_at(m, __FILE__, __LINE__)
 #define pwb__mutex_lock_nested(m) pwb__mutex_lock_at(m, true, __FILE__, __LINE__)
 #define pwb__mutex_trylock_nested(m)                                           \
 	pwb__mutex_trylock_nested_at(m, __FILE__, __LINE__)
@@ -385,6 +394,11 @@ static inline int pwb__mutex_lock_nested(pthread_mutex_t *m)
 static inline int pwb__mutex_trylock_nested(pthread_mutex_t *m)
 {
 	return pthread_mutex_trylock(m);
+}
+
+static inline void pwb__lockdep_assert_held(const pthread_mutex_t *m)
+{
+	(void)m;
 }
 
 #define PWB__MUTEX_RANK_STATIC(m, rank) _Static_assert(1, "")

@@ -240,3 +240,19 @@ void pwb__lockdep_release(pthread_mutex_t *m, const char *file, int line)
 	       "not hold it",
 	       (void *)m, file, line);
 }
+
+void pwb__lockdep_assert_held_at(const pthread_mutex_t *m, const char *file,
+				 int line)
+{
+	struct lock_class c;
+	unsigned int i;
+
+	for (i = 0; i < nr_held; i++)
+		if (held[i].m == m)
+			return;
+	if (!class_of(m, &c))
+		c.rank = PWB__LOCK_UNRANKED;
+	report("%s (rank %d) %p must be held at %s:%d but this thread does "
+	       "not hold it",
+	       rank_name(c.rank), (int)c.rank, (const void *)m, file, line);
+}
