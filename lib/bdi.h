@@ -46,8 +46,8 @@ struct pwb_bdi {
 	uint64_t writeback_interval_ns;
 	uint64_t bg_thresh_pages;	/* pwb__aread: 0 for no background
 					 * writeback; lowered once by the
-					 * page cache (pcache.c); in a domain
-					 * its share, set by domain.c */
+					 * page cache (pcache-owner.c); in a
+					 * domain its share, set by domain.c */
 	/* statx(STATX_WRITE_ATOMIC) at open; 0 where nothing is reported. */
 	unsigned int awu_min;		/* bytes */
 	unsigned int awu_max;		/* bytes */
@@ -147,7 +147,7 @@ struct pwb_bdi {
 	 * count are what they are (pwb_bdi_info). */
 	char backend_reason[PWB_REASON_MAX];
 	char nr_wb_ctx_reason[PWB_REASON_MAX];
-	/* Library-owned page cache (pcache.c): set at open, freed at
+	/* Library-owned page cache (pcache-*.c): set at open, freed at
 	 * close; its own counters are atomic. */
 	struct pwb__pcache_bdi *pcache;
 	/* Set with it, then read-only: how the engine reaches the pages

@@ -93,7 +93,7 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	if (!bdi || !ops || !inodep)
 		return pwb__err(-EINVAL, "pwb_inode_open: NULL %s",
 				!bdi ? "bdi" : !ops ? "ops" : "inodep");
-	/* get_page NULL: library-owned pages (pcache.c); map_page NULL
+	/* get_page NULL: library-owned pages (pcache-*.c); map_page NULL
 	 * too: device space from the built-in allocator (space.c). */
 	if (ops->get_page && !ops->map_page)
 		return pwb__err(-EINVAL, "pwb_inode_open: ops lack map_page "

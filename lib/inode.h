@@ -114,7 +114,7 @@ struct pwb_inode {
 					 * NULL) */
 	unsigned int slot;		/* read-only: a slice's slot (context
 					 * index when it was made) */
-	/* Library-owned pages (pcache.c): set at open, read-only; NULL
+	/* Library-owned pages (pcache-*.c): set at open, read-only; NULL
 	 * when the application owns the pages. */
 	struct pwb__pcache_inode *pcache;
 	struct pwb__space_inode *space;	/* read-only after open: allocator

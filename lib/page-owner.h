@@ -2,7 +2,7 @@
 /*
  * page-owner.h - how the writeback engine reaches pages the library owns
  *
- * The page cache (pcache.c) sits on a floor above the writeback engine
+ * The page cache (pcache-*.c) sits on a floor above the writeback engine
  * (inode.c, discard.c, io.c, wb_ctx.c, stats.c): it calls the engine to
  * dirty, wait for and drop its pages, and the engine never calls it by
  * name. Where the engine must reach library-owned pages (to write one, to
