@@ -184,12 +184,12 @@ static inline void pwb__rcu_callback_begin(void *obj)
  *                                   busy; space.c)
  *   busy_lock    -> alloc_group->lock  (released busy blocks are freed)
  *   pool_lock    -> retain_lock    (a closing bdi handing its page-buffer
- *                                   chunks to the process; pcache.c)
+ *                                   chunks to the process; pcache-pool.c)
  *   page->lock   -> page->lock     (a read filling a run of pages with
  *                                   one device read: the first page
  *                                   locked, the later ones, in rising
  *                                   index, only tried with
- *                                   pwb__mutex_trylock_nested; pcache.c)
+ *                                   pwb__mutex_trylock_nested; pcache-read.c)
  *   page->lock   -> the ranks after it  (a fill looks its pages' blocks
  *                                   up; a run's later pages are charged
  *                                   to the cache, which may reclaim and
@@ -203,7 +203,7 @@ static inline void pwb__rcu_callback_begin(void *obj)
  * not call into libpwb); and the shard policy's callbacks (and the
  * map_page that select may call) during a re-shard, under reshard_lock.
  */
-/* The most pages a read fills with one device read (pcache.c), so the
+/* The most pages a read fills with one device read (pcache-read.c), so the
  * most page->locks one thread holds at once (with the few under them,
  * within the 64 locks ThreadSanitizer follows per thread). */
 #define PWB__FILL_RUN_MAX 32
@@ -215,7 +215,7 @@ enum pwb__lock_rank {
 				 * close */
 	PWB__LOCK_FLUSH,	/* bdi->flush_lock: device flushes, held
 				 * across fdatasync */
-	PWB__LOCK_PAGE,		/* page->lock (pcache.c): a library-owned
+	PWB__LOCK_PAGE,		/* page->lock (pcache.h): a library-owned
 				 * page's data; held across device reads
 				 * and stable-page waits, never by a
 				 * flusher (get_page only tries it) */
@@ -242,12 +242,12 @@ enum pwb__lock_rank {
 				 * the inode's space lock */
 	PWB__LOCK_REGISTRY,	/* registry_lock (policy.c): policies */
 	PWB__LOCK_PAGE_POOL,	/* pcache->pool_lock: free page buffers
-				 * (pcache.c) */
+				 * (pcache-pool.c) */
 	PWB__LOCK_PAGE_LRU,	/* pcache->lru[i].lock: one context's
-				 * reclaim list (pcache.c); a leaf */
+				 * reclaim list (pcache-reclaim.c); a leaf */
 	PWB__LOCK_PAGE_ROOM,	/* pcache->room_lock: writers waiting for
 				 * room in the cache (pcache.h); a leaf */
-	PWB__LOCK_CHUNK_RETAIN,	/* retain_lock (pcache.c): chunks of
+	PWB__LOCK_CHUNK_RETAIN,	/* retain_lock (pcache-pool.c): chunks of
 				 * closed bdis kept for reuse; a leaf */
 	PWB__LOCK_DOMAIN,	/* domain->lock (domain.c): members and
 				 * their shares; a leaf, tried (never

@@ -18,7 +18,7 @@
 #include "bdi.h"
 #include "inode.h"
 #include "writeback.h"
-#include "pcache.h"
+#include "page-owner.h"
 #include "space.h"
 #include "domain.h"
 

@@ -19,6 +19,7 @@ struct pwb__autotune;
 struct pwb__dom_member;
 struct pwb__fault_state;
 struct pwb__io_backend;
+struct pwb__page_owner_ops;
 struct pwb__policy;
 
 /* ---------------------------------------------------------------------- */
@@ -46,8 +47,8 @@ struct pwb_bdi {
 	uint64_t writeback_interval_ns;
 	uint64_t bg_thresh_pages;	/* pwb__aread: 0 for no background
 					 * writeback; lowered once by the
-					 * page cache (pcache.c); in a domain
-					 * its share, set by domain.c */
+					 * page cache (pcache-owner.c); in a
+					 * domain its share, set by domain.c */
 	/* statx(STATX_WRITE_ATOMIC) at open; 0 where nothing is reported. */
 	unsigned int awu_min;		/* bytes */
 	unsigned int awu_max;		/* bytes */
@@ -147,9 +148,12 @@ struct pwb_bdi {
 	 * count are what they are (pwb_bdi_info). */
 	char backend_reason[PWB_REASON_MAX];
 	char nr_wb_ctx_reason[PWB_REASON_MAX];
-	/* Library-owned page cache (pcache.c): set at open, freed at
+	/* Library-owned page cache (pcache-*.c): set at open, freed at
 	 * close; its own counters are atomic. */
 	struct pwb__pcache_bdi *pcache;
+	/* Set with it, then read-only: how the engine reaches the pages
+	 * the library owns (page-owner.h). */
+	const struct pwb__page_owner_ops *page_owner;
 	struct pwb__space *space;	/* set at open, freed at close: the
 					 * allocator (space.h, own locks) */
 	struct pwb__dom_member *dom;	/* set at open, freed at close: the

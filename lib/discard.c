@@ -34,7 +34,7 @@
 #include "bdi.h"
 #include "inode.h"
 #include "region.h"
-#include "pcache.h"
+#include "page-owner.h"
 
 /* Pages of [@off, @off + @len) for a public range call: every page the
  * range touches (@whole false), or only the pages wholly inside it (@whole
@@ -84,9 +84,18 @@ static int page_range(const struct pwb_inode *inode, const char *who,
 	return *first > *last;
 }
 
+/* The argument and thread checks of the public pwb_inode_discard() and
+ * pwb_wait_writeback() (@who): 0 or a negative errno (message set). */
+static int range_call_check(struct pwb_inode *inode, const char *who)
+{
+	if (!inode)
+		return pwb__err(-EINVAL, "%s: NULL inode", who);
+	return pwb__no_flusher(who);
+}
+
 /*
- * The entry of pwb_inode_discard() and pwb_wait_writeback() (@who): the
- * argument and thread checks, a reference that holds a close off
+ * The entry of pwb__inode_discard() and pwb__wait_writeback() (@who),
+ * after range_call_check(): a reference that holds a close off
  * (pwb__inode_enter(HOLD_REF): -EBADF once the inode is being closed),
  * the pages of the range (see page_range) and the holders of the inode's
  * pages in *@h (at most 1 + PWB_MAX_WB_CTX; the reference keeps them, as
@@ -102,11 +111,6 @@ static int range_call_begin(struct pwb_inode *inode, const char *who,
 	unsigned int nr;
 	int ret;
 
-	if (!inode)
-		return pwb__err(-EINVAL, "%s: NULL inode", who);
-	ret = pwb__no_flusher(who);
-	if (ret)
-		return ret;
 	ret = pwb__inode_enter(inode, PWB__HOLD_REF, who);
 	if (ret)
 		return ret;
@@ -313,15 +317,13 @@ static void discard_end(struct pwb_inode *h, uint64_t first, uint64_t last,
 		pwb__inode_requeue_clean(h);
 }
 
-PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
-			      uint64_t len)
+int pwb__inode_discard(struct pwb_inode *inode, uint64_t off, uint64_t len)
 {
 	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
 	bool detach[1 + PWB_MAX_WB_CTX], all;
 	uint64_t first, last;
 	int i, nr, ret;
 
-	pwb__err_clear();
 	nr = range_call_begin(inode, "pwb_inode_discard", off, len, true,
 			      &first, &last, h);
 	if (nr <= 0)
@@ -331,21 +333,30 @@ PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
 		detach[i] = discard_begin(h[i], first, last, all);
 	for (i = 0; i < nr; i++)
 		discard_end(h[i], first, last, detach[i]);
-	ret = inode->pcache ? pwb__pcache_discarded(inode, off, len, first,
-						     last)
-			    : 0;
+	ret = 0;
+	if (inode->pcache)	/* library-owned pages: drop the cached ones */
+		ret = inode->bdi->page_owner->discarded(inode, off, len, first,
+							last);
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	return ret;
 }
 
-PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
-			       uint64_t len)
+PWB_API int pwb_inode_discard(struct pwb_inode *inode, uint64_t off,
+			      uint64_t len)
+{
+	int ret;
+
+	pwb__err_clear();
+	ret = range_call_check(inode, "pwb_inode_discard");
+	return ret ? ret : pwb__inode_discard(inode, off, len);
+}
+
+int pwb__wait_writeback(struct pwb_inode *inode, uint64_t off, uint64_t len)
 {
 	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
 	uint64_t first, last;
 	int i, nr;
 
-	pwb__err_clear();
 	nr = range_call_begin(inode, "pwb_wait_writeback", off, len, false,
 			      &first, &last, h);
 	if (nr <= 0)
@@ -359,15 +370,22 @@ PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
 	return 0;
 }
 
-PWB_API int pwb_page_state(struct pwb_inode *inode, uint64_t index)
+PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
+			       uint64_t len)
+{
+	int ret;
+
+	pwb__err_clear();
+	ret = range_call_check(inode, "pwb_wait_writeback");
+	return ret ? ret : pwb__wait_writeback(inode, off, len);
+}
+
+int pwb__page_state(struct pwb_inode *inode, uint64_t index)
 {
 	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
 	unsigned int i, nr;
 	int state = 0;
 
-	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_page_state: NULL inode");
 	pwb__inode_enter(inode, PWB__HOLD_RCU, "pwb_page_state");
 	/* A page is dirty or in flight in at most one holder (region.c). */
 	nr = pwb__region_holders_rcu(inode, h);
@@ -381,4 +399,12 @@ PWB_API int pwb_page_state(struct pwb_inode *inode, uint64_t index)
 	}
 	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return state;
+}
+
+PWB_API int pwb_page_state(struct pwb_inode *inode, uint64_t index)
+{
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_page_state: NULL inode");
+	return pwb__page_state(inode, index);
 }

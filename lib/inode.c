@@ -17,7 +17,7 @@
 #include "inode.h"
 #include "region.h"
 #include "writeback.h"
-#include "pcache.h"
+#include "page-owner.h"
 #include "space.h"
 
 #include <stdlib.h>
@@ -60,7 +60,8 @@ struct pwb_inode *pwb__inode_lookup_rcu(struct pwb_bdi *bdi, uint64_t ino)
  * the grace period after a close. */
 static void inode_destroy(struct pwb_inode *inode)
 {
-	pwb__pcache_inode_free(inode);
+	if (inode->pcache)
+		inode->bdi->page_owner->inode_free(inode);
 	pwb__space_inode_free(inode);
 	pwb__map_destroy(&inode->map);
 	pthread_cond_destroy(&inode->users_cond);
@@ -76,7 +77,7 @@ static void open_undo(struct pwb_inode *inode)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 
-	pwb__pcache_inode_close(inode);
+	bdi->page_owner->inode_close(inode);
 	inode_destroy(inode);
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 }
@@ -92,7 +93,7 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	if (!bdi || !ops || !inodep)
 		return pwb__err(-EINVAL, "pwb_inode_open: NULL %s",
 				!bdi ? "bdi" : !ops ? "ops" : "inodep");
-	/* get_page NULL: library-owned pages (pcache.c); map_page NULL
+	/* get_page NULL: library-owned pages (pcache-*.c); map_page NULL
 	 * too: device space from the built-in allocator (space.c). */
 	if (ops->get_page && !ops->map_page)
 		return pwb__err(-EINVAL, "pwb_inode_open: ops lack map_page "
@@ -128,8 +129,8 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	CDS_INIT_LIST_HEAD(&inode->io_list);
 	cds_lfht_node_init(&inode->hnode);
 	if (!ops->get_page) {
-		inode->ops.get_page = pwb__pcache_get_page;
-		if (pwb__pcache_inode_init(inode)) {
+		inode->ops.get_page = bdi->page_owner->get_page;
+		if (bdi->page_owner->inode_init(inode)) {
 			open_undo(inode);
 			return -ENOMEM;
 		}
@@ -159,7 +160,8 @@ int pwb__inode_open(struct pwb_bdi *bdi, uint64_t ino,
 	 * (it does so before it unregisters). */
 	if (inode->space) {
 		pwb__space_inode_init(inode);
-		pwb__pcache_size_load(inode, pwb__space_get_size(inode));
+		bdi->page_owner->size_load(inode,
+					   pwb__space_get_size(inode));
 	}
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	*inodep = inode;
@@ -403,10 +405,13 @@ static inline bool by_region(struct pwb_inode *inode, bool may_attach)
 	       !pwb__region_attach(inode);
 }
 
-/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): @lsn 0 is plain. Inlined into
- * both, so that pwb_mark_dirty() folds @lsn away and makes no second call. */
+/* The work of pwb_mark_dirty() and pwb_mark_dirty_lsn() (@lsn 0 is plain)
+ * after their argument checks: @len is not 0 and the range does not wrap.
+ * Inlined into each caller, so that pwb_mark_dirty() folds @lsn away and
+ * makes no second call. */
 static inline __attribute__((always_inline)) int
-mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len, uint64_t lsn)
+mark_dirty_range(struct pwb_inode *inode, uint64_t off, uint64_t len,
+		 uint64_t lsn)
 {
 	unsigned long gen;
 	struct pwb__wb_ctx *wb;
@@ -415,16 +420,6 @@ mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len, uint64_t lsn)
 	bool attach;
 	int64_t n;
 
-	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_mark_dirty: NULL inode");
-	if (!len)
-		return 0;
-	if (off > UINT64_MAX - (len - 1))
-		return pwb__err(-EOVERFLOW, "pwb_mark_dirty: range %llu+%llu "
-					    "wraps past 2^64",
-				(unsigned long long)off,
-				(unsigned long long)len);
 	/*
 	 * One read-side section over the whole call: it keeps the inode and
 	 * the bdi alive after inode->lock is dropped (a close running now
@@ -490,6 +485,29 @@ again:
 	if (attach)
 		pwb__inode_attach_dirty(inode);
 	return mark_dirty_tail(inode, n);
+}
+
+/* pwb_mark_dirty() and pwb_mark_dirty_lsn(): the argument checks, then
+ * the work. */
+static inline __attribute__((always_inline)) int
+mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len, uint64_t lsn)
+{
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_mark_dirty: NULL inode");
+	if (!len)
+		return 0;
+	if (off > UINT64_MAX - (len - 1))
+		return pwb__err(-EOVERFLOW, "pwb_mark_dirty: range %llu+%llu "
+					    "wraps past 2^64",
+				(unsigned long long)off,
+				(unsigned long long)len);
+	return mark_dirty_range(inode, off, len, lsn);
+}
+
+int pwb__mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
+{
+	return mark_dirty_range(inode, off, len, 0);
 }
 
 PWB_API int pwb_mark_dirty(struct pwb_inode *inode, uint64_t off, uint64_t len)
@@ -874,7 +892,7 @@ int pwb__inode_close(struct pwb_inode *inode)
 	for (i = 0; i < nh; i++)
 		pwb__inode_unlink(h[i]);
 	/* No call and no write uses the pages any more. */
-	pwb__pcache_inode_close(inode);
+	bdi->page_owner->inode_close(inode);
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
 					    &inode->fsync_cursor);
 	if (!err)
@@ -884,7 +902,7 @@ int pwb__inode_close(struct pwb_inode *inode)
 	/* Allocator mode: the extents stay, for the next open of the ino;
 	 * before the unregistering (see pwb__space_inode_init). */
 	if (inode->space)
-		pwb__space_set_size(inode, pwb__pcache_size(inode));
+		pwb__space_set_size(inode, bdi->page_owner->size(inode));
 	pwb__space_inode_fini(inode);
 	rcu_read_lock();
 	cds_lfht_del(bdi->inodes, &inode->hnode);

@@ -114,7 +114,7 @@ struct pwb_inode {
 					 * NULL) */
 	unsigned int slot;		/* read-only: a slice's slot (context
 					 * index when it was made) */
-	/* Library-owned pages (pcache.c): set at open, read-only; NULL
+	/* Library-owned pages (pcache-*.c): set at open, read-only; NULL
 	 * when the application owns the pages. */
 	struct pwb__pcache_inode *pcache;
 	struct pwb__space_inode *space;	/* read-only after open: allocator
@@ -163,6 +163,11 @@ int64_t pwb__inode_dirty_locked(struct pwb_inode *inode,
 				struct pwb__wb_ctx *wb, uint64_t key,
 				uint64_t first, uint64_t last, uint64_t lsn,
 				bool *attach) PWB__INTERNAL;
+/* pwb_mark_dirty() for lib/'s own callers: @inode is open, @len is not 0
+ * and [@off, @off + @len) does not wrap; the thread's error message is
+ * left alone unless the call fails. */
+int pwb__mark_dirty(struct pwb_inode *inode, uint64_t off,
+		    uint64_t len) PWB__INTERNAL;
 /* pwb_mark_dirty()'s end: background kick and throttling for @n new
  * dirty pages of @inode (the application's). Caller is inside
  * pwb__inode_enter(@inode, PWB__HOLD_RCU), which this ends. */
@@ -197,5 +202,13 @@ int64_t pwb__redirty_failed_locked(struct pwb_inode *inode, uint64_t first,
  * the caller holds no lock. */
 void pwb__inode_writes_ended(struct pwb_inode *inode,
 			     bool ending) PWB__INTERNAL;
+/* pwb_inode_discard(), pwb_wait_writeback() and pwb_page_state() for
+ * lib/'s own callers, who pass an inode and are not flushers; the
+ * thread's error message is left alone unless the call fails. */
+int pwb__inode_discard(struct pwb_inode *inode, uint64_t off,
+		       uint64_t len) PWB__INTERNAL;
+int pwb__wait_writeback(struct pwb_inode *inode, uint64_t off,
+			uint64_t len) PWB__INTERNAL;
+int pwb__page_state(struct pwb_inode *inode, uint64_t index) PWB__INTERNAL;
 
 #endif /* PWB_INODE_H */

@@ -15,7 +15,7 @@
 #include "inode.h"
 #include "region.h"
 #include "writeback.h"
-#include "pcache.h"
+#include "page-owner.h"
 #include "space.h"
 #include "domain.h"
 
@@ -208,7 +208,7 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	uatomic_sub(&wb->stats.writeback_pages, io->nr);
 	/* Clean pages a writer waiting for cache room may take. */
 	if (lib_pages)
-		pwb__pcache_room(bdi);
+		bdi->page_owner->writes_ended(bdi);
 	if (err) {
 		uatomic_inc(&wb->stats.io_errors);
 	} else {

@@ -18,11 +18,19 @@
  * calls get_page, and both sides fence between their store and their
  * load, so either the writer waits for that write or the flusher leaves
  * the page for a later pass: a page is never changed while it is written.
+ *
+ * The cache is in pieces, each calling only the ones after it:
+ * pcache-owner.c (set-up, statistics and the page-owner ops),
+ * pcache-write.c, pcache-read.c, pcache-lookup.c (the index: lookup and
+ * insert, get_page, dropping pages), pcache-reclaim.c and pcache-pool.c
+ * (page buffers). This header is theirs alone; the engine reaches the
+ * cache through page-owner.h.
  */
 #ifndef PWB_PCACHE_H
 #define PWB_PCACHE_H
 
 #include "pwb-internal.h"
+#include "page-owner.h"
 #include "space.h"
 
 #define PWB__PAGE_DEAD (-(1 << 30))
@@ -39,7 +47,7 @@ struct pwb__page {
 	struct cds_list_head lru;	/* lru[lru_idx].lock */
 	int lru_idx;			/* uatomic: the reclaim list the
 					 * page is on or about to join, -1:
-					 * none (pcache.c, lru_add) */
+					 * none (pcache-reclaim.c) */
 	bool lru_linked;		/* lru[lru_idx].lock: on it */
 	void *data;			/* read-only pointer, page_size bytes
 					 * aligned to the logical block size */
@@ -141,9 +149,139 @@ static inline void pwb__pcache_room(struct pwb_bdi *bdi)
 	}
 }
 
-/* bdi open and close. */
-int pwb__pcache_bdi_init(struct pwb_bdi *bdi) PWB__INTERNAL;
-void pwb__pcache_bdi_fini(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* ---------------------------------------------------------------------- */
+/* pcache-lookup.c: the index                                             */
+
+/* Where page @index goes in its inode's index. */
+static inline unsigned long pwb__page_hash(uint64_t index)
+{
+	uint64_t h = index * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned long)(h ^ (h >> 29));
+}
+
+/* Whether the page of @node is page *@key (cds_lfht_lookup's match). */
+static inline int pwb__page_match(struct cds_lfht_node *node, const void *key)
+{
+	const struct pwb__page *p =
+		caa_container_of(node, struct pwb__page, node);
+
+	/* A page another thread just added: pairs with the release before
+	 * cds_lfht_add_unique(), as in pwb__page_of(). */
+	PWB__TSAN_ACQUIRE(node);
+	return p->index == *(const uint64_t *)key;
+}
+
+/* The page of a table node; NULL for NULL (no arithmetic on NULL). */
+static inline struct pwb__page *pwb__page_of(struct cds_lfht_node *node)
+{
+	if (!node)
+		return NULL;
+	/* Pairs with the release before cds_lfht_add_unique(): liburcu's
+	 * own barriers are invisible to TSan. */
+	PWB__TSAN_ACQUIRE(node);
+	return caa_container_of(node, struct pwb__page, node);
+}
+
+/* The reference count's read-modify-writes, as compiler atomics: every
+ * put happens before the kill that frees the page, for TSan too. Return
+ * the value found (@old on success). */
+static inline int pwb__page_ref_cmpxchg(struct pwb__page *p, int old, int new)
+{
+	__atomic_compare_exchange_n(&p->ref, &old, new, false,
+				    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return old;
+}
+
+/* Take a reference unless the page is dead. */
+static inline bool pwb__page_get(struct pwb__page *p)
+{
+	int r = pwb__aread(&p->ref);
+
+	while (r >= 0) {
+		int old = pwb__page_ref_cmpxchg(p, r, r + 1);
+
+		if (old == r)
+			return true;
+		r = old;
+	}
+	return false;
+}
+
+static inline void pwb__page_put(struct pwb__page *p)
+{
+	__atomic_fetch_sub(&p->ref, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * The lookup shared by the hit paths of pwb_write() and pwb_read()
+ * (pcache-write.c, pcache-read.c): the cached page holding
+ * [off, off + len) if that range lies in one page, with a reference and
+ * its lock taken (trylock: a busy page sends the caller to its slow
+ * path); *@pgoff is the range's offset in it. NULL: not cached, dying,
+ * locked, spanning pages, or the inode is closing.
+ */
+static inline struct pwb__page *pwb__fast_lock_page(struct pwb_inode *inode,
+						    size_t len, uint64_t off,
+						    unsigned int *pgoff)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	struct cds_lfht_iter iter;
+	struct cds_lfht *pages;
+	struct pwb__page *p;
+	unsigned int shift;
+	uint64_t index;
+
+	if (!pc)
+		return NULL;
+	shift = inode->bdi->page_shift;
+	*pgoff = (unsigned int)(off & ((1u << shift) - 1));
+	if (len > (1u << shift) - *pgoff)
+		return NULL;
+	index = off >> shift;
+	rcu_read_lock();
+	pages = PWB__RCU_DEREF(pc->pages);
+	if (caa_unlikely(!pages)) {
+		pwb__rcu_read_unlock();
+		return NULL;
+	}
+	cds_lfht_lookup(pages, pwb__page_hash(index), pwb__page_match, &index,
+			&iter);
+	p = pwb__page_of(cds_lfht_iter_get_node(&iter));
+	if (!p || !pwb__page_get(p)) {
+		pwb__rcu_read_unlock();
+		return NULL;
+	}
+	pwb__rcu_read_unlock();
+	if (pthread_mutex_trylock(&p->lock)) {
+		pwb__page_put(p);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * Find page @index of @inode with a reference, creating it (not up to
+ * date) if absent and @create. 0 and *@pp, -ENOENT (not @create), or
+ * -ENOMEM / -ETIMEDOUT (message set); without @wait, -ENOBUFS at once
+ * when the cache is full and nothing clean can be reclaimed.
+ */
+int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
+			  bool wait, struct pwb__page **pp) PWB__INTERNAL;
+/* Drop the cached pages [first, last] of @inode, waiting out short-lived
+ * references (a reader's copy). */
+void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
+			    uint64_t last) PWB__INTERNAL;
+/* The argument checks of pwb_read(), pwb_write() and the size calls
+ * (@who), and the reference they hold (pwb__inode_enter(HOLD_REF)). 0 or
+ * a negative errno (message set; no reference held). */
+int pwb__pcache_enter(struct pwb_inode *inode, const char *who) PWB__INTERNAL;
+
+/*
+ * The page owner's ops (page-owner.h), through which the engine reaches
+ * these pages; bdi open and close (page-owner.h) call the set-up. In
+ * pcache-owner.c unless said otherwise.
+ */
 /* pwb_inode_open of a library-owned inode: 0 or -ENOMEM (message set). */
 int pwb__pcache_inode_init(struct pwb_inode *inode) PWB__INTERNAL;
 /* pwb__inode_close, after the last write and unlink: drop every page and
@@ -151,21 +289,17 @@ int pwb__pcache_inode_init(struct pwb_inode *inode) PWB__INTERNAL;
 void pwb__pcache_inode_close(struct pwb_inode *inode) PWB__INTERNAL;
 /* The inode's RCU callback: free what is left. */
 void pwb__pcache_inode_free(struct pwb_inode *inode) PWB__INTERNAL;
-/* The get_page op of library-owned inodes. */
+/* pcache-lookup.c: the get_page op of library-owned inodes. */
 int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 			 const void **data) PWB__INTERNAL;
-/* pwb_inode_discard() ended on a library-owned inode: drop the cached
- * pages [first, last] (the pages wholly inside [off, off + len)); with
- * @len UINT64_MAX also truncate the size to @off, zeroing the rest of
- * its page. 0, or the error of that zeroing (message set; the size is
- * left as it was). Caller holds a reference (HOLD_REF). */
+/* pcache-write.c: pwb_inode_discard() ended on a library-owned inode:
+ * drop the cached pages [first, last] (the pages wholly inside [off, off +
+ * len)); with @len UINT64_MAX also truncate the size to @off, zeroing the
+ * rest of its page. 0, or the error of that zeroing (message set; the
+ * size is left as it was). Caller holds a reference (HOLD_REF). */
 int pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 			  uint64_t len, uint64_t first,
 			  uint64_t last) PWB__INTERNAL;
-/* Reclaim clean pages of context @idx's inodes down to the low watermark
- * (called by its flusher after its passes). */
-void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi,
-			     unsigned int idx) PWB__INTERNAL;
 
 /* Fill the page-cache fields of @st: context @idx's, or the bdi's (-1). */
 void pwb__pcache_stats(struct pwb_bdi *bdi, int idx,
@@ -177,5 +311,57 @@ uint64_t pwb__pcache_size(struct pwb_inode *inode) PWB__INTERNAL;
  * record), before the application can see it. */
 void pwb__pcache_size_load(struct pwb_inode *inode, uint64_t size)
 	PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* pcache-read.c                                                          */
+
+/* Fill page @p (its lock held, not up to date) from the device: zeros at
+ * and past @size and for pages the device does not hold; it joins a
+ * reclaim list. 0 or -errno (message set). */
+int pwb__pcache_fill_locked(struct pwb_inode *inode, struct pwb__page *p,
+			    uint64_t size) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* pcache-reclaim.c                                                       */
+
+/* Put @p at the tail of reclaim list @idx (modulo PWB_MAX_WB_CTX) unless
+ * it is on one (or joining one), or dead. */
+void pwb__pcache_lru_join(struct pwb__pcache_bdi *pb, struct pwb__page *p,
+			  unsigned int idx) PWB__INTERNAL;
+/* The same, with the common case inline: a page on a list already (one a
+ * flusher writes again, one read twice) costs no call. */
+static inline void pwb__pcache_lru_add(struct pwb__pcache_bdi *pb,
+				       struct pwb__page *p, unsigned int idx)
+{
+	if (pwb__aread(&p->lru_idx) >= 0)
+		return;
+	pwb__pcache_lru_join(pb, p, idx);
+}
+/* Take dead page @p off its list, or undo a claim on one. */
+void pwb__pcache_lru_del(struct pwb__pcache_bdi *pb,
+			 struct pwb__page *p) PWB__INTERNAL;
+/* The context whose list @inode's pages read from the device join. */
+unsigned int pwb__pcache_owner_ctx(struct pwb_inode *inode) PWB__INTERNAL;
+/* Charge one page against cache_bytes: reclaim, or start writeback and
+ * wait for it, when the cache is full. 0, or -ETIMEDOUT (message set);
+ * without @wait, -ENOBUFS at once. */
+int pwb__pcache_charge(struct pwb_inode *inode, bool wait) PWB__INTERNAL;
+/* Reclaim clean pages of context @idx's inodes down to the low watermark
+ * (called by its flusher after its passes). */
+void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi,
+			     unsigned int idx) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
+/* pcache-pool.c: page buffers                                            */
+
+/* A page buffer: from the pool, else a new chunk. NULL: out of memory. */
+void *pwb__pcache_buf_alloc(struct pwb_bdi *bdi) PWB__INTERNAL;
+void pwb__pcache_buf_free(struct pwb__pcache_bdi *pb, void *b) PWB__INTERNAL;
+/* call_rcu callbacks: free one removed page; free a reclaim batch (the
+ * first page's rcu_head, the others linked through their lru heads). */
+void pwb__pcache_page_free_rcu(struct rcu_head *head) PWB__INTERNAL;
+void pwb__pcache_batch_free_rcu(struct rcu_head *head) PWB__INTERNAL;
+/* bdi close, after the last page was freed: give back every chunk. */
+void pwb__pcache_pool_fini(struct pwb__pcache_bdi *pb) PWB__INTERNAL;
 
 #endif /* PWB_PCACHE_H */

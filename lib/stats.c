@@ -8,7 +8,7 @@
 #include "wb_ctx.h"
 #include "autotune.h"
 #include "bdi.h"
-#include "pcache.h"
+#include "page-owner.h"
 #include "space.h"
 #include "domain.h"
 
@@ -46,7 +46,8 @@ int pwb__bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	st->throttle_ns = pwb__aread(&bdi->throttle_ns);
 	st->throttle_events = pwb__aread(&bdi->throttle_events);
 	pwb__autotune_stats(bdi, st);
-	pwb__pcache_stats(bdi, -1, st);
+	if (bdi->page_owner)
+		bdi->page_owner->stats(bdi, -1, st);
 	pwb__space_stats(bdi, st);
 	st->dirty_limit_bytes = pwb__aread(&bdi->dirty_limit_pages)
 				<< bdi->page_shift;
@@ -79,8 +80,8 @@ int pwb__wb_ctx_stats(struct pwb_bdi *bdi, unsigned int idx,
 			       idx, arr->nr);
 	else
 		pwb__wb_stats_read(arr->ctx[idx], st);
-	if (!ret)
-		pwb__pcache_stats(bdi, (int)idx, st);
+	if (!ret && bdi->page_owner)
+		bdi->page_owner->stats(bdi, (int)idx, st);
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	return ret;
 }

@@ -27,7 +27,7 @@
 #include "bdi.h"
 #include "inode.h"
 #include "writeback.h"
-#include "pcache.h"
+#include "page-owner.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -260,7 +260,8 @@ static bool serve_ctx(struct pwb__flusher *fl, struct pwb__wb_ctx *wb)
 			pwb__wb_check_background_flush(wb);
 		pwb__wb_check_old_data_flush(wb);
 		/* Clean pages of this context's inodes, after its passes. */
-		pwb__pcache_reclaim_ctx(wb->bdi, wb->idx);
+		if (wb->bdi->page_owner)
+			wb->bdi->page_owner->reclaim(wb->bdi, wb->idx);
 		if (empty)
 			return true;
 		served = 0;

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * pcache-lookup.c - library-owned pages: each inode's index of its pages
+ * (lookup and insert), the page a flusher writes (get_page), dropping
+ * pages, and the entry checks of the public calls. pcache.h describes the
+ * index, the page lifetime and the stable-page protocol.
+ *
+ * The other pieces, from the top: pcache-owner.c (set-up, and the ops
+ * through which the engine reaches the cache), pcache-write.c (pwb_write,
+ * the file size, truncate), pcache-read.c (pwb_read), this file,
+ * pcache-reclaim.c (the memory bound and the reclaim lists) and
+ * pcache-pool.c (page buffers). Each calls only the ones below it.
+ */
+#include "pcache.h"
+
+#include <sched.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------------- */
+/* Lookup and insert                                                      */
+
+/*
+ * Find page @index of @inode with a reference, creating it (not up to
+ * date) if absent and @create. 0 and *@pp, -ENOENT (not @create), or
+ * -ENOMEM / -ETIMEDOUT (message set); without @wait, -ENOBUFS at once
+ * when the cache is full and nothing clean can be reclaimed.
+ */
+int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
+			  bool wait, struct pwb__page **pp)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	struct pwb_bdi *bdi = inode->bdi;
+	struct cds_lfht_iter iter;
+	struct cds_lfht_node *node;
+	struct pwb__page *p, *np;
+	int ret;
+
+	for (;;) {
+		rcu_read_lock();
+		cds_lfht_lookup(pc->pages, pwb__page_hash(index),
+				pwb__page_match, &index, &iter);
+		node = cds_lfht_iter_get_node(&iter);
+		p = pwb__page_of(node);
+		if (p && pwb__page_get(p)) {
+			pwb__rcu_read_unlock();
+			*pp = p;
+			return 0;
+		}
+		pwb__rcu_read_unlock();
+		if (p) {	/* dying: gone after its remover's del */
+			sched_yield();
+			continue;
+		}
+		if (!create)
+			return -ENOENT;
+		ret = pwb__pcache_charge(inode, wait);
+		if (ret)
+			return ret;
+		np = calloc(1, sizeof(*np));
+		if (np && !(np->data = pwb__pcache_buf_alloc(bdi))) {
+			free(np);
+			np = NULL;
+		}
+		if (!np) {
+			uatomic_dec(&bdi->pcache->nr_pages);
+			return pwb__err(-ENOMEM, "page cache: out of memory");
+		}
+		np->index = index;
+		np->pb = bdi->pcache;
+		np->inode = inode;
+		np->lru_idx = -1;
+		np->ref = 1;
+		pwb__mutex_init(&np->lock, PWB__LOCK_PAGE);
+		cds_lfht_node_init(&np->node);
+		PWB__TSAN_RELEASE(&np->node);
+		rcu_read_lock();
+		node = cds_lfht_add_unique(pc->pages, pwb__page_hash(index),
+					   pwb__page_match, &np->index,
+					   &np->node);
+		pwb__rcu_read_unlock();
+		if (node == &np->node) {
+			*pp = np;
+			return 0;
+		}
+		/* Someone else inserted it first: use theirs. */
+		pthread_mutex_destroy(&np->lock);
+		pwb__pcache_buf_free(bdi->pcache, np->data);
+		free(np);
+		uatomic_dec(&bdi->pcache->nr_pages);
+	}
+}
+
+/* Remove @p (reference count 0 -> dead): unlink it, free it after a grace
+ * period, uncharge it. Return false if someone holds a reference. */
+static bool page_kill(struct pwb_inode *inode, struct pwb__page *p)
+{
+	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
+
+	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
+		return false;
+	pwb__pcache_lru_del(pb, p);
+	rcu_read_lock();
+	cds_lfht_del(inode->pcache->pages, &p->node);
+	pwb__rcu_read_unlock();
+	PWB__TSAN_RELEASE(p);
+	pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
+	uatomic_dec(&pb->nr_pages);
+	return true;
+}
+
+/* Drop the cached pages [first, last] of @inode, waiting out short-lived
+ * references (a reader's copy). */
+void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
+			    uint64_t last)
+{
+	struct cds_lfht_iter iter;
+	struct pwb__page *p;
+	bool again;
+
+	do {
+		again = false;
+		rcu_read_lock();
+		for (cds_lfht_first(inode->pcache->pages, &iter);
+		     (p = pwb__page_of(cds_lfht_iter_get_node(&iter))) != NULL;
+		     cds_lfht_next(inode->pcache->pages, &iter)) {
+			if (p->index < first || p->index > last)
+				continue;
+			if (pwb__aread(&p->ref) < 0)
+				continue;
+			if (!page_kill(inode, p))
+				again = true;
+		}
+		pwb__rcu_read_unlock();
+		if (again)
+			sched_yield();
+	} while (again);
+	pwb__pcache_room(inode->bdi);
+}
+
+int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
+			 const void **data)
+{
+	struct cds_lfht_iter iter;
+	struct cds_lfht_node *node;
+	struct pwb__page *p;
+	int ret = 0;
+
+	rcu_read_lock();
+	cds_lfht_lookup(inode->pcache->pages, pwb__page_hash(index),
+			pwb__page_match, &index, &iter);
+	node = cds_lfht_iter_get_node(&iter);
+	if (!node) {
+		ret = -EIO;	/* dropped by a truncate racing a write */
+	} else {
+		p = pwb__page_of(node);
+		/* Pairs with the full barrier of the writer's latch: the
+		 * WRITEBACK tag was set before this call. */
+		cmm_smp_mb();
+		/* Acquire: a writer that just cleared its latch copied
+		 * before (the data the device reads). */
+		if (__atomic_load_n(&p->flags, __ATOMIC_ACQUIRE) &
+		    PWB__PG_WLATCH) {
+			ret = -EAGAIN;
+		} else if (pthread_mutex_trylock(&p->lock)) {
+			/* A writer between its latch and its copy, or a
+			 * reader copying out: not now. The lock also orders
+			 * the last copy before the device reads the data. */
+			ret = -EAGAIN;
+		} else {
+			int idx = pwb__flusher_ctx_idx();
+
+			pthread_mutex_unlock(&p->lock);
+			*data = p->data;	/* tagged WRITEBACK: kept */
+			/* Clean once written: reclaimable by this context. */
+			pwb__pcache_lru_add(
+				inode->bdi->pcache, p,
+				idx >= 0 ? (unsigned int)idx
+					 : pwb__pcache_owner_ctx(inode));
+		}
+	}
+	pwb__rcu_read_unlock();
+	return ret;
+}
+
+/* Argument checks and the reference shared by the calls below. */
+int pwb__pcache_enter(struct pwb_inode *inode, const char *who)
+{
+	int ret;
+
+	if (!inode)
+		return pwb__err(-EINVAL, "%s: NULL inode", who);
+	ret = pwb__no_flusher(who);
+	if (ret)
+		return ret;
+	if (!inode->pcache)
+		return pwb__err(-EINVAL, "%s: inode %llu has application-owned "
+					 "pages (opened with get_page)",
+				who, (unsigned long long)inode->ino);
+	return pwb__inode_enter(inode, PWB__HOLD_REF, who);
+}

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * pcache-pool.c - library-owned pages: their buffers. Buffers are carved
+ * from chunks mapped and faulted in at once and pooled for reuse
+ * (struct pwb__pcache_bdi in pcache.h); the chunks of a closed bdi are
+ * kept for the next one. Also the RCU callbacks that free removed pages.
+ */
+#include "pcache.h"
+
+#include <sys/mman.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/*
+ * Map @len bytes (a multiple of 2 MiB) aligned to 2 MiB, asking for
+ * transparent huge pages, and fault them in. One fault per 2 MiB instead
+ * of one per 4 KiB page: in a paravirtualised guest each fault is an exit,
+ * and they were most of a cold pwb_write(). Where THP is off (or the
+ * madvise calls are unknown) the mapping is faulted in page by page, as
+ * before. NULL: out of memory.
+ */
+static char *chunk_map(size_t len)
+{
+	size_t align = PWB__PCACHE_CHUNK_BYTES, head;
+	char *raw, *c;
+
+	raw = mmap(NULL, len + align, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	head = (align - ((uintptr_t)raw & (align - 1))) & (align - 1);
+	c = raw + head;
+	if (head)
+		munmap(raw, head);
+	munmap(c + len, align - head);
+#ifdef MADV_HUGEPAGE
+	madvise(c, len, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_POPULATE_WRITE
+	if (madvise(c, len, MADV_POPULATE_WRITE) == 0)
+		return c;
+	if (errno == ENOMEM || errno == EFAULT || errno == EHWPOISON) {
+		munmap(c, len);
+		return NULL;
+	}
+#endif
+	/* Older kernels: touch each page (a huge page takes one fault). */
+	for (size_t off = 0; off < len; off += 4096)
+		((volatile char *)c)[off] = 0;
+	return c;
+}
+
+/*
+ * Chunks a closed bdi gave back, kept for the next bdi of the process
+ * instead of being unmapped: memory the process already touched is cheap
+ * to reuse, while a fresh mapping is zeroed by the kernel (and, in a
+ * virtual machine whose host takes back free memory, backed again by the
+ * host: about 600 MB/s here, most of the cost of filling a new cache).
+ * They are marked MADV_FREE, so the kernel may still take them under
+ * memory pressure. At most retain_cap bytes are kept: an eighth of RAM,
+ * up to 1 GiB.
+ */
+static pthread_mutex_t retain_lock = PTHREAD_MUTEX_INITIALIZER;
+PWB__MUTEX_RANK_STATIC(retain_lock, PWB__LOCK_CHUNK_RETAIN);
+static struct {
+	void **v;			/* retain_lock: retained chunks */
+	size_t nr, cap;			/* retain_lock */
+} retained;
+
+static size_t retain_cap(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz
+					    : 0;
+
+	return (size_t)PWB__MIN(ram / 8, 1ull << 30) / PWB__PCACHE_CHUNK_BYTES;
+}
+
+/* A retained chunk of the standard size, or NULL. */
+static char *chunk_reuse(size_t len)
+{
+	char *c = NULL;
+
+	if (len != PWB__PCACHE_CHUNK_BYTES)
+		return NULL;
+	pthread_mutex_lock(&retain_lock);
+	if (retained.nr)
+		c = retained.v[--retained.nr];
+	pthread_mutex_unlock(&retain_lock);
+	return c;
+}
+
+/* Give back a chunk of a closing bdi: keep it or unmap it. */
+static void chunk_release(char *c, size_t len)
+{
+	bool kept = false;
+
+	if (len == PWB__PCACHE_CHUNK_BYTES) {
+		pthread_mutex_lock(&retain_lock);
+		if (retained.nr == retained.cap &&
+		    retained.cap < retain_cap()) {
+			size_t cap = PWB__MIN(retained.cap ? 2 * retained.cap
+							   : 64,
+					      retain_cap());
+			void **v = realloc(retained.v, cap * sizeof(*v));
+
+			if (v) {
+				retained.v = v;
+				retained.cap = cap;
+			}
+		}
+		if (retained.nr < retained.cap) {
+			retained.v[retained.nr++] = c;
+			kept = true;
+		}
+		pthread_mutex_unlock(&retain_lock);
+	}
+	if (!kept) {
+		munmap(c, len);
+		return;
+	}
+#ifdef MADV_FREE
+	madvise(c, len, MADV_FREE);
+#endif
+}
+
+/* Map one chunk, keep one buffer of it for the caller and pool the rest.
+ * NULL: out of memory. */
+static void *chunk_carve(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	size_t ps = pwb__page_size(bdi), off;
+	char *c = chunk_reuse(pb->chunk_bytes);
+
+	if (!c)
+		c = chunk_map(pb->chunk_bytes);
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&pb->pool_lock);
+	if (pb->nr_chunks == pb->cap_chunks) {
+		size_t cap = pb->cap_chunks ? 2 * pb->cap_chunks : 16;
+		void **v = realloc(pb->chunks, cap * sizeof(*v));
+
+		if (!v) {
+			pthread_mutex_unlock(&pb->pool_lock);
+			chunk_release(c, pb->chunk_bytes);
+			return NULL;
+		}
+		pb->chunks = v;
+		pb->cap_chunks = cap;
+	}
+	pb->chunks[pb->nr_chunks++] = c;
+	for (off = ps; off + ps <= pb->chunk_bytes; off += ps) {
+		*(void **)(c + off) = pb->pool;
+		pb->pool = c + off;
+		pb->pool_len++;
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	return c;
+}
+
+/* A page buffer: from the pool, else a new chunk. NULL: out of memory. */
+void *pwb__pcache_buf_alloc(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	void *b;
+
+	pthread_mutex_lock(&pb->pool_lock);
+	b = pb->pool;
+	if (b) {
+		pb->pool = *(void **)b;
+		pb->pool_len--;
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	return b ? b : chunk_carve(bdi);
+}
+
+void pwb__pcache_buf_free(struct pwb__pcache_bdi *pb, void *b)
+{
+	pthread_mutex_lock(&pb->pool_lock);
+	*(void **)b = pb->pool;
+	pb->pool = b;
+	pb->pool_len++;
+	pthread_mutex_unlock(&pb->pool_lock);
+}
+
+void pwb__pcache_page_free_rcu(struct rcu_head *head)
+{
+	struct pwb__page *p = caa_container_of(head, struct pwb__page, rcu);
+
+	pwb__rcu_callback_begin(p);
+	pthread_mutex_destroy(&p->lock);
+	pwb__pcache_buf_free(p->pb, p->data);
+	free(p);
+}
+
+/* A reclaim batch: the first page's rcu_head, the others linked through
+ * their lru heads (off every list once dead). One callback, one pool
+ * lock for all the buffers. */
+void pwb__pcache_batch_free_rcu(struct rcu_head *head)
+{
+	struct pwb__page *first = caa_container_of(head, struct pwb__page, rcu);
+	struct pwb__pcache_bdi *pb;
+	struct pwb__page *p, *tmp;
+	struct cds_list_head all;
+
+	/* Pairs with the release after the batch was linked. */
+	pwb__rcu_callback_begin(first);
+	pb = first->pb;
+	/* The list of the others, headed by the first page's lru. */
+	cds_list_add(&all, &first->lru);
+	pthread_mutex_lock(&pb->pool_lock);
+	cds_list_for_each_entry_safe(p, tmp, &all, lru) {
+		*(void **)p->data = pb->pool;
+		pb->pool = p->data;
+		pb->pool_len++;
+	}
+	pthread_mutex_unlock(&pb->pool_lock);
+	cds_list_for_each_entry_safe(p, tmp, &all, lru) {
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+	}
+}
+
+void pwb__pcache_pool_fini(struct pwb__pcache_bdi *pb)
+{
+	/* The lock only for TSan, which does not see rcu_barrier(). */
+	pthread_mutex_lock(&pb->pool_lock);
+	while (pb->nr_chunks)
+		chunk_release(pb->chunks[--pb->nr_chunks], pb->chunk_bytes);
+	free(pb->chunks);
+	pb->pool = NULL;
+	pthread_mutex_unlock(&pb->pool_lock);
+}

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * pcache-read.c - library-owned pages: pwb_read(), the read path. A page
+ * not cached is filled from the device, with the pages after it that the
+ * device holds right behind it (one read for a run of up to
+ * PWB__FILL_RUN_MAX pages); a read that finds the cache full of dirty
+ * pages reads around it. Readahead belongs here.
+ */
+#include "pcache.h"
+#include "space.h"
+
+#include <limits.h>
+#include <sys/uio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The device offset of page @index before it is read. User-map mode:
+ * every page below the size exists, at map_page's offset. Allocator mode:
+ * only pages whose blocks hold written data (-ENODATA: a hole, never
+ * written, or a block allocated whose write has not ended: zeros); the
+ * allocator's map_page would allocate. */
+static int pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
+			     uint64_t *dev_off)
+{
+	bool zeroed;
+
+	if (inode->space)
+		return pwb__space_read_lookup(inode, index, dev_off);
+	/* Cut off by a truncate and not written since: zeros. */
+	pthread_mutex_lock(&inode->lock);
+	zeroed = pwb__extmap_count(&inode->pcache->zeroed) &&
+		 pwb__extmap_find(&inode->pcache->zeroed, index);
+	pthread_mutex_unlock(&inode->lock);
+	if (zeroed)
+		return -ENODATA;
+	return inode->ops.map_page(inode, index, dev_off);
+}
+
+/* Fill @data (page_size bytes, aligned for O_DIRECT) with page @index as
+ * the device holds it: zeros at and past @size and for pages the device
+ * does not hold. 0 or -errno (message set). */
+static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
+		    uint64_t size)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	unsigned int ps = pwb__page_size(bdi);
+	uint64_t start = index << bdi->page_shift, dev_off;
+	size_t done = 0;
+	int ret;
+
+	if (start >= size) {
+		memset(data, 0, ps);
+		return 0;
+	}
+	ret = pcache_dev_lookup(inode, index, &dev_off);
+	if (ret == -ENODATA) {
+		memset(data, 0, ps);
+		return 0;
+	}
+	if (ret)
+		return pwb__err(ret < 0 ? ret : -EIO,
+				"map_page of page %llu failed: %s",
+				(unsigned long long)index,
+				pwb__strerror(ret));
+	if ((dev_off & (bdi->lbs - 1)) || dev_off > bdi->capacity ||
+	    bdi->capacity - dev_off < ps)
+		return pwb__err(-ERANGE, "map_page gave device offset %llu "
+					 "for page %llu: unaligned or past "
+					 "the device",
+				(unsigned long long)dev_off,
+				(unsigned long long)index);
+	while (done < ps) {
+		ssize_t r = pread(bdi->fd, (char *)data + done, ps - done,
+				  (off_t)(dev_off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return pwb__err(-errno, "reading page %llu: %s",
+					(unsigned long long)index,
+					pwb__strerror(-errno));
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	uatomic_inc(&bdi->pcache->read_ios);
+	uatomic_inc(&bdi->pcache->read_pages);
+	if (done < ps)
+		memset((char *)data + done, 0, ps - done);
+	/* Bytes past the end of the file read as zeros. */
+	if (size - start < ps)
+		memset((char *)data + (size - start), 0,
+		       ps - (size - start));
+	return 0;
+}
+
+/* Fill page @p (locked, not up to date) from the device: zeros at and
+ * past @size and for pages the device does not hold. 0 or -errno. */
+int pwb__pcache_fill_locked(struct pwb_inode *inode, struct pwb__page *p,
+			    uint64_t size)
+{
+	int ret;
+
+	pwb__lockdep_assert_held(&p->lock);
+	ret = fill_buf(inode, p->index, p->data, size);
+
+	if (!ret)
+		uatomic_or(&p->flags, PWB__PG_UPTODATE);
+	/* Clean (or, failed, empty): reclaimable. */
+	pwb__pcache_lru_add(inode->bdi->pcache, p,
+			    pwb__pcache_owner_ctx(inode));
+	return ret;
+}
+
+/* The most pages a read fills with one device read, PWB__FILL_RUN_MAX
+ * (128 KiB of 4 KiB pages): a large uncached pwb_read() costs a read per
+ * run, not per page. */
+#define FILL_RUN_MAX PWB__FILL_RUN_MAX
+
+/* Take page @index into a run: cached or made, its lock free and its data
+ * not up to date (so not dirty: a page is filled before it is dirtied).
+ * NULL (nothing held) ends the run. */
+static struct pwb__page *run_page(struct pwb_inode *inode, uint64_t index)
+{
+	struct pwb__page *q;
+
+	if (pwb__pcache_page_find(inode, index, true, false, &q))
+		return NULL;	/* no room: the run ends here */
+	/* After the run's first page, in rising index (base.h). */
+	if (pwb__mutex_trylock_nested(&q->lock)) {
+		pwb__page_put(q);
+		return NULL;
+	}
+	if (pwb__aread(&q->flags) & PWB__PG_UPTODATE) {
+		pthread_mutex_unlock(&q->lock);
+		pwb__page_put(q);
+		return NULL;
+	}
+	return q;
+}
+
+/*
+ * Fill page @p (locked, not up to date) and, with the same device read,
+ * the pages after it up to @last that are not up to date, as long as the
+ * device holds them right after @p's block. Pages another thread holds
+ * end the run; so do holes, the end of the file and the cache's limit.
+ * 0 or -errno about @p, as pwb__pcache_fill_locked(); the run's other pages are
+ * filled with it or left as they were.
+ */
+static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
+				uint64_t size, uint64_t last)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	unsigned int ps = pwb__page_size(bdi), n = 1, i;
+	struct pwb__page *run[FILL_RUN_MAX];
+	struct iovec iov[FILL_RUN_MAX];
+	uint64_t first = p->index, dev0, dev, tail;
+	ssize_t r;
+
+	pwb__lockdep_assert_held(&p->lock);
+	if (size == 0 || last <= first ||
+	    first >= (size - 1) >> bdi->page_shift)
+		return pwb__pcache_fill_locked(inode, p, size);
+	if (last > (size - 1) >> bdi->page_shift)
+		last = (size - 1) >> bdi->page_shift;
+	if (last - first >= FILL_RUN_MAX)
+		last = first + FILL_RUN_MAX - 1;
+	/* A hole or a bad mapping: the one-page path says what it is. */
+	if (pcache_dev_lookup(inode, first, &dev0) || (dev0 & (bdi->lbs - 1)))
+		return pwb__pcache_fill_locked(inode, p, size);
+	run[0] = p;
+	while (first + n <= last) {
+		struct pwb__page *q;
+
+		if (pcache_dev_lookup(inode, first + n, &dev) ||
+		    dev != dev0 + (uint64_t)n * ps)
+			break;
+		q = run_page(inode, first + n);
+		if (!q)
+			break;
+		run[n++] = q;
+	}
+	if (n > 1 && dev0 <= bdi->capacity &&
+	    bdi->capacity - dev0 >= (uint64_t)n * ps) {
+		for (i = 0; i < n; i++)
+			iov[i] = (struct iovec){ run[i]->data, ps };
+		do
+			r = preadv(bdi->fd, iov, (int)n, (off_t)dev0);
+		while (r < 0 && errno == EINTR);
+	} else {
+		r = -1;
+	}
+	if (r != (ssize_t)n * ps) {
+		/* An error, a short read or past the device: each page on
+		 * its own, the first one now, which reports what failed. */
+		for (i = 1; i < n; i++) {
+			pthread_mutex_unlock(&run[i]->lock);
+			pwb__pcache_lru_add(bdi->pcache, run[i],
+					    pwb__pcache_owner_ctx(inode));
+			pwb__page_put(run[i]);
+		}
+		return pwb__pcache_fill_locked(inode, p, size);
+	}
+	uatomic_inc(&bdi->pcache->read_ios);
+	uatomic_add(&bdi->pcache->read_pages, n);
+	/* Bytes past the end of the file read as zeros. */
+	tail = size - ((first + n - 1) << bdi->page_shift);
+	if (tail < ps)
+		memset((char *)run[n - 1]->data + tail, 0, ps - tail);
+	for (i = 0; i < n; i++) {
+		uatomic_or(&run[i]->flags, PWB__PG_UPTODATE);
+		if (i)	/* the caller unlocks and puts the first */
+			pthread_mutex_unlock(&run[i]->lock);
+		pwb__pcache_lru_add(bdi->pcache, run[i],
+				    pwb__pcache_owner_ctx(inode));
+		if (i)
+			pwb__page_put(run[i]);
+	}
+	return 0;
+}
+
+/* Copy bytes [pgoff, pgoff + n) of page @index to @dst through a bounce
+ * buffer, without caching the page. 0 or -errno. */
+static int read_uncached(struct pwb_inode *inode, uint64_t index,
+			 unsigned int pgoff, unsigned int n, void *dst,
+			 uint64_t size)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	void *bounce;
+	int ret;
+
+	if (posix_memalign(&bounce, PWB__MAX(bdi->lbs, 64u),
+			   pwb__page_size(bdi)))
+		return pwb__err(-ENOMEM, "pwb_read: out of memory");
+	ret = fill_buf(inode, index, bounce, size);
+	if (!ret)
+		memcpy(dst, (char *)bounce + pgoff, n);
+	free(bounce);
+	return ret;
+}
+
+/*
+ * The hit path of pwb_read(): a range inside one cached, up-to-date page
+ * whose lock is free. No inode lock and no reference on the inode: the
+ * read-side section keeps the inode and its index (a close unpublishes
+ * pc->pages and waits for a grace period before destroying it), and the
+ * page reference keeps the page once the section ends. Return the bytes
+ * copied, or -EAGAIN to take the slow path (which does the checks).
+ */
+static ssize_t read_fast(struct pwb_inode *inode, void *buf, size_t len,
+			 uint64_t off)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	struct pwb__page *p;
+	unsigned int pgoff;
+	uint64_t size;
+
+	if (!pc || !buf || pwb__in_flusher())
+		return -EAGAIN;	/* the slow path says why */
+	size = pwb__aread(&pc->size);
+	if (off >= size)
+		return -EAGAIN;	/* end of file: the slow path says 0 */
+	if (len > size - off)
+		len = (size_t)(size - off);
+	p = pwb__fast_lock_page(inode, len, off, &pgoff);
+	if (!p)
+		return -EAGAIN;
+	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
+		pthread_mutex_unlock(&p->lock);
+		pwb__page_put(p);
+		return -EAGAIN;
+	}
+	memcpy(buf, (char *)p->data + pgoff, len);
+	if (!(pwb__aread(&p->flags) & PWB__PG_REF))
+		uatomic_or(&p->flags, PWB__PG_REF);
+	pthread_mutex_unlock(&p->lock);
+	pwb__page_put(p);
+	return (ssize_t)len;
+}
+
+PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
+			 uint64_t off)
+{
+	struct pwb__pcache_inode *pc;
+	size_t done = 0;
+	unsigned int shift, ps;
+	uint64_t size;
+	int ret;
+
+	pwb__err_clear();
+	if (caa_likely(inode && len)) {
+		ssize_t r = read_fast(inode, buf, len, off);
+
+		if (r != -EAGAIN)
+			return r;
+	}
+	if (!buf && len)
+		return pwb__err(-EINVAL, "pwb_read: NULL buf");
+	ret = pwb__pcache_enter(inode, "pwb_read");
+	if (ret)
+		return ret;
+	pc = inode->pcache;
+	shift = inode->bdi->page_shift;
+	ps = 1u << shift;
+	size = pwb__aread(&pc->size);
+	if (off >= size)
+		len = 0;
+	else if (len > size - off)
+		len = (size_t)(size - off);
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	while (done < len) {
+		uint64_t pos = off + done;
+		unsigned int pgoff = (unsigned int)(pos & (ps - 1));
+		unsigned int n = (unsigned int)PWB__MIN((size_t)(ps - pgoff),
+							len - done);
+		struct pwb__page *p;
+
+		ret = pwb__pcache_page_find(inode, pos >> shift, true, false,
+					    &p);
+		if (ret == -ENOBUFS) {
+			/* The cache is full of dirty pages: read around it
+			 * (the page is not cached, so the device has it). */
+			ret = read_uncached(inode, pos >> shift, pgoff, n,
+					    (char *)buf + done,
+					    pwb__aread(&pc->size));
+			if (ret)
+				break;
+			done += n;
+			continue;
+		}
+		if (ret)
+			break;
+		pthread_mutex_lock(&p->lock);
+		if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE))
+			ret = page_fill_run_locked(inode, p,
+						   pwb__aread(&pc->size),
+						   (off + len - 1) >> shift);
+		if (!ret) {
+			memcpy((char *)buf + done, (char *)p->data + pgoff, n);
+			if (!(pwb__aread(&p->flags) & PWB__PG_REF))
+				uatomic_or(&p->flags, PWB__PG_REF);
+		}
+		pthread_mutex_unlock(&p->lock);
+		pwb__page_put(p);
+		if (ret)
+			break;
+		done += n;
+	}
+	pwb__inode_exit(inode, PWB__HOLD_REF);
+	if (done || !ret)
+		return (ssize_t)done;
+	return ret;
+}

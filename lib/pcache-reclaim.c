@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * pcache-reclaim.c - library-owned pages: the memory bound and reclaim.
+ *
+ * A page is charged to bdi->pcache->nr_pages before it is allocated; a
+ * writer or reader that would go above cache_bytes first frees clean
+ * pages itself (direct reclaim), else kicks background writeback and
+ * waits, up to throttle_timeout_ms of cfg.clock, then fails with
+ * -ETIMEDOUT. So the cache never holds more than cache_bytes. Above a
+ * high watermark every context's flusher frees clean pages of its own
+ * reclaim list (pcache.h) down to a low one.
+ */
+#include "probes.h"
+#include "pcache.h"
+
+#include <time.h>
+
+/* ---------------------------------------------------------------------- */
+/* Reclaim lists (pcache.h)                                               */
+
+/*
+ * Reclaim-list membership. lru_idx is claimed (-1 -> idx, seq_cst) before
+ * the page is linked under that list's lock; a kill sets the reference
+ * count dead (seq_cst) before it reads lru_idx. So either the kill sees
+ * the claim and takes the list's lock to undo it, or the adder, which
+ * looks for death under that lock, sees the kill and links nothing: a
+ * dead page is never left on a list (its memory is freed after a grace
+ * period and the list would point into it). The stores of -1 are
+ * releases: the next claimer (acquire) may write the list head at once.
+ */
+
+/* Put @p at the tail of list @idx unless it is on one (or joining one),
+ * or dead (pwb__pcache_lru_add() tests the first inline). */
+void pwb__pcache_lru_join(struct pwb__pcache_bdi *pb, struct pwb__page *p,
+			  unsigned int idx)
+{
+	int i = (int)(idx % PWB_MAX_WB_CTX);
+	struct pwb__pcache_lru *l = &pb->lru[i];
+	int none = -1;
+
+	if (pwb__aread(&p->lru_idx) >= 0 ||
+	    !__atomic_compare_exchange_n(&p->lru_idx, &none, i, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&l->lock);
+	if (pwb__aread(&p->lru_idx) != i) {
+		/* A kill undid the claim. */
+	} else if (__atomic_load_n(&p->ref, __ATOMIC_SEQ_CST) < 0) {
+		/* Dying: stays off. */
+		__atomic_store_n(&p->lru_idx, -1, __ATOMIC_RELEASE);
+	} else {
+		cds_list_add_tail(&p->lru, &l->head);
+		p->lru_linked = true;
+		pwb__aset(&l->len, pwb__aread(&l->len) + 1);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Take dead page @p off its list, or undo a claim on one. */
+void pwb__pcache_lru_del(struct pwb__pcache_bdi *pb, struct pwb__page *p)
+{
+	for (;;) {
+		int i = __atomic_load_n(&p->lru_idx, __ATOMIC_SEQ_CST);
+		struct pwb__pcache_lru *l;
+
+		if (i < 0)
+			return;
+		l = &pb->lru[i];
+		pthread_mutex_lock(&l->lock);
+		if (pwb__aread(&p->lru_idx) == i) {
+			if (p->lru_linked) {
+				cds_list_del(&p->lru);
+				p->lru_linked = false;
+				pwb__aset(&l->len, pwb__aread(&l->len) - 1);
+			}
+			__atomic_store_n(&p->lru_idx, -1, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&l->lock);
+			return;
+		}
+		pthread_mutex_unlock(&l->lock);	/* moved meanwhile */
+	}
+}
+
+/* The context whose list @inode's pages read from the device join. */
+unsigned int pwb__pcache_owner_ctx(struct pwb_inode *inode)
+{
+	struct pwb__wb_ctx *wb;
+	unsigned int idx;
+
+	rcu_read_lock();	/* a re-shard frees contexts after a grace */
+	wb = PWB__RCU_DEREF(inode->wb);
+	idx = wb ? wb->idx : (unsigned int)(inode->ino % PWB_MAX_WB_CTX);
+	pwb__rcu_read_unlock();
+	return idx;
+}
+
+enum visit { V_FREED, V_KEEP, V_DROP };
+
+/* One reclaim batch's state: the inode lock held over the pages of one
+ * inode, at most 64 of them. */
+struct sweep {
+	struct pwb_inode *locked;
+	unsigned int held;
+};
+
+static void sweep_unlock(struct sweep *sw)
+{
+	if (sw->locked)
+		pthread_mutex_unlock(&sw->locked->lock);
+	sw->locked = NULL;
+}
+
+/*
+ * Visit page @p, taken off its list, in a read-side section (which keeps
+ * its inode and index): free it if clean, idle and not referenced since
+ * the last visit (V_FREED); V_KEEP to put it back at the tail (in use,
+ * referenced, or being written); V_DROP to leave it off (dirty: it joins
+ * again when written; or dead).
+ */
+static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
+{
+	struct pwb_inode *inode = p->inode;
+	struct cds_lfht *pages = PWB__RCU_DEREF(inode->pcache->pages);
+	bool dirty, wb;
+	int r = pwb__aread(&p->ref);
+
+	if (r < 0 || !pages)
+		return V_DROP;		/* dead, or its inode closing */
+	if (r > 0)
+		return V_KEEP;
+	if (pwb__aread(&p->flags) & PWB__PG_REF) {
+		uatomic_and(&p->flags, ~PWB__PG_REF);
+		return V_KEEP;
+	}
+	/* Dead first, then checked: a writer needs a reference to dirty
+	 * it, which it cannot take now. */
+	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
+		return V_KEEP;
+	if (PWB__RCU_DEREF(inode->region)) {
+		/* Region slices hold the tags: ask for them. */
+		int st;
+
+		sweep_unlock(sw);
+		st = pwb__page_state(inode, p->index);
+		if (st < 0)	/* closing: its close frees the page */
+			st = PWB_PAGE_DIRTY;
+		dirty = st & PWB_PAGE_DIRTY;
+		wb = st & PWB_PAGE_WRITEBACK;
+	} else {
+		if (sw->locked != inode || sw->held >= 64) {
+			sweep_unlock(sw);
+			pthread_mutex_lock(&inode->lock);
+			sw->locked = inode;
+			sw->held = 0;
+		}
+		sw->held++;
+		dirty = pwb__map_test(&inode->map, PWB__TAG_DIRTY, p->index);
+		wb = pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, p->index);
+	}
+	if (dirty || wb) {
+		__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
+		return dirty ? V_DROP : V_KEEP;
+	}
+	/* Off the list an adder may have put it on since it was taken
+	 * (a reader filling it, say, before dropping its reference). */
+	pwb__pcache_lru_del(p->pb, p);
+	cds_lfht_del(pages, &p->node);
+	uatomic_dec(&p->pb->nr_pages);
+	return V_FREED;		/* the caller frees it, in a batch */
+}
+
+#define SWEEP_BATCH 32
+
+/*
+ * Free up to @want pages from list @idx, visiting each page on it at most
+ * twice (a referenced page gets its second chance). Return pages freed.
+ */
+static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
+			    uint64_t want)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	struct pwb__pcache_lru *l = &pb->lru[idx];
+	struct pwb__page *batch[SWEEP_BATCH], *dead = NULL;
+	uint64_t freed = 0, budget = 2 * pwb__aread(&l->len);
+	unsigned int n, i, kept;
+
+	while (freed < want && budget) {
+		struct sweep sw = { 0 };
+
+		pthread_mutex_lock(&l->lock);
+		for (n = 0; n < SWEEP_BATCH && n < budget &&
+			    !cds_list_empty(&l->head);
+		     n++) {
+			struct pwb__page *p = cds_list_first_entry(
+				&l->head, struct pwb__page, lru);
+
+			cds_list_del(&p->lru);
+			p->lru_linked = false;
+			__atomic_store_n(&p->lru_idx, -1, __ATOMIC_RELEASE);
+			batch[n] = p;
+		}
+		pwb__aset(&l->len, pwb__aread(&l->len) - n);
+		/* The read-side section starts before the lock ends: no page
+		 * taken off can be freed by a kill before it. */
+		rcu_read_lock();
+		pthread_mutex_unlock(&l->lock);
+		if (!n) {
+			pwb__rcu_read_unlock();
+			break;
+		}
+		budget -= n;
+		for (i = kept = 0; i < n; i++) {
+			enum visit v = freed < want ? sweep_page(&sw, batch[i])
+						    : V_KEEP;
+
+			if (v == V_FREED) {
+				/* Linked behind the batch's first page. */
+				if (!dead)
+					CDS_INIT_LIST_HEAD(&batch[i]->lru);
+				else
+					cds_list_add_tail(&batch[i]->lru,
+							  &dead->lru);
+				if (!dead)
+					dead = batch[i];
+				freed++;
+			} else if (v == V_KEEP) {
+				batch[kept++] = batch[i];
+			}
+		}
+		sweep_unlock(&sw);
+		if (dead) {
+			/* After the links: the callback acquires it. */
+			PWB__TSAN_RELEASE(dead);
+			pwb__call_rcu(&dead->rcu, pwb__pcache_batch_free_rcu);
+			dead = NULL;
+		}
+		/* Back at the tail, unless killed meanwhile (the join checks
+		 * under the lock; the section still keeps their memory). */
+		for (i = 0; i < kept; i++)
+			pwb__pcache_lru_add(pb, batch[i], idx);
+		pwb__rcu_read_unlock();
+	}
+	PWB_PROBE3(reclaim, idx, want, freed);
+	return freed;
+}
+
+/*
+ * Free up to @want clean pages from the reclaim list of context @idx
+ * (and from the lists of contexts a re-shard retired, idx + k * nr), or
+ * with @idx -1 from every list, starting at a different one each call.
+ * Return the pages freed.
+ */
+static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	unsigned int nctx = pwb__bdi_nr_wb_ctx(bdi), i, start;
+	uint64_t freed = 0;
+
+	if (!nctx)
+		return 0;
+	if (idx >= 0) {
+		for (i = (unsigned int)idx; i < PWB_MAX_WB_CTX && freed < want;
+		     i += nctx)
+			if (pwb__aread(&pb->lru[i].len))
+				freed += lru_reclaim(bdi, i, want - freed);
+		return freed;
+	}
+	start = (unsigned int)uatomic_add_return(&pb->sweep_start, 1);
+	for (i = 0; i < PWB_MAX_WB_CTX && freed < want; i++) {
+		unsigned int k = (start + i) % PWB_MAX_WB_CTX;
+
+		if (pwb__aread(&pb->lru[k].len))
+			freed += lru_reclaim(bdi, k, want - freed);
+	}
+	return freed;
+}
+
+/* Wake the flusher of every context but @except, to reclaim. */
+static void kick_flushers(struct pwb_bdi *bdi, int except)
+{
+	struct pwb__wb_ctx_array *arr;
+	unsigned int i;
+
+	rcu_read_lock();
+	arr = PWB__RCU_DEREF(bdi->ctxs);
+	for (i = 0; arr && i < arr->nr; i++)
+		if ((int)i != except)
+			pwb__wb_kick_background(arr->ctx[i]);
+	pwb__rcu_read_unlock();
+}
+
+/* The cache crossed its high watermark: wake every flusher to reclaim. */
+static void kick_reclaim(struct pwb_bdi *bdi)
+{
+	if (uatomic_cmpxchg(&bdi->pcache->reclaiming, 0, 1) == 0)
+		kick_flushers(bdi, -1);
+}
+
+void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	uint64_t n, low, freed, t0;
+
+	if (!pb || idx >= PWB_MAX_WB_CTX)
+		return;
+	n = pwb__aread(&pb->nr_pages);
+	low = pb->limit_pages - pb->limit_pages / 8;
+	/* Hysteresis: reclaim starts above 15/16 of the limit and every
+	 * context takes part (each from its own inodes) until the cache is
+	 * down to 7/8. */
+	if (n > pb->limit_pages - pb->limit_pages / 16)
+		pwb__aset(&pb->reclaiming, 1);
+	if (!pwb__aread(&pb->reclaiming))
+		return;
+	if (n <= low) {
+		pwb__aset(&pb->reclaiming, 0);
+		return;
+	}
+	uatomic_inc(&pb->reclaim_passes[idx]);
+	t0 = pwb__clock_monotonic(NULL);
+	freed = reclaim(bdi, (int)idx, n - low);
+	uatomic_add(&pb->reclaim_ns[idx], pwb__clock_monotonic(NULL) - t0);
+	if (freed) {
+		uatomic_add(&pb->reclaimed[idx], freed);
+		pwb__pcache_room(bdi);
+	}
+	if (pwb__aread(&pb->nr_pages) <= low)
+		pwb__aset(&pb->reclaiming, 0);
+	else if (freed)	/* the others' inodes hold the rest */
+		kick_flushers(bdi, (int)idx);
+}
+
+/*
+ * Sleep until pages were freed or a write ended since @seq was read (see
+ * pwb__pcache_room), or @deadline (cfg.clock; 0: none) passed, at most
+ * 10 ms of real time: the clock may be a test's, which does not move by
+ * itself, and a sweep can miss what a concurrent CLOCK pass skipped.
+ */
+static void room_wait(struct pwb_bdi *bdi, uint64_t seq)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	struct timespec ts;
+
+	uatomic_inc(&pb->room_waiters);	/* a full barrier: see room() */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += 10 * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&pb->room_lock);
+	while (pwb__aread(&pb->room_seq) == seq &&
+	       pthread_cond_timedwait(&pb->room_cond, &pb->room_lock, &ts) !=
+		       ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&pb->room_lock);
+	uatomic_dec(&pb->room_waiters);
+}
+
+/* Charge one page against cache_bytes: reclaim, or start writeback and
+ * wait for it, when the cache is full. 0, or -ETIMEDOUT; without @wait,
+ * -ENOBUFS at once. */
+int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	uint64_t deadline = 0, timeout;
+	bool asked = false;
+
+	timeout = bdi->cfg.throttle_timeout_ms * PWB__NSEC_PER_MSEC;
+	for (;;) {
+		uint64_t n = pwb__aread(&pb->nr_pages);
+		uint64_t freed, seq;
+
+		if (n < pb->limit_pages) {
+			if (uatomic_cmpxchg(&pb->nr_pages, n, n + 1) != n)
+				continue;
+			if (n + 1 > pb->limit_pages - pb->limit_pages / 16)
+				kick_reclaim(bdi);
+			return 0;
+		}
+		/* Read before looking: what ends after this wakes us. */
+		seq = pwb__aread(&pb->room_seq);
+		freed = reclaim(bdi, -1, 32);
+		if (freed) {
+			uatomic_add(&pb->direct_reclaims, freed);
+			continue;
+		}
+		if (!wait)
+			return -ENOBUFS;	/* no message: not an error */
+		if (!deadline)
+			deadline = pwb__now(bdi) + timeout;
+		else if (timeout && pwb__now(bdi) >= deadline)
+			return pwb__err(-ETIMEDOUT,
+					"page cache full (cache_bytes %llu) "
+					"and nothing written back within "
+					"throttle_timeout_ms",
+					(unsigned long long)
+						bdi->cfg.cache_bytes);
+		/* Everything cached is dirty or in flight: have it written
+		 * and wait for a write to end. Background writeback starts
+		 * at half the cache (pwb__pcache_inode_init); below that, a
+		 * pass over everything, asked again after 10 idle ms. */
+		if (!asked) {
+			pwb__bdi_writeback(bdi, PWB_WB_ALL, 0);
+			asked = true;
+		}
+		room_wait(bdi, seq);
+		/* Nothing happened for 10 ms: ask again. */
+		if (pwb__aread(&pb->room_seq) == seq)
+			asked = false;
+	}
+}

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * pcache-write.c - library-owned pages: pwb_write(), the write path, with
+ * the stable-page protocol of pcache.h; the file size and truncate
+ * (pwb_inode_set_size(), and pwb_inode_discard()'s end on such an inode);
+ * and the space layer's reservations for pages about to be dirtied.
+ */
+#include "pcache.h"
+#include "space.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------- */
+/* The space layer                                                        */
+
+/*
+ * The space layer (space.c), for inodes opened without map_page
+ * (allocator mode, inode->space set); user-map inodes have none.
+ */
+
+/* Before page @index is dirtied: reserve device space for it if it has
+ * none, so -ENOSPC reaches pwb_write(); *@newly: this call reserved it. */
+static int pcache_reserve(struct pwb_inode *inode, uint64_t index,
+			  bool *newly)
+{
+	*newly = false;
+	if (!inode->space)
+		return 0;
+	return pwb__space_reserve_page(inode, index, newly);
+}
+
+/* Page @index is about to get data of its own: it no longer reads as
+ * zeros (pcache_dev_lookup(), pcache-read.c). 0, or -ENOMEM (message
+ * set). */
+static int pcache_unzero(struct pwb_inode *inode, uint64_t index)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	int64_t r = 0;
+
+	if (inode->space)
+		return 0;
+	pthread_mutex_lock(&inode->lock);
+	if (pwb__extmap_count(&pc->zeroed))
+		r = pwb__extmap_remove(&pc->zeroed, index, 1, NULL, NULL);
+	pthread_mutex_unlock(&inode->lock);
+	return r < 0 ? pwb__err((int)r, "pwb_write: out of memory") : 0;
+}
+
+/* A truncate cut pages [first, last] off a user-map inode: they read as
+ * zeros until written again. 0, or -ENOMEM (message set). */
+static int pcache_zero_range(struct pwb_inode *inode, uint64_t first,
+			     uint64_t last)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	int ret;
+
+	if (inode->space || first > last)
+		return 0;
+	pthread_mutex_lock(&inode->lock);
+	ret = (int)PWB__MIN(pwb__extmap_remove(&pc->zeroed, first,
+					       last - first + 1, NULL, NULL),
+			    0);
+	if (!ret)
+		ret = pwb__extmap_insert(&pc->zeroed, first, last - first + 1,
+					 0, false);
+	pthread_mutex_unlock(&inode->lock);
+	return ret ? pwb__err(ret, "truncate: out of memory") : 0;
+}
+
+/* Give back a reservation pcache_reserve() took for page @index. */
+static void pcache_unreserve(struct pwb_inode *inode, uint64_t index)
+{
+	if (inode->space)
+		pwb__space_unreserve(inode, index);
+}
+
+/* Pages [first, last] were discarded or truncated away: free their
+ * blocks and reservations. */
+static void pcache_punch(struct pwb_inode *inode, uint64_t first,
+			 uint64_t last)
+{
+	if (!inode->space)
+		return;
+	pwb__space_punch(inode, first,
+			 last == UINT64_MAX ? UINT64_MAX - first
+					    : last - first + 1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writes and the size                                                    */
+
+static void size_raise(struct pwb__pcache_inode *pc, uint64_t end)
+{
+	uint64_t s = pwb__aread(&pc->size);
+
+	while (s < end) {
+		uint64_t old = uatomic_cmpxchg(&pc->size, s, end);
+
+		if (old == s)
+			break;
+		s = old;
+	}
+}
+
+/*
+ * Change bytes [pgoff, pgoff + n) of page @index to @src (NULL: zeros)
+ * and dirty it. @grow: raise the size to the end of the change. 0 or a
+ * negative errno; *@dirtied tells whether the page was changed and
+ * dirtied (also when pwb_mark_dirty then failed with -ETIMEDOUT).
+ */
+static int write_page(struct pwb_inode *inode, uint64_t index,
+		      unsigned int pgoff, unsigned int n, const void *src,
+		      bool grow, bool *dirtied)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	unsigned int ps = pwb__page_size(bdi);
+	uint64_t start = index << bdi->page_shift;
+	struct pwb__page *p;
+	bool reserved = false, whole = false;
+	int ret;
+
+	*dirtied = false;
+	ret = pwb__pcache_page_find(inode, index, true, true, &p);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&p->lock);
+	/* Filled before its space is reserved: a page without a block gets
+	 * none until it is reserved, so the fill reads zeros for it, and a
+	 * block allocated meanwhile reads as zeros until written (space.c,
+	 * unwritten extents). */
+	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
+		if (n == ps) {
+			/* Up to date once copied: a write that stops before
+			 * leaves the buffer's old bytes unreadable. */
+			whole = true;
+		} else {
+			ret = pwb__pcache_fill_locked(
+				inode, p, pwb__aread(&inode->pcache->size));
+			if (ret)
+				goto out;
+		}
+	}
+	ret = pcache_reserve(inode, index, &reserved);
+	if (ret)
+		goto out;
+	/* Stable pages: latch (a full barrier), then wait for a write in
+	 * flight; a flusher that tags the page from now on sees the latch
+	 * in get_page and leaves the page for later. */
+	uatomic_or(&p->flags, PWB__PG_WLATCH);
+	ret = pwb__wait_writeback(inode, start, ps);
+	if (!ret)
+		ret = pcache_unzero(inode, index);
+	if (ret) {
+		uatomic_and(&p->flags, ~PWB__PG_WLATCH);
+		goto out;
+	}
+	if (src)
+		memcpy((char *)p->data + pgoff, src, n);
+	else
+		memset((char *)p->data + pgoff, 0, n);
+	if (whole)
+		uatomic_or(&p->flags, PWB__PG_UPTODATE);
+	uatomic_and(&p->flags, ~PWB__PG_WLATCH);
+	uatomic_or(&p->flags, PWB__PG_REF);
+	pthread_mutex_unlock(&p->lock);
+	if (grow)
+		size_raise(inode->pcache, start + pgoff + n);
+	/* Dirtied while we hold the reference: reclaim cannot drop the
+	 * page in between (it needs the count at 0). */
+	ret = pwb__mark_dirty(inode, start, ps);
+	*dirtied = !ret || ret == -ETIMEDOUT || ret == -ESHUTDOWN;
+	if (!*dirtied && reserved &&
+	    !(pwb__page_state(inode, index) & PWB_PAGE_DIRTY))
+		pcache_unreserve(inode, index);
+	pwb__page_put(p);
+	return ret;
+out:
+	/* Not dirtied: give back the reservation this call took, so no
+	 * block is given to a page without data (and reserved_bytes does
+	 * not stay up until the close). */
+	if (reserved)
+		pcache_unreserve(inode, index);
+	pthread_mutex_unlock(&p->lock);
+	/* Not dirtied: reclaimable, even if never filled. */
+	pwb__pcache_lru_add(inode->bdi->pcache, p,
+			    pwb__pcache_owner_ctx(inode));
+	pwb__page_put(p);
+	return ret;
+}
+
+/*
+ * The hit path of pwb_write(): a range inside one cached page that is
+ * already dirty and not being written. It needs no new dirtying, no
+ * reservation and no wait, so it holds neither a reference on the inode nor
+ * any lock but the page's and, for the tag check, inode->lock once. Holding
+ * the page lock across check and copy keeps the data stable: a flusher
+ * that takes the page after the check finds the lock taken in get_page and
+ * leaves the page for a later pass; one that took it before is seen by the
+ * check (WRITEBACK), and the slow path waits for its write. -EAGAIN: take
+ * the slow path.
+ */
+static ssize_t write_fast(struct pwb_inode *inode, const void *buf,
+			  size_t len, uint64_t off)
+{
+	struct pwb__page *p;
+	unsigned int pgoff;
+	uint64_t index;
+	bool ok;
+
+	/* A flusher (an ops callback) takes the slow path's -EDEADLK, as
+	 * for a page not cached. */
+	if (!buf || PWB__RCU_DEREF(inode->region) || pwb__in_flusher())
+		return -EAGAIN;
+	p = pwb__fast_lock_page(inode, len, off, &pgoff);
+	if (!p)
+		return -EAGAIN;
+	index = p->index;
+	pthread_mutex_lock(&inode->lock);
+	ok = !(inode->state & PWB__I_FREEING) && !pwb__aread(&inode->region) &&
+	     pwb__map_test(&inode->map, PWB__TAG_DIRTY, index) &&
+	     !pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, index);
+	pthread_mutex_unlock(&inode->lock);
+	if (!ok) {
+		pthread_mutex_unlock(&p->lock);
+		pwb__page_put(p);
+		return -EAGAIN;
+	}
+	memcpy((char *)p->data + pgoff, buf, len);
+	if (!(pwb__aread(&p->flags) & PWB__PG_REF))
+		uatomic_or(&p->flags, PWB__PG_REF);
+	pthread_mutex_unlock(&p->lock);
+	size_raise(inode->pcache, off + len);
+	pwb__page_put(p);
+	return (ssize_t)len;
+}
+
+PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
+			  size_t len, uint64_t off)
+{
+	size_t done = 0;
+	unsigned int shift, ps;
+	int ret;
+
+	pwb__err_clear();
+	if (caa_likely(inode && len)) {
+		ssize_t r = write_fast(inode, buf, len, off);
+
+		if (r != -EAGAIN)
+			return r;
+	}
+	if (!buf && len)
+		return pwb__err(-EINVAL, "pwb_write: NULL buf");
+	/* The whole range asked for, before it is cut to SSIZE_MAX. */
+	if (len && off > UINT64_MAX - len)
+		return pwb__err(-EFBIG, "pwb_write: range %llu+%zu wraps past "
+					"2^64",
+				(unsigned long long)off, len);
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	ret = pwb__pcache_enter(inode, "pwb_write");
+	if (ret)
+		return ret;
+	shift = inode->bdi->page_shift;
+	ps = 1u << shift;
+	while (done < len) {
+		uint64_t pos = off + done;
+		unsigned int pgoff = (unsigned int)(pos & (ps - 1));
+		unsigned int n = (unsigned int)PWB__MIN((size_t)(ps - pgoff),
+							len - done);
+		bool dirtied;
+
+		ret = write_page(inode, pos >> shift, pgoff, n,
+				 (const char *)buf + done, true, &dirtied);
+		if (dirtied)
+			done += n;
+		if (ret)
+			break;
+	}
+	pwb__inode_exit(inode, PWB__HOLD_REF);
+	if (done)
+		return (ssize_t)done;
+	return ret;
+}
+
+PWB_API int pwb_inode_size(struct pwb_inode *inode, uint64_t *size)
+{
+	int ret;
+
+	pwb__err_clear();
+	if (!size)
+		return pwb__err(-EINVAL, "pwb_inode_size: NULL size");
+	ret = pwb__pcache_enter(inode, "pwb_inode_size");
+	if (ret)
+		return ret;
+	*size = pwb__aread(&inode->pcache->size);
+	pwb__inode_exit(inode, PWB__HOLD_REF);
+	return 0;
+}
+
+PWB_API int pwb_inode_set_size(struct pwb_inode *inode, uint64_t size)
+{
+	uint64_t cur;
+	int ret;
+
+	pwb__err_clear();
+	ret = pwb__pcache_enter(inode, "pwb_inode_set_size");
+	if (ret)
+		return ret;
+	cur = pwb__aread(&inode->pcache->size);
+	if (size >= cur) {
+		size_raise(inode->pcache, size);
+		pwb__inode_exit(inode, PWB__HOLD_REF);
+		return 0;
+	}
+	pwb__inode_exit(inode, PWB__HOLD_REF);
+	/* Shrinking is a truncate: the discard path does it. */
+	return pwb__inode_discard(inode, size, UINT64_MAX);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Truncate                                                               */
+
+/*
+ * A truncate to @off inside a page: the bytes from @off to the end of the
+ * page become zeros, in the cache and (dirtied) on the device, whether or
+ * not the page is cached now, so that a later growth of the file shows
+ * zeros there and not the old tail. A page that reads as zeros already
+ * (allocator mode: not cached and no written block) is left alone.
+ */
+static int zero_tail(struct pwb_inode *inode, uint64_t off)
+{
+	unsigned int shift = inode->bdi->page_shift, ps = 1u << shift;
+	unsigned int pgoff = (unsigned int)(off & (ps - 1));
+	uint64_t index = off >> shift, dev;
+	bool dirtied;
+	int ret;
+
+	/* Allocator mode: a page without written data that is neither
+	 * dirty nor being written reads as zeros, cached or not: nothing to
+	 * zero (and no space to reserve for it, which could fail on a full
+	 * device). A page in flight has no written block until its write
+	 * ends, and that write carries the old tail: it is zeroed below. */
+	if (inode->space &&
+	    pwb__space_read_lookup(inode, index, &dev) == -ENODATA &&
+	    !(pwb__page_state(inode, index) &
+	      (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK)))
+		return 0;
+	ret = write_page(inode, index, pgoff, ps - pgoff, NULL, false,
+			 &dirtied);
+	return dirtied ? 0 : ret;
+}
+
+int pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
+			  uint64_t len, uint64_t first, uint64_t last)
+{
+	struct pwb__pcache_inode *pc = inode->pcache;
+	unsigned int ps = pwb__page_size(inode->bdi);
+	uint64_t s;
+	int ret;
+
+	if (first <= last) {
+		pwb__pcache_drop_range(inode, first, last);
+		pcache_punch(inode, first, last);
+	}
+	if (len != UINT64_MAX)
+		return 0;
+	/* Truncate: zeros after @off in its page, then the size (a failed
+	 * zeroing leaves the size as it was: the tail is still the
+	 * file's). */
+	s = pwb__aread(&pc->size);
+	if ((off & (ps - 1)) && s > off) {
+		ret = zero_tail(inode, off);
+		if (ret)
+			return ret;
+		s = pwb__aread(&pc->size);
+	}
+	if (s > off) {
+		ret = pcache_zero_range(inode, (off + ps - 1) / ps,
+					(s - 1) / ps);
+		if (ret)
+			return ret;
+	}
+	while (s > off) {
+		uint64_t old = uatomic_cmpxchg(&pc->size, s, off);
+
+		if (old == s)
+			break;
+		s = old;
+	}
+	return 0;
+}
