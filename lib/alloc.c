@@ -82,7 +82,7 @@ static void fext_take(struct pwb__alloc_group *g, struct fext *e, uint64_t s,
 	uint64_t end = e->start + e->len;
 
 	fext_unlink(g, e);
-	PWB__WRITE(g->free_units, g->free_units - n);
+	pwb__aset(&g->free_units, g->free_units - n);
 	if (s > e->start && s + n < end) {
 		struct fext *t = *spare;
 
@@ -154,7 +154,7 @@ int pwb__alloc_init(struct pwb__alloc *a, uint64_t units, unsigned int unit_size
 		}
 		e->start = g->start;
 		e->len = g->len;
-		PWB__WRITE(g->free_units, g->len);
+		pwb__aset(&g->free_units, g->len);
 		fext_link(g, e);
 	}
 	return 0;
@@ -456,7 +456,7 @@ static void free_in_group(struct pwb__alloc_group *g, uint64_t s, uint64_t n)
 		pthread_mutex_unlock(&g->lock);
 		return;
 	}
-	PWB__WRITE(g->free_units, g->free_units + n);
+	pwb__aset(&g->free_units, g->free_units + n);
 	pthread_mutex_unlock(&g->lock);
 	free(e);
 }

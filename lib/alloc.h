@@ -31,7 +31,7 @@ struct pwb__alloc_group {
 	uint64_t len;			/* read-only: units */
 	struct pwb__avl_tree by_off;	/* lock: free extents by offset */
 	struct pwb__avl_tree by_len;	/* lock: by (length, offset) */
-	uint64_t free_units;		/* lock to write (PWB__WRITE);
+	uint64_t free_units;		/* lock to write (pwb__aset);
 					 * pwb__aread without it: placement
 					 * hints and stats */
 } __attribute__((aligned(64)));

@@ -77,12 +77,9 @@
  */
 #define PWB__TLS_FAST __thread __attribute__((tls_model("initial-exec")))
 
-/* Going away: the older spelling of pwb__aread(&(x)), kept only for the
- * page cache's last use; write pwb__aread(&x) in new code. */
-#define PWB__READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define PWB__WRITE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 /* The one spelling of a relaxed load in lib/: pwb__aread(&x), not
- * uatomic_read(&x) (a volatile access TSan does not model). */
+ * uatomic_read(&x) (a volatile access TSan does not model); of a relaxed
+ * store, pwb__aset(&x, v). */
 #define pwb__aread(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define pwb__aset(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define PWB__RCU_DEREF(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)

@@ -741,7 +741,7 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	 * this store finish within the grace period below; those after it
 	 * see dead and fail. Only then is anything they read freed.
 	 */
-	PWB__WRITE(bdi->dead, true);
+	pwb__aset(&bdi->dead, true);
 	/* Off its domain's members: walks of the domain that still see
 	 * the bdi end within the grace period. */
 	pwb__domain_leave(bdi);

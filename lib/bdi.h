@@ -92,7 +92,7 @@ struct pwb_bdi {
 	pthread_mutex_t lock;		/* registry changes, closing */
 	bool closing;			/* lock (pwb__aread outside): close
 					 * began; no new waiting call */
-	bool dead;			/* PWB__WRITE by close, read under
+	bool dead;			/* pwb__aset by close, read under
 					 * rcu_read_lock: tearing down */
 	uint64_t nr_open_inodes;	/* lock */
 	unsigned int users;		/* lock: calls between pwb__bdi_enter

@@ -131,9 +131,9 @@ static void wait_wb_cond_locked(struct pwb_inode *inode)
 {
 	pwb__lockdep_assert_held(&inode->lock);
 
-	PWB__WRITE(inode->wb_waiters, inode->wb_waiters + 1);
+	pwb__aset(&inode->wb_waiters, inode->wb_waiters + 1);
 	pthread_cond_wait(&inode->wb_cond, &inode->lock);
-	PWB__WRITE(inode->wb_waiters, inode->wb_waiters - 1);
+	pwb__aset(&inode->wb_waiters, inode->wb_waiters - 1);
 }
 
 /*
@@ -165,12 +165,12 @@ static void wait_stable_locked(struct pwb_inode *inode, uint64_t first,
 		 * sides, one of the two sees the other, and the waiter stays
 		 * announced until it sleeps.
 		 */
-		PWB__WRITE(inode->wb_waiters, inode->wb_waiters + 1);
+		pwb__aset(&inode->wb_waiters, inode->wb_waiters + 1);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		busy = pwb__aread(&inode->nr_ending) != 0;
 		if (busy)
 			pthread_cond_wait(&inode->wb_cond, &inode->lock);
-		PWB__WRITE(inode->wb_waiters, inode->wb_waiters - 1);
+		pwb__aset(&inode->wb_waiters, inode->wb_waiters - 1);
 		if (!busy)
 			return;
 	}

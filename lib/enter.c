@@ -35,7 +35,7 @@ int pwb__bdi_enter(struct pwb_bdi *bdi, enum pwb__hold hold, const char *who)
 		if (hold == PWB__HOLD_REF)
 			bdi->users++;
 		else
-			PWB__WRITE(bdi->closing, true);
+			pwb__aset(&bdi->closing, true);
 	}
 	pthread_mutex_unlock(&bdi->lock);
 	pwb__rcu_read_unlock();

@@ -1063,7 +1063,7 @@ PWB_API int pwb_inode_set_wb_hint(struct pwb_inode *inode, int ctx)
 				ctx, nr);
 	}
 	/* Read lock-free by select(); an int store is atomic. */
-	PWB__WRITE(inode->wb_hint, ctx);
+	pwb__aset(&inode->wb_hint, ctx);
 	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
 }

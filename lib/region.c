@@ -327,7 +327,7 @@ static int64_t route_run(struct pwb_inode *inode, uint64_t first,
 							 "of memory");
 			}
 			if (r->first_slot < 0)
-				PWB__WRITE(r->first_slot, slot);
+				pwb__aset(&r->first_slot, slot);
 		}
 		n = dirty_routed(inode, &rt, first, *end);
 		pthread_mutex_unlock(&r->route_lock);

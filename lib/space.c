@@ -334,7 +334,7 @@ static unsigned int home_locked(struct pwb__space *sp,
 	si->base = sp->alloc.groups[best].start +
 		   (uint64_t)(((unsigned __int128)sp->alloc.groups[best].len *
 			       frac) >> 32);
-	PWB__WRITE(si->home, best);
+	pwb__aset(&si->home, best);
 	return best;
 }
 
@@ -893,7 +893,7 @@ PWB_API int pwb_inode_set_extents(struct pwb_inode *inode,
 		uatomic_add(&sp->nr_extents,
 			    (int64_t)pwb__extmap_count(&si->ext));
 		if (si->home == UINT_MAX && nr)
-			PWB__WRITE(si->home,
+			pwb__aset(&si->home,
 				   pwb__alloc_group_of(&sp->alloc,
 						       v[nr - 1].dev_off >>
 							       sp->unit_shift));
@@ -942,7 +942,7 @@ PWB_API int pwb_inode_set_stream(struct pwb_inode *inode, unsigned int id)
 		/* A new home inside the stream's set, chosen at the next
 		 * allocation. */
 		si->base = UINT64_MAX;
-		PWB__WRITE(si->home, UINT_MAX);
+		pwb__aset(&si->home, UINT_MAX);
 		ret = 0;
 	}
 	pthread_mutex_unlock(&si->lock);

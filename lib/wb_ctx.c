@@ -386,7 +386,7 @@ void pwb__flushers_park(struct pwb_bdi *bdi)
 	unsigned int i, nr = pwb__aread(&bdi->nr_flushers);
 
 	pthread_mutex_lock(&bdi->park_lock);
-	PWB__WRITE(bdi->park_req, true);
+	pwb__aset(&bdi->park_req, true);
 	pthread_mutex_unlock(&bdi->park_lock);
 	for (i = 0; i < nr; i++)
 		pwb__flusher_kick(bdi->flushers[i]);
@@ -399,7 +399,7 @@ void pwb__flushers_park(struct pwb_bdi *bdi)
 void pwb__flushers_resume(struct pwb_bdi *bdi)
 {
 	pthread_mutex_lock(&bdi->park_lock);
-	PWB__WRITE(bdi->park_req, false);
+	pwb__aset(&bdi->park_req, false);
 	pthread_cond_broadcast(&bdi->park_cond);
 	pthread_mutex_unlock(&bdi->park_lock);
 }
@@ -433,9 +433,9 @@ void pwb__ctxs_apply_policy(struct pwb__wb_ctx_array *arr,
 	for (i = 0; i < arr->nr; i++) {
 		struct pwb__wb_ctx *wb = arr->ctx[i];
 
-		PWB__WRITE(wb->lists, shared ? arr->ctx[0] : wb);
-		PWB__WRITE(wb->shared, shared);
-		PWB__WRITE(wb->claim_batch,
+		pwb__aset(&wb->lists, shared ? arr->ctx[0] : wb);
+		pwb__aset(&wb->shared, shared);
+		pwb__aset(&wb->claim_batch,
 			   pol->batch ? pol->batch : PWB__POLICY_BATCH_DEFAULT);
 		pthread_mutex_lock(&wb->list_lock);
 		set_ordered_locked(wb, pol->flags & PWB_POLICY_F_ORDERED);
