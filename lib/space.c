@@ -753,6 +753,22 @@ int pwb__bdi_alloc_group_stats(struct pwb_bdi *bdi, unsigned int group,
 	return 0;
 }
 
+/*
+ * The checks every public allocator-mode call starts with: a NULL @inode
+ * or one not in allocator mode is -EINVAL (message set, naming @who);
+ * else the inode is entered (PWB__HOLD_REF: the caller exits it) and 0.
+ */
+static int space_enter(struct pwb_inode *inode, const char *who)
+{
+	if (!inode)
+		return pwb__err(-EINVAL, "%s: NULL inode", who);
+	if (!inode->space)
+		return pwb__err(-EINVAL, "%s: inode %llu is not in allocator "
+					 "mode", who,
+				(unsigned long long)inode->ino);
+	return pwb__inode_enter(inode, PWB__HOLD_REF, who);
+}
+
 PWB_API int pwb_inode_extents(struct pwb_inode *inode, struct pwb_extent *ext,
 			      size_t nr, size_t *total)
 {
@@ -763,14 +779,9 @@ PWB_API int pwb_inode_extents(struct pwb_inode *inode, struct pwb_extent *ext,
 	int ret;
 
 	pwb__err_clear();
-	if (!inode || (!ext && nr))
-		return pwb__err(-EINVAL, "pwb_inode_extents: NULL %s",
-				!inode ? "inode" : "ext");
-	if (!inode->space)
-		return pwb__err(-EINVAL, "pwb_inode_extents: inode %llu is "
-					 "not in allocator mode",
-				(unsigned long long)inode->ino);
-	ret = pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_inode_extents");
+	if (!ext && nr)
+		return pwb__err(-EINVAL, "pwb_inode_extents: NULL ext");
+	ret = space_enter(inode, "pwb_inode_extents");
 	if (ret)
 		return ret;
 	si = inode->space;
@@ -912,13 +923,7 @@ PWB_API int pwb_inode_set_stream(struct pwb_inode *inode, unsigned int id)
 	int ret;
 
 	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_inode_set_stream: NULL inode");
-	if (!inode->space)
-		return pwb__err(-EINVAL, "pwb_inode_set_stream: inode %llu "
-					 "is not in allocator mode",
-				(unsigned long long)inode->ino);
-	ret = pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_inode_set_stream");
+	ret = space_enter(inode, "pwb_inode_set_stream");
 	if (ret)
 		return ret;
 	si = inode->space;

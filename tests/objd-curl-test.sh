@@ -6,15 +6,6 @@
 # of replaced and deleted objects given back; the same with --keep-open.
 . "${top_srcdir:-.}/tests/objd-lib.sh"
 
-fails=0
-check() {	# check WHAT EXPECTED GOT
-	if [ "$2" = "$3" ]; then
-		echo "ok: $1"
-	else
-		echo "FAIL: $1: expected [$2], got [$3]"
-		fails=$((fails + 1))
-	fi
-}
 code() { ocurl "$@" -o /dev/null -w '%{http_code}'; }
 free_bytes() { ocurl /-/stats | sed -n 's/.*"free_bytes": \([0-9]*\).*/\1/p'; }
 

@@ -7,15 +7,6 @@
 # connections (/-/stats "connections") must move by the client's count.
 . "${top_srcdir:-.}/tests/objd-lib.sh"
 
-fails=0
-check() {	# check WHAT EXPECTED GOT
-	if [ "$2" = "$3" ]; then
-		echo "ok: $1"
-	else
-		echo "FAIL: $1: expected [$2], got [$3]"
-		fails=$((fails + 1))
-	fi
-}
 conns() { ocurl /-/stats | sed -n 's/.*"connections": \([0-9]*\).*/\1/p'; }
 
 truncate -s 256M "$IMG"

@@ -80,3 +80,14 @@ ocurl() {
 	shift
 	curl -s --unix-socket "$SOCK" "$@" "http://objd$_path"
 }
+
+# check WHAT EXPECTED GOT: print ok or FAIL, counting failures in $fails.
+fails=0
+check() {
+	if [ "$2" = "$3" ]; then
+		echo "ok: $1"
+	else
+		echo "FAIL: $1: expected [$2], got [$3]"
+		fails=$((fails + 1))
+	fi
+}
