@@ -48,7 +48,12 @@ struct pwb_bdi {
 	uint64_t bg_thresh_pages;	/* pwb__aread: 0 for no background
 					 * writeback; lowered once by the
 					 * page cache (pcache-owner.c); in a
-					 * domain its share, set by domain.c */
+					 * domain its share, set by domain.c,
+					 * never above bg_cap_pages */
+	uint64_t bg_cap_pages;		/* pwb__aread: 0, or the most
+					 * bg_thresh_pages may be (half the
+					 * cache, set once by the page cache
+					 * when a library-owned inode opens) */
 	/* statx(STATX_WRITE_ATOMIC) at open; 0 where nothing is reported. */
 	unsigned int awu_min;		/* bytes */
 	unsigned int awu_max;		/* bytes */

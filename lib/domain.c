@@ -101,11 +101,17 @@ static void set_share_locked(struct pwb_domain *dom, struct pwb__dom_member *m,
 {
 	struct pwb_bdi *bdi = m->bdi;
 
+	uint64_t bg = share_pages(bdi, dom->cfg.dirty_background_bytes, share);
+	uint64_t cap = pwb__aread(&bdi->bg_cap_pages);
+
 	pwb__aset(&m->share_ppm, share);
 	pwb__aset(&bdi->dirty_limit_pages,
 		  share_pages(bdi, dom->cfg.dirty_bytes, share));
-	pwb__aset(&bdi->bg_thresh_pages,
-		  share_pages(bdi, dom->cfg.dirty_background_bytes, share));
+	/* Not above half the bdi's page cache, as without a domain
+	 * (pcache-owner.c): the cache would fill with dirty pages before
+	 * background writeback began. A cap set just after it was read
+	 * here holds from the next recompute on. */
+	pwb__aset(&bdi->bg_thresh_pages, cap && bg > cap ? cap : bg);
 }
 
 /* Every published member's share from the counts. Caller holds

@@ -169,6 +169,8 @@ int pwb__pcache_inode_init(struct pwb_inode *inode)
 	 * for all of it: lower the threshold to half the cache (once; it
 	 * only goes down, and 0, no background writeback, stays).
 	 */
+	uatomic_cmpxchg(&inode->bdi->bg_cap_pages, 0,
+			PWB__MAX(inode->bdi->pcache->limit_pages / 2, 1u));
 	for (;;) {
 		uint64_t bg = pwb__aread(&inode->bdi->bg_thresh_pages);
 		uint64_t half = PWB__MAX(inode->bdi->pcache->limit_pages / 2, 1u);

@@ -189,6 +189,33 @@ START_TEST(share_follows_completed_writeback_and_decays)
 }
 END_TEST
 
+/* A bdi whose page cache holds library-owned pages starts background
+ * writeback at half the cache at most, in a domain as without one: a
+ * share recomputed later must not raise it again. */
+START_TEST(share_keeps_the_page_cache_cap)
+{
+	static const struct pwb_inode_ops alloc_ops;	/* allocator mode */
+	struct pwb_domain *dom = domain(64 * MIB, 32 * MIB);
+	struct pwb_bdi_config cfg;
+	struct pwb_inode *lib;
+	struct dev a, b;
+
+	bdi_cfg(&cfg, dom, "null");
+	cfg.cache_bytes = 4 * MIB;
+	ck_assert_int_eq(dev_open_cfg(&a, 4096, &cfg, 1), 0);
+	ck_assert_int_eq(pwb_inode_open(a.bdi, 2, &alloc_ops, NULL, &lib), 0);
+	ck_assert_uint_le(stats(&a).dirty_background_limit_bytes, 2 * MIB);
+	/* A second member: every share is recomputed. */
+	dev_open(&b, 4096, dom, "null", 1);
+	ck_assert_uint_le(stats(&a).dirty_background_limit_bytes, 2 * MIB);
+	ck_assert_uint_gt(stats(&b).dirty_background_limit_bytes, 2 * MIB);
+	ck_assert_int_eq(pwb_inode_close(lib), 0);
+	dev_close(&b);
+	dev_close(&a);
+	ck_assert_int_eq(pwb_domain_destroy(dom), 0);
+}
+END_TEST
+
 START_TEST(share_bounds)
 {
 	struct pwb_domain *dom;
@@ -496,6 +523,7 @@ static Suite *domain_suite(void)
 
 	tcase_add_test(tc, share_follows_completed_writeback_and_decays);
 	tcase_add_test(tc, share_bounds);
+	tcase_add_test(tc, share_keeps_the_page_cache_cap);
 	tcase_add_test(tc, domain_bad_inputs);
 	tcase_add_test(tc, strict_share_throttles_at_the_share);
 	suite_add_tcase(s, tc);
