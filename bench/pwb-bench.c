@@ -74,13 +74,14 @@
 enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
 		WL_WAL, WL_PCWRITE, WL_PCREAD, WL_RECLAIM,
-		WL_PCUNCACHED, WL_FRAG, WL_SQLITE, WL_PCSEQREAD, NR_WL };
+		WL_PCUNCACHED, WL_FRAG, WL_SQLITE, WL_PCSEQREAD,
+		WL_SQLITE_BULK, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
 	"memory", "one-file-seq", "one-file-rand", "wal", "pcache-write",
 	"pcache-read", "reclaim", "pcache-uncached", "frag", "sqlite",
-	"pcache-seqread",
+	"pcache-seqread", "sqlite-bulk",
 };
 
 /* The one-file workloads: one inode, written by every context under the
@@ -2895,7 +2896,8 @@ static void parse_workloads(const char *s)
 		if (!strcmp(tok, "all")) {
 			/* sqlite only by name: a minute of SQL. */
 			for (i = 0; i < NR_WL; i++)
-				o.wl[i] = i != WL_SQLITE;
+				o.wl[i] = i != WL_SQLITE &&
+					   i != WL_SQLITE_BULK;
 			continue;
 		}
 		if (!strcmp(tok, "one-file")) {
@@ -2919,9 +2921,8 @@ static void usage(FILE *f)
 "  --workload LIST   seed,rand4k,skew,fsync,markdirty,null,throttle,\n"
 "                    memory, one-file (one-file-seq,one-file-rand),\n"
 "                    wal, pcache-write, pcache-read, pcache-uncached,\n"
-"                    pcache-seqread, reclaim, frag, all (seed); sqlite\n"
-"                    (not in all;\n"
-"                    built with sqlite3)\n"
+"                    pcache-seqread, reclaim, frag, all (seed); sqlite,\n"
+"                    sqlite-bulk (not in all; built with sqlite3)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
@@ -3243,6 +3244,18 @@ static void bench_sqlite(void)
 #endif
 }
 
+/* Large transactions on both VFSes (bench/sqlite-bench.c). */
+static void bench_sqlite_bulk(void)
+{
+#ifdef PWB_BENCH_SQLITE
+	if (pwb_bench_sqlite_bulk(stdout, o.dir, o.runs) < 0)
+		die("the sqlite-bulk workload failed");
+#else
+	fprintf(stderr, "pwb-bench: built without sqlite3: no sqlite-bulk "
+		"workload\n");
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t img = 0, need;
@@ -3332,6 +3345,8 @@ int main(int argc, char **argv)
 			bench_dp_frag();
 		else if (i == WL_SQLITE)
 			bench_sqlite();
+		else if (i == WL_SQLITE_BULK)
+			bench_sqlite_bulk();
 		else
 			bench_io((enum workload)i);
 	}
