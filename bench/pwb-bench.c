@@ -83,13 +83,13 @@ enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
 		WL_WAL, WL_PCWRITE, WL_PCREAD, WL_RECLAIM,
 		WL_PCUNCACHED, WL_FRAG, WL_SQLITE, WL_PCSEQREAD, WL_DOMAIN,
-		WL_MULTIDEV, NR_WL };
+		WL_MULTIDEV, WL_SQLITE_BULK, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
 	"memory", "one-file-seq", "one-file-rand", "wal", "pcache-write",
 	"pcache-read", "reclaim", "pcache-uncached", "frag", "sqlite",
-	"pcache-seqread", "domain", "multidev",
+	"pcache-seqread", "domain", "multidev", "sqlite-bulk",
 };
 
 /* The one-file workloads: one inode, written by every context under the
@@ -2927,7 +2927,8 @@ static void parse_workloads(const char *s)
 			 * /dev/shm. */
 			for (i = 0; i < NR_WL; i++)
 				o.wl[i] = i != WL_SQLITE && i != WL_DOMAIN &&
-					  i != WL_MULTIDEV;
+					  i != WL_MULTIDEV &&
+					  i != WL_SQLITE_BULK;
 			continue;
 		}
 		if (!strcmp(tok, "one-file")) {
@@ -2952,9 +2953,8 @@ static void usage(FILE *f)
 "                    memory, one-file (one-file-seq,one-file-rand),\n"
 "                    wal, pcache-write, pcache-read, pcache-uncached,\n"
 "                    pcache-seqread, reclaim, frag, all (seed); not in\n"
-"                    all: domain, multidev, sqlite\n"
-"                    (not in all;\n"
-"                    built with sqlite3)\n"
+"                    all: domain, multidev, sqlite, sqlite-bulk (the\n"
+"                    last two built with sqlite3)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
@@ -3307,6 +3307,18 @@ static void bench_sqlite(void)
 #endif
 }
 
+/* Large transactions on both VFSes (bench/sqlite-bench.c). */
+static void bench_sqlite_bulk(void)
+{
+#ifdef PWB_BENCH_SQLITE
+	if (pwb_bench_sqlite_bulk(stdout, o.dir, o.runs) < 0)
+		die("the sqlite-bulk workload failed");
+#else
+	fprintf(stderr, "pwb-bench: built without sqlite3: no sqlite-bulk "
+		"workload\n");
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t img = 0, need;
@@ -3398,6 +3410,8 @@ int main(int argc, char **argv)
 			bench_sqlite();
 		else if (i == WL_DOMAIN || i == WL_MULTIDEV)
 			bench_dom_workload((enum workload)i);
+		else if (i == WL_SQLITE_BULK)
+			bench_sqlite_bulk();
 		else
 			bench_io((enum workload)i);
 	}

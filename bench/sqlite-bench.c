@@ -12,10 +12,12 @@
  * turns so that drift of the machine hits both alike.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pwbvfs.h"
@@ -56,16 +58,11 @@ static void remove_files(const char *dir, int pwb)
 		fprintf(stderr, "pwb-bench sqlite: %s failed\n", cmd);
 }
 
-/* One timed run; transactions per second, or -1. */
-static double one_run(const char *dir, int pwb, const char *mode,
-		      const char *sync, double seconds)
+/* The database of a run: a fresh image (pwb) or file (unix) in @dir. */
+static sqlite3 *open_db(const char *dir, int pwb)
 {
-	char uri[1200], sql[256];
+	char uri[1200];
 	sqlite3 *db;
-	sqlite3_stmt *ins, *upd;
-	double t0, t = 0;
-	long n = 0, id = 2000;
-	unsigned int seed = 12345;
 	int rc;
 
 	remove_files(dir, pwb);
@@ -80,8 +77,24 @@ static double one_run(const char *dir, int pwb, const char *mode,
 		fprintf(stderr, "pwb-bench sqlite: open %s: %s\n", uri,
 			sqlite3_errmsg(db));
 		sqlite3_close(db);
-		return -1;
+		return NULL;
 	}
+	return db;
+}
+
+/* One timed run; transactions per second, or -1. */
+static double one_run(const char *dir, int pwb, const char *mode,
+		      const char *sync, double seconds)
+{
+	char sql[256];
+	sqlite3 *db = open_db(dir, pwb);
+	sqlite3_stmt *ins, *upd;
+	double t0, t = 0;
+	long n = 0, id = 2000;
+	unsigned int seed = 12345;
+
+	if (!db)
+		return -1;
 	snprintf(sql, sizeof(sql), "PRAGMA page_size=4096;"
 		 "PRAGMA journal_mode=%s; PRAGMA synchronous=%s", mode, sync);
 	if (run_sql(db, sql) ||
@@ -185,6 +198,166 @@ int pwb_bench_sqlite(FILE *out, const char *dir, double seconds,
 			full ? ">= 1.2" : ">= 0.9");
 		if (mp / mu < (full ? 1.2 : 0.9))
 			ret = 1;
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------ bulk */
+
+/*
+ * A bulk load: BULK_TXNS transactions of BULK_ROWS INSERTs each into a
+ * table with one or three secondary indexes on random keys, so every
+ * transaction adds pages to the table's end and changes pages all over
+ * each index. Rows are about 100 bytes (three integers and 80 characters).
+ */
+#define BULK_ROWS 50000
+#define BULK_TXNS 5
+
+/* One timed bulk run; rows per second, or -1. */
+static double bulk_run(const char *dir, int pwb, const char *mode,
+		       int indexes)
+{
+	static const char *const idx[] = {
+		"CREATE INDEX t_a ON t(a)", "CREATE INDEX t_b ON t(b)",
+		"CREATE INDEX t_c ON t(c)",
+	};
+	char sql[256], v[81];
+	sqlite3 *db = open_db(dir, pwb);
+	sqlite3_stmt *ins = NULL;
+	unsigned int seed = 4242;
+	double t0, t;
+
+	if (!db)
+		return -1;
+	snprintf(sql, sizeof(sql), "PRAGMA page_size=4096;"
+		 "PRAGMA journal_mode=%s; PRAGMA synchronous=FULL", mode);
+	if (run_sql(db, sql) ||
+	    run_sql(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, a INT, b INT,"
+			" c INT, v TEXT)"))
+		goto fail;
+	for (int i = 0; i < indexes; i++)
+		if (run_sql(db, idx[i]))
+			goto fail;
+	if (sqlite3_prepare_v2(db, "INSERT INTO t(a, b, c, v) VALUES(?, ?, ?,"
+			       " ?)", -1, &ins, NULL))
+		goto fail;
+	t0 = now();
+	for (int k = 0; k < BULK_TXNS; k++) {
+		if (run_sql(db, "BEGIN"))
+			goto fail;
+		for (int i = 0; i < BULK_ROWS; i++) {
+			for (int j = 0; j < 80; j++)
+				v[j] = (char)('a' + rand_r(&seed) % 26);
+			v[80] = 0;
+			sqlite3_bind_int(ins, 1, rand_r(&seed));
+			sqlite3_bind_int(ins, 2, rand_r(&seed));
+			sqlite3_bind_int(ins, 3, rand_r(&seed));
+			sqlite3_bind_text(ins, 4, v, 80, SQLITE_STATIC);
+			if (sqlite3_step(ins) != SQLITE_DONE)
+				goto fail;
+			sqlite3_reset(ins);
+		}
+		if (run_sql(db, "COMMIT"))
+			goto fail;
+	}
+	t = now();
+	sqlite3_finalize(ins);
+	if (sqlite3_close(db))
+		return -1;
+	remove_files(dir, pwb);
+	return (double)BULK_ROWS * BULK_TXNS / (t - t0);
+fail:
+	fprintf(stderr, "pwb-bench sqlite-bulk: %s\n", sqlite3_errmsg(db));
+	sqlite3_finalize(ins);
+	sqlite3_close(db);
+	return -1;
+}
+
+/* Start @n processes that spin until killed (the CPU-bound load). */
+static int load_start(pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			return -1;
+		if (pids[i] == 0) {
+			volatile unsigned long x = 0;
+
+			for (;;)
+				x++;
+		}
+	}
+	return 0;
+}
+
+static void load_stop(pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (pids[i] <= 0)
+			continue;
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+		pids[i] = 0;
+	}
+}
+
+int pwb_bench_sqlite_bulk(FILE *out, const char *dir, unsigned int runs)
+{
+	static const char *const modes[] = {"DELETE", "WAL"};
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	double p[16], u[16];
+	pid_t pids[64] = {0};
+	int ret = 0;
+
+	if (runs < 1)
+		runs = 1;
+	if (runs > 15)
+		runs = 15;
+	if (ncpu < 1)
+		ncpu = 1;
+	if (ncpu > 64)
+		ncpu = 64;
+	if (pwbvfs_register(0)) {
+		fprintf(stderr, "pwb-bench sqlite: cannot register the VFS\n");
+		return -1;
+	}
+	fprintf(out, "sqlite-bulk: %d txns of %d INSERTs (~100-byte rows, "
+		"random index keys), synchronous=FULL, 4096-byte pages, "
+		"median of %u\n", BULK_TXNS, BULK_ROWS, runs);
+	fprintf(out, "%-8s %-4s %-9s %11s %11s %7s %s\n", "journal", "idx",
+		"cpu load", "pwb rows/s", "unix rows/s", "pwb/unix", "goal");
+	for (int load = 0; load < 2; load++) {
+		for (unsigned int r = 0; r < 4; r++) {
+			const char *mode = modes[r / 2];
+			int indexes = r % 2 ? 3 : 1;
+			double mp, mu, goal = load ? 1.0 : 1.2;
+
+			for (unsigned int k = 0; k < runs; k++) {
+				if (load && load_start(pids, (int)ncpu)) {
+					load_stop(pids, (int)ncpu);
+					return -1;
+				}
+				/* Taking turns at going first. */
+				if (k % 2) {
+					p[k] = bulk_run(dir, 1, mode, indexes);
+					u[k] = bulk_run(dir, 0, mode, indexes);
+				} else {
+					u[k] = bulk_run(dir, 0, mode, indexes);
+					p[k] = bulk_run(dir, 1, mode, indexes);
+				}
+				load_stop(pids, (int)ncpu);
+				if (u[k] < 0 || p[k] < 0)
+					return -1;
+			}
+			mp = median(p, runs);
+			mu = median(u, runs);
+			fprintf(out, "%-8s %-4d %-9s %11.0f %11.0f %7.2f >= %.1f"
+				"\n", mode, indexes, load ? "1/CPU" : "none",
+				mp, mu, mp / mu, goal);
+			fflush(out);
+			if (mp / mu < goal)
+				ret = 1;
+		}
 	}
 	return ret;
 }

@@ -11,4 +11,9 @@
 int pwb_bench_sqlite(FILE *out, const char *dir, double seconds,
 		     unsigned int runs);
 
+/* The bulk-insert table (sqlite-bulk): large transactions with one and three
+ * indexes, DELETE and WAL, without and with a busy loop per CPU beside
+ * them. Same return values. */
+int pwb_bench_sqlite_bulk(FILE *out, const char *dir, unsigned int runs);
+
 #endif

@@ -556,6 +556,34 @@ START_TEST(test_many_files)
 }
 END_TEST
 
+/*
+ * A transaction larger than SQLite's own cache (2 MB by default) spills
+ * its pages to the VFS before the commit. Below the bdi's background
+ * threshold (at least 16 MiB, examples/sqlite-vfs/README.md) they stay in
+ * libpwb's cache until the commit's xSync writes each once: no background
+ * pass runs during a 10 MB transaction. (With the former 8 MiB threshold
+ * background writeback ran and wrote pages SQLite went on changing.)
+ */
+START_TEST(test_big_txn)
+{
+	sqlite3 *db;
+
+	ck_assert_int_eq(open_db("big.db", img, NULL, &db), SQLITE_OK);
+	exec_ok(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+		    "CREATE TABLE t(b BLOB)");
+	exec_ok(db, "BEGIN; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL "
+		    "SELECT i + 1 FROM n WHERE i < 2500) INSERT INTO t "
+		    "SELECT randomblob(4000) FROM n; COMMIT");
+	ck_assert_int_eq(q_int(db, "PRAGMA pwb_stats = background_passes"),
+			 0);
+	ck_assert_int_gt(q_int(db, "PRAGMA pwb_stats = written_pages"),
+			 2500);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t"), 2500);
+	check_integrity(db);
+	ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sqlite_vfs");
@@ -571,6 +599,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_device_full);
 	tcase_add_test(tc, test_many_files);
+	tcase_add_test(tc, test_big_txn);
 	suite_add_tcase(s, tc);
 	return s;
 }

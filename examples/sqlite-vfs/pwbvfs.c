@@ -69,6 +69,9 @@ SQLITE_EXTENSION_INIT1
 #define MAX_NAME 255
 #define DEFAULT_IMAGE_BYTES (256ull << 20)
 #define LAZY_LOCK_MS 10000
+/* Bounds of the bdi's cache (cache_config()). */
+#define CACHE_MIN_BYTES (64ull << 20)
+#define CACHE_MAX_BYTES (512ull << 20)
 
 /* On-disk slot header; entries follow (little-endian, packed by hand). */
 struct slot_hdr {
@@ -834,6 +837,35 @@ static int mount_load(struct mount *m)
 	return SQLITE_BUSY;
 }
 
+/*
+ * The bdi's cache and dirty limits: a sixteenth of RAM, between 64 MiB and
+ * 512 MiB; background writeback at a quarter of it, the dirty limit at
+ * half. A large transaction makes SQLite spill pages from its own small
+ * cache (2 MB by default) over and over, and a WAL frame or database page
+ * is written many times before the commit: below the background threshold
+ * each reaches the device once, at the commit's xSync, as with the
+ * kernel's page cache. With the former 8 MiB threshold a 50,000-row
+ * transaction on three indexes sent eight times the pages to the device
+ * and made the writer wait for pages in flight (bench/README.md, "Bulk
+ * inserts").
+ */
+static void cache_config(struct pwb_bdi_config *cfg)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz
+					    : 0;
+	uint64_t c = ram / 16;
+
+	if (c < CACHE_MIN_BYTES)
+		c = CACHE_MIN_BYTES;
+	if (c > CACHE_MAX_BYTES)
+		c = CACHE_MAX_BYTES;
+	c &= ~(uint64_t)(PAGE - 1);
+	cfg->cache_bytes = c;
+	cfg->dirty_background_bytes = c / 4;
+	cfg->dirty_bytes = c / 2;
+}
+
 /* Mount @dev (created with @create_bytes if missing and @create_bytes). */
 static int mount_get(const char *dev, uint64_t create_bytes,
 		     struct mount **mp)
@@ -972,9 +1004,11 @@ static int mount_get(const char *dev, uint64_t create_bytes,
 	}
 	pwb_bdi_config_init(&cfg);
 	cfg.page_size = PAGE;
-	cfg.cache_bytes = 64ull << 20;
-	cfg.dirty_background_bytes = 8ull << 20;
-	cfg.dirty_bytes = 32ull << 20;
+	/* One context: a database's two or three files gain nothing from
+	 * parallel writeback, and each context is a flusher thread and an
+	 * io_uring (the tuner would start two and add its own thread). */
+	cfg.nr_wb_ctx = 1;
+	cache_config(&cfg);
 	ret = pwb_bdi_open(m->path, &cfg, &m->bdi);
 	if (ret) {
 		m->bdi = NULL;
