@@ -123,6 +123,7 @@ struct opts {
 	unsigned int auto_ms;		/* tuner window, 0 = default */
 	uint64_t dirty_limit;		/* throttle: dirty_bytes */
 	uint64_t mem_inodes;		/* memory: inodes opened */
+	int64_t readahead;		/* readahead_bytes; -1: default */
 	bool json, csv, no_fio, no_kernel, keep, throttle, verbose;
 	bool domain;			/* every bdi in one memory domain */
 	unsigned int devices;		/* multidev: bdis (4) */
@@ -379,6 +380,8 @@ static struct pwb_bdi *bdi_open(const char *path, const char *backend,
 	cfg.backend = backend;
 	cfg.io_depth = o.depth;
 	cfg.cache_bytes = g_cache_bytes;
+	if (o.readahead >= 0)
+		cfg.readahead_bytes = (uint64_t)o.readahead;
 	if (o.throttle)
 		cfg.flags |= PWB_BDI_THROTTLE;
 	if (o.dirty_bg) {
@@ -2464,7 +2467,9 @@ static void bench_dp_uncached(bool seq)
 	unsigned int T = o.threads, i, run;
 	size_t chunk = seq ? SEQREAD_CHUNK : PS;
 	uint64_t per = o.size / PS / T, seed = 11;
-	double p[MAX_RUNS], f[MAX_RUNS];
+	double p[MAX_RUNS], f[MAX_RUNS], rd_pages[MAX_RUNS] = { 0 };
+	double rd_size[MAX_RUNS] = { 0 }, ra_share[MAX_RUNS] = { 0 };
+	struct pwb_stats st;
 	struct result r = { .wl = seq ? WL_PCSEQREAD : WL_PCUNCACHED,
 			    .backend = o.backend,
 			    .ctx = o.sweep[0], .depth = 1, .threads = T,
@@ -2498,6 +2503,16 @@ static void bench_dp_uncached(bool seq)
 			}
 		}
 		p[run] = dp_run_threads(t, T) * (double)chunk / MIB;
+		if (!pwb_bdi_stats(bdi, &st)) {
+			rd_pages[run] = (double)st.read_pages /
+					(double)(per * T);
+			rd_size[run] = st.read_ios ? (double)st.read_pages /
+						     (double)st.read_ios
+						   : 0;
+			ra_share[run] = st.read_pages ?
+					(double)st.readahead_pages /
+						(double)st.read_pages : 0;
+		}
 		for (i = 0; i < T; i++) {
 			pwb_inode_close(d[i].inode);
 			free(t[i].order);
@@ -2520,11 +2535,16 @@ static void bench_dp_uncached(bool seq)
 	r.fio = median(f, o.runs);
 	if (seq)
 		snprintf(r.note, sizeof(r.note), "sequential 1 MiB pwb_read, "
-			 "cache 1/16 of the data, vs fio read bs=1M O_DIRECT");
+			 "cache 1/16 of the data, vs fio read bs=1M; goal "
+			 "0.95; reads/page %.2f, pages/read %.1f, %.0f%% ahead",
+			 median(rd_pages, o.runs), median(rd_size, o.runs),
+			 100 * median(ra_share, o.runs));
 	else
 		snprintf(r.note, sizeof(r.note), "random 4 KiB pwb_read, cache "
 			 "1/16 of the data, vs fio randread O_DIRECT; goal "
-			 "pwb/fio >= 0.9");
+			 "pwb/fio >= 0.9; reads/page %.2f, %.0f%% ahead",
+			 median(rd_pages, o.runs),
+			 100 * median(ra_share, o.runs));
 	add_result(&r);
 }
 
@@ -2989,6 +3009,7 @@ static void usage(FILE *f)
 "  --dirty-bg BYTES  dirty_background_bytes (libpwb default 64M;\n"
 "                    throttle: half of --dirty-limit)\n"
 "  --dirty-limit BYTES  throttle: dirty_bytes (64M)\n"
+"  --readahead BYTES  readahead_bytes of the bdi (library default 2M; 0: off)\n"
 "  --json, --csv     machine-readable output on stdout (table on stderr)\n"
 "  --no-fio          skip fio; --no-kernel  skip the page-cache path\n"
 "  --keep            keep the created image; -v  show fio commands\n");
@@ -3000,7 +3021,7 @@ static void parse_opts(int argc, char **argv)
 	       O_DUR, O_DEV, O_DIR, O_JSON, O_CSV, O_SWEEP, O_NOFIO, O_NOK,
 	       O_INO, O_FSE, O_REP, O_NP, O_MDP, O_KEEP, O_THROT, O_RUNS,
 	       O_DBG, O_AMIN, O_AMAX, O_AMS, O_ASW, O_DLIM, O_MEMI, O_DOM,
-	       O_NDEV };
+	       O_NDEV, O_RA };
 	static const struct option lo[] = {
 		{ "workload", 1, NULL, O_WL }, { "contexts", 1, NULL, O_CTX },
 		{ "flushers", 1, NULL, O_FL }, { "policy", 1, NULL, O_POL },
@@ -3021,6 +3042,7 @@ static void parse_opts(int argc, char **argv)
 		{ "dirty-limit", 1, NULL, O_DLIM },
 		{ "mem-inodes", 1, NULL, O_MEMI },
 		{ "domain", 0, NULL, O_DOM }, { "devices", 1, NULL, O_NDEV },
+		{ "readahead", 1, NULL, O_RA },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -3045,6 +3067,7 @@ static void parse_opts(int argc, char **argv)
 	o.md_pages = 1ull << 20;
 	o.dirty_limit = 64ull << 20;
 	o.mem_inodes = 100000;
+	o.readahead = -1;
 	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
 		switch (c) {
 		case O_WL: parse_workloads(optarg); break;
@@ -3087,6 +3110,10 @@ static void parse_opts(int argc, char **argv)
 		case O_MEMI: o.mem_inodes = parse_size(optarg); break;
 		case O_DOM: o.domain = true; break;
 		case O_NDEV: o.devices = (unsigned int)atoi(optarg); break;
+		case O_RA:
+			o.readahead = strcmp(optarg, "0") ?
+				(int64_t)parse_size(optarg) : 0;
+			break;
 		case 'v': o.verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);

@@ -353,6 +353,14 @@ struct pwb_bdi_config {
 	 *  million, at least min_share_ppm; 0 means 1000000 (no bound). 0
 	 *  without a domain. Default 0. */
 	unsigned int max_share_ppm;
+	/** Most bytes read ahead of a sequential reader of library-owned
+	 *  pages (pwb_read()): a reader detected as sequential gets a
+	 *  window that starts at four times its request and doubles up to
+	 *  this, read asynchronously (with the io_uring backend) while it
+	 *  consumes the one before; random readers get none. At most a
+	 *  eighth of the cache is used; PWB_FADV_SEQUENTIAL doubles it.
+	 *  0 turns readahead off. Default 2 MiB. */
+	uint64_t readahead_bytes;
 };
 
 /** pwb_mark_dirty() calls pwb_balance_dirty() itself (dirty throttling). */
@@ -1238,6 +1246,12 @@ PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
  * buffer without caching them: a reader never waits for writeback).
  * Stops at the inode's size: 0 at or after it. Reads what every
  * pwb_write() that returned before it began wrote (read-your-writes).
+ * A reader that goes through a file in order gets readahead
+ * (readahead_bytes, pwb_fadvise()); with the io_uring backend the device
+ * reads of one call and of its readahead are in flight together, and the
+ * call waits only for the pages it copies. A device read that fails
+ * leaves its pages uncached: only a reader that needs one of them gets
+ * the error.
  *
  * Context: any thread but a flusher (not from an ops callback); sleeps.
  * Return: the bytes read (fewer than @len at the end of the file); 0 at
@@ -1250,6 +1264,45 @@ PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
  */
 PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 			 uint64_t off);
+
+/** pwb_fadvise() advice: no special treatment (the default). */
+#define PWB_FADV_NORMAL 0
+/** The file is read at random: no readahead. */
+#define PWB_FADV_RANDOM 1
+/** The file is read in order: windows up to twice readahead_bytes. */
+#define PWB_FADV_SEQUENTIAL 2
+/** The range will be read soon: start reading it now. */
+#define PWB_FADV_WILLNEED 3
+/** The range will not be read soon: drop its clean cached pages. */
+#define PWB_FADV_DONTNEED 4
+
+/**
+ * pwb_fadvise() - say how a library-owned inode will be read
+ * @inode: an inode opened without get_page
+ * @off: first byte of the range (WILLNEED, DONTNEED)
+ * @len: bytes in the range; 0 means to the end of the file
+ * @advice: a PWB_FADV_* value
+ *
+ * posix_fadvise() for pwb_read(). PWB_FADV_NORMAL, _RANDOM and
+ * _SEQUENTIAL set the readahead of the whole inode (the range is ignored,
+ * as Linux does): the default windows, none, or windows up to twice
+ * readahead_bytes. PWB_FADV_WILLNEED starts reading the pages of the
+ * range below the file size that are not cached, as far as the cache has
+ * room, and returns without waiting for them (with the psync backend the
+ * reads are made before it returns); a failed read is not reported here
+ * (a later pwb_read() of the page reads it again). PWB_FADV_DONTNEED
+ * drops the cached pages wholly inside the range that are clean and not
+ * in use; dirty pages, pages being written and pages being read stay
+ * (pwb_fsync() first to drop everything). Advice changes performance,
+ * never what pwb_read() returns.
+ *
+ * Context: any thread but a flusher (not from an ops callback).
+ * Return: 0; -EINVAL for a NULL @inode, an unknown @advice or an inode
+ *         whose pages the application owns; -EBADF if @inode is being
+ *         closed; -EDEADLK from an ops callback.
+ */
+PWB_API int pwb_fadvise(struct pwb_inode *inode, uint64_t off, uint64_t len,
+			int advice);
 
 /**
  * pwb_inode_size() - the size of a library-owned inode
@@ -1458,6 +1511,9 @@ enum pwb_fault_kind {
 	PWB_FAULT_SHORT = 3,	/* the device takes only part of the write
 				 * once; the backend must continue it */
 	PWB_FAULT_DELAY = 4,	/* the write is delayed by delay_ms */
+	PWB_FAULT_READ_EIO = 5,	/* a device read of library-owned pages
+				 * (pwb_read(), readahead) fails with -EIO;
+				 * it counts and hits reads only */
 };
 
 /**
@@ -1637,9 +1693,10 @@ struct pwb_stats {
 	 *  direct_reclaimed_pages over this is the reclaim rate. */
 	uint64_t reclaim_ns;
 	/** pwb_bdi_stats only: device reads the page cache made to fill
-	 *  pages (pwb_read() of pages not cached, and a pwb_write() of part
-	 *  of one); one read fills a run of up to 32 pages that the read
-	 *  asked for and the device holds one after another. */
+	 *  pages (pwb_read() of pages not cached and its readahead,
+	 *  pwb_fadvise(), and a pwb_write() of part of one); one read
+	 *  fills a run of pages the device holds one after another (up to
+	 *  64, and at most max_io_bytes). */
 	uint64_t read_ios;
 	/** pwb_bdi_stats only: pages those reads filled; read_pages over
 	 *  read_ios is the mean run. */
@@ -1657,6 +1714,9 @@ struct pwb_stats {
 	 *  domain's limits in parts per million (its bounds applied); 0
 	 *  without a domain. */
 	uint64_t domain_share_ppm;
+	/** pwb_bdi_stats only: pages read before a pwb_read() asked for
+	 *  them (readahead, PWB_FADV_WILLNEED); included in read_pages. */
+	uint64_t readahead_pages;
 };
 
 /**

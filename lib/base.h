@@ -200,6 +200,11 @@ static inline void pwb__rcu_callback_begin(void *obj)
  * not call into libpwb); and the shard policy's callbacks (and the
  * map_page that select may call) during a re-shard, under reshard_lock.
  */
+/*
+ *   read ring->lock -> lru lock, page wait lock  (a read that ends, on the
+ *                                   thread that reaps it; io-uring.c,
+ *                                   readahead.c)
+ */
 /* The most pages a read fills with one device read (pcache-read.c), so the
  * most page->locks one thread holds at once (with the few under them,
  * within the 64 locks ThreadSanitizer follows per thread). */
@@ -238,6 +243,11 @@ enum pwb__lock_rank {
 				 * space (alloc.c); taken alone or under
 				 * the inode's space lock */
 	PWB__LOCK_REGISTRY,	/* registry_lock (policy.c): policies */
+	PWB__LOCK_READAHEAD,	/* ra->lock (readahead.c): one inode's
+				 * readahead streams; a leaf */
+	PWB__LOCK_READ_RING,	/* ring->lock (io-uring.c): one read
+				 * ring; held while reads end (their pages
+				 * join reclaim lists, waiters are woken) */
 	PWB__LOCK_PAGE_POOL,	/* pcache->pool_lock: free page buffers
 				 * (pcache-pool.c) */
 	PWB__LOCK_PAGE_LRU,	/* pcache->lru[i].lock: one context's
@@ -249,6 +259,9 @@ enum pwb__lock_rank {
 	PWB__LOCK_DOMAIN,	/* domain->lock (domain.c): members and
 				 * their shares; a leaf, tried (never
 				 * waited for) on the completion path */
+	PWB__LOCK_PAGE_WAIT,	/* pcache->wait[i].lock (readahead.c):
+				 * threads waiting for a page under read;
+				 * a leaf */
 	PWB__NR_LOCK_RANKS
 };
 

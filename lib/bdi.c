@@ -85,6 +85,7 @@ void pwb__bdi_config_defaults(struct pwb_bdi_config *cfg)
 	cfg->throttle_timeout_ms = 30000;
 	cfg->max_write_failures = 8;
 	cfg->cache_bytes = 0;
+	cfg->readahead_bytes = 2u << 20;
 }
 
 static bool is_pow2(uint64_t v)

@@ -4,7 +4,10 @@
  *
  * Every backend asks pwb__fault_check() once per request, before the
  * request's first write reaches the device (through pwb__io_fault_check in
- * io.c), so one rule wraps psync and io_uring alike. The rule and its
+ * io.c), so one rule wraps psync and io_uring alike. Reads of
+ * library-owned pages ask pwb__fault_check_read() the same way, once per
+ * device read; only a read rule (PWB_FAULT_READ_EIO) hits them, and it
+ * hits no write. The rule and its
  * counters live in one struct pwb__fault_state, published in bdi->fault
  * with RCU:
  *
@@ -126,6 +129,8 @@ enum pwb__fault_action pwb__fault_check(struct pwb_bdi *bdi, uint64_t dev_off,
 		goto out;	/* [dev_off, dev_off + len) misses the range */
 	if (fs->rule.kind == PWB_FAULT_SHORT && len <= bdi->lbs)
 		goto out;	/* cannot be split: not a candidate */
+	if (fs->rule.kind == PWB_FAULT_READ_EIO)
+		goto out;	/* a rule for reads */
 	n = uatomic_add_return(&fs->matches, 1);
 	if (!fault_selects(&fs->rule, n) || !fault_take_hit(fs))
 		goto out;
@@ -159,6 +164,28 @@ out:
 	return act;
 }
 
+int pwb__fault_check_read(struct pwb_bdi *bdi, uint64_t dev_off, uint64_t len)
+{
+	struct pwb__fault_state *fs;
+	int err = 0;
+
+	if (caa_likely(!pwb__aread(&bdi->fault)))
+		return 0;
+	rcu_read_lock();
+	fs = PWB__RCU_DEREF(bdi->fault);
+	if (!fs || fs->rule.kind != PWB_FAULT_READ_EIO ||
+	    dev_off >= fs->rule.dev_end || dev_off + len <= fs->rule.dev_start)
+		goto out;
+	if (fault_selects(&fs->rule, uatomic_add_return(&fs->matches, 1)) &&
+	    fault_take_hit(fs)) {
+		uatomic_inc(&bdi->fault_hits);
+		err = -EIO;
+	}
+out:
+	pwb__rcu_read_unlock();
+	return err;
+}
+
 static void fault_free_rcu(struct rcu_head *head)
 {
 	struct pwb__fault_state *st =
@@ -183,6 +210,7 @@ static const char *const kind_names[] = {
 	[PWB_FAULT_ENOSPC] = "enospc",
 	[PWB_FAULT_SHORT] = "short",
 	[PWB_FAULT_DELAY] = "delay",
+	[PWB_FAULT_READ_EIO] = "read_eio",
 };
 #define NR_KINDS (sizeof(kind_names) / sizeof(kind_names[0]))
 
@@ -404,7 +432,8 @@ int pwb__fault_parse(const char *spec, struct pwb_fault *fault)
 			break;
 	if (i == NR_KINDS)
 		return pwb__err(-EINVAL, "%s: \"%.*s\" is not a fault kind "
-					 "(eio, enospc, short, delay, none)",
+					 "(eio, enospc, short, delay, read_eio, "
+					 "none)",
 				who, (int)klen, spec);
 	f.kind = (enum pwb_fault_kind)i;
 

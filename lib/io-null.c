@@ -7,7 +7,8 @@
  * ends successfully inside submit() and the device is never touched, so
  * what a benchmark measures through it is CPU time in libpwb and in the
  * application's callbacks. Nothing written is durable: pwb_sync() still
- * flushes the (unchanged) device cache. Fault injection does not apply:
+ * flushes the (unchanged) device cache. Reads of library-owned pages are
+ * real: synchronous preadv()s, as with psync (no read ops). Fault injection does not apply:
  * there is no write to hit.
  */
 #include "base.h"

@@ -7,6 +7,7 @@
  * is continued from where it stopped, EINTR and EAGAIN are retried, any other error ends the
  * request with that error (the pages stay dirty, see pwb__io_end). Each
  * request first asks the fault-injection layer (pwb__io_fault_check).
+ * Reads of library-owned pages are synchronous preadv()s (pwb__rd_sync).
  */
 #include "base.h"
 #include "io.h"
@@ -14,6 +15,8 @@
 #include "inode.h"
 
 #include <limits.h>
+#include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 ssize_t (*pwb__psync_pwritev2)(int fd, const struct iovec *iov, int cnt,
@@ -74,6 +77,48 @@ static int psync_submit(void *state, struct pwb__io *io)
 	}
 	pwb__io_end(io, err);
 	return 0;
+}
+
+/*
+ * Reads of library-owned pages: one preadv() per request on the caller's
+ * thread (the null backend reads the same way: it skips writes only). A
+ * short read is continued; the end of the device file reads as zeros.
+ */
+void pwb__rd_sync(struct pwb_bdi *bdi, struct pwb__rd *rd)
+{
+	int err;
+
+	/* Checked against the whole request, as a write is. */
+	{
+		uint64_t len = 0;
+
+		for (unsigned int i = 0; i < rd->iovcnt; i++)
+			len += rd->iov[i].iov_len;
+		err = pwb__fault_check_read(bdi, rd->dev_off, len);
+	}
+	while (!err && rd->iovcnt) {
+		ssize_t n = preadv(bdi->fd, rd->iov,
+				   (int)PWB__MIN(rd->iovcnt,
+						 (unsigned int)IOV_MAX),
+				   (off_t)rd->dev_off);
+
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (n == 0) {
+			/* Past the end of the file: zeros. */
+			for (unsigned int i = 0; i < rd->iovcnt; i++)
+				memset(rd->iov[i].iov_base, 0,
+				       rd->iov[i].iov_len);
+			break;
+		}
+		rd->dev_off += (uint64_t)n;
+		rd->iov = pwb__iov_advance(rd->iov, &rd->iovcnt, (size_t)n);
+	}
+	rd->end(rd, err);
 }
 
 static int psync_wait(void *state)

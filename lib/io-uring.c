@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * io-uring.c - the asynchronous backend: one io_uring per writeback context
+ * io-uring.c - the asynchronous backend: one io_uring per writeback context,
+ * and a pool of read rings per bdi for the page cache (see "Reads" below)
  *
  * Each context owns a ring of io_depth entries, created in ctx_init and used
  * only by the context's flusher thread afterwards, so the ring needs no lock.
@@ -41,7 +42,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef HAVE_LIBURING
 #include <liburing.h>
@@ -312,13 +315,290 @@ static void uring_ctx_fini(void *state)
 	free(s);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Reads of library-owned pages: a pool of rings per bdi                  */
+
+/*
+ * Reads are issued by application threads (pwb_read(), readahead,
+ * pwb_fadvise()), not by the flushers, so they have rings of their own: a
+ * small pool per bdi, each ring with its own lock. A submitter takes a
+ * ring (trylock, its thread's own ring first, then the others; only when
+ * every ring is busy does it wait for one), queues its reads, enters them and gives the ring back. A
+ * thread that needs a page under read takes the lock of the ring the
+ * page's read is on and reaps it until that read has ended (read_wait):
+ * whoever waits reaps, so a completion is never left for a thread that is
+ * not coming, and readahead that nobody waits for is reaped by the next
+ * user of its ring (or by the close that drops its pages). Hits in the
+ * cache never come here.
+ *
+ * Rings are set up on first use. No IORING_SETUP_COOP_TASKRUN: the
+ * kernel posts a read's completion from its submitter's task work, and a
+ * waiter on another thread must not wait until the submitter happens to
+ * enter the kernel.
+ */
+#define RD_DEPTH 64u		/* reads in flight per ring */
+#define RD_RINGS_MAX 8u
+
+struct pwb__rd_ring {
+	pthread_mutex_t lock;		/* everything below */
+	struct io_uring ring;
+	struct pwb_bdi *bdi;		/* read-only */
+	bool ready;			/* lock: ring set up */
+	int setup_err;			/* lock: set-up failed: psync */
+	unsigned int inflight;		/* lock: reads queued or running */
+	unsigned int queued;		/* lock: SQEs not yet entered */
+	int fd;				/* lock: SQE fd (0: fixed file) */
+	unsigned int sqe_flags;		/* lock */
+} __attribute__((aligned(64)));
+
+struct rd_pool {
+	unsigned int nr;		/* read-only */
+	unsigned int next;		/* uatomic: hands out threads'
+					 * preferred rings */
+	struct pwb__rd_ring rings[];
+};
+
+static int rd_setup(struct pwb__rd_ring *r)
+{
+	int ret;
+
+	if (r->setup_err)
+		return r->setup_err;
+	ret = io_uring_queue_init(RD_DEPTH, &r->ring, 0);
+	if (ret) {
+		r->setup_err = ret;
+		return ret;
+	}
+	if (!io_uring_register_files(&r->ring, &r->bdi->fd, 1)) {
+		r->fd = 0;
+		r->sqe_flags = IOSQE_FIXED_FILE;
+	} else {
+		r->fd = r->bdi->fd;
+	}
+	r->ready = true;
+	return 0;
+}
+
+static void rd_prep(struct pwb__rd_ring *r, struct pwb__rd *rd)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	/* inflight <= RD_DEPTH, the ring's size: there is always one. */
+	while (caa_unlikely(!sqe)) {
+		io_uring_submit(&r->ring);
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	io_uring_prep_readv(sqe, r->fd, rd->iov,
+			    PWB__MIN(rd->iovcnt, (unsigned int)IOV_MAX),
+			    rd->dev_off);
+	io_uring_sqe_set_flags(sqe, r->sqe_flags);
+	io_uring_sqe_set_data(sqe, rd);
+	r->queued++;
+}
+
+/* One completion of @rd: continue a short read, end a finished one. */
+static void rd_complete(struct pwb__rd_ring *r, struct pwb__rd *rd, int res)
+{
+	if (res == -EINTR || res == -EAGAIN) {
+		rd_prep(r, rd);
+		return;
+	}
+	if (res > 0) {
+		rd->dev_off += (uint64_t)res;
+		rd->iov = pwb__iov_advance(rd->iov, &rd->iovcnt, (size_t)res);
+		if (rd->iovcnt) {
+			rd_prep(r, rd);
+			return;
+		}
+	} else if (res == 0) {
+		/* Past the end of the device file: zeros. */
+		for (unsigned int i = 0; i < rd->iovcnt; i++)
+			memset(rd->iov[i].iov_base, 0, rd->iov[i].iov_len);
+	}
+	r->inflight--;
+	rd->end(rd, PWB__MIN(res, 0));
+}
+
+/* Enter what is queued, then handle every completion that arrived. */
+static void rd_reap_locked(struct pwb__rd_ring *r)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, seen;
+
+	pwb__lockdep_assert_held(&r->lock);
+	do {
+		if (r->queued) {
+			int ret = io_uring_submit(&r->ring);
+
+			if (ret >= 0)
+				r->queued = 0;
+		}
+		seen = 0;
+		io_uring_for_each_cqe(&r->ring, head, cqe) {
+			rd_complete(r, io_uring_cqe_get_data(cqe), cqe->res);
+			seen++;
+		}
+		io_uring_cq_advance(&r->ring, seen);
+	} while (seen && r->queued);
+}
+
+/* Wait for at least one completion of @r, then reap. */
+static void rd_wait_one_locked(struct pwb__rd_ring *r)
+{
+	struct io_uring_cqe *cqe;
+	int ret = io_uring_submit_and_wait(&r->ring, 1);
+
+	if (ret >= 0)
+		r->queued = 0;
+	else if (ret != -EINTR && io_uring_peek_cqe(&r->ring, &cqe) != 0) {
+		struct timespec ts = { 0, 1000000 };	/* 1 ms: transient */
+
+		nanosleep(&ts, NULL);
+	}
+	rd_reap_locked(r);
+}
+
+/* The ring a thread tries first: its own while there are as many rings
+ * as threads, so that a reader finds its reads, and only its reads, on the
+ * ring it waits on (a waiter holds the ring's lock while it sleeps for a
+ * completion, and the kernel posts a read's completion from its
+ * submitter's task work). */
+static __thread unsigned int rd_pref_plus1;
+
+static struct pwb__rd_ring *uring_read_ring_get(void *state)
+{
+	struct rd_pool *pl = state;
+	unsigned int start, i;
+	struct pwb__rd_ring *r = NULL;
+
+	if (!rd_pref_plus1)
+		rd_pref_plus1 = uatomic_add_return(&pl->next, 1);
+	start = rd_pref_plus1 - 1;
+
+	for (i = 0; i < pl->nr && !r; i++) {
+		r = &pl->rings[(start + i) % pl->nr];
+		if (pthread_mutex_trylock(&r->lock))
+			r = NULL;
+	}
+	if (!r) {
+		r = &pl->rings[start % pl->nr];
+		pthread_mutex_lock(&r->lock);
+	}
+	if (!r->ready && rd_setup(r)) {
+		pthread_mutex_unlock(&r->lock);
+		return NULL;	/* io_uring refused: read synchronously */
+	}
+	return r;
+}
+
+static int uring_read_submit(struct pwb__rd_ring *r, struct pwb__rd *rd)
+{
+	uint64_t len = 0;
+	int err;
+
+	for (unsigned int i = 0; i < rd->iovcnt; i++)
+		len += rd->iov[i].iov_len;
+	err = pwb__fault_check_read(r->bdi, rd->dev_off, len);
+	if (err) {
+		rd->end(rd, err);
+		return 0;
+	}
+	while (r->inflight >= RD_DEPTH)
+		rd_wait_one_locked(r);
+	r->inflight++;
+	rd_prep(r, rd);
+	return 0;
+}
+
+static void uring_read_ring_put(struct pwb__rd_ring *r)
+{
+	rd_reap_locked(r);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void uring_read_wait(struct pwb__rd_ring *r, bool (*done)(void *arg),
+			    void *arg)
+{
+	pthread_mutex_lock(&r->lock);
+	rd_reap_locked(r);
+	/* done() turns true in an end() called under this lock: checked
+	 * under it, a read not yet ended is still on the ring. */
+	while (!done(arg) && r->inflight)
+		rd_wait_one_locked(r);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void uring_read_reap(void *state)
+{
+	struct rd_pool *pl = state;
+
+	for (unsigned int i = 0; i < pl->nr; i++) {
+		struct pwb__rd_ring *r = &pl->rings[i];
+
+		if (pthread_mutex_trylock(&r->lock))
+			continue;
+		if (r->ready)
+			rd_reap_locked(r);
+		pthread_mutex_unlock(&r->lock);
+	}
+}
+
+static int uring_read_init(struct pwb_bdi *bdi, void **state)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int nr = (unsigned int)PWB__MIN(PWB__MAX(cpus, 2L),
+						 (long)RD_RINGS_MAX);
+	struct rd_pool *pl = calloc(1, sizeof(*pl) + nr * sizeof(pl->rings[0]));
+
+	if (!pl)
+		return pwb__err(-ENOMEM, "out of memory");
+	pl->nr = nr;
+	for (unsigned int i = 0; i < nr; i++) {
+		pwb__mutex_init(&pl->rings[i].lock, PWB__LOCK_READ_RING);
+		pl->rings[i].bdi = bdi;
+	}
+	*state = pl;
+	return 0;
+}
+
+static void uring_read_fini(void *state)
+{
+	struct rd_pool *pl = state;
+
+	if (!pl)
+		return;
+	for (unsigned int i = 0; i < pl->nr; i++) {
+		struct pwb__rd_ring *r = &pl->rings[i];
+
+		pthread_mutex_lock(&r->lock);
+		while (r->ready && r->inflight)
+			rd_wait_one_locked(r);
+		if (r->ready)
+			io_uring_queue_exit(&r->ring);
+		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_destroy(&r->lock);
+	}
+	free(pl);
+}
+
+static const struct pwb__io_read_ops uring_read_ops = {
+	.read_init = uring_read_init,
+	.read_fini = uring_read_fini,
+	.read_ring_get = uring_read_ring_get,
+	.read_submit = uring_read_submit,
+	.read_ring_put = uring_read_ring_put,
+	.read_wait = uring_read_wait,
+	.read_reap = uring_read_reap,
+};
+
 const struct pwb__io_backend pwb__io_uring = {
-	.version = 1,
+	.version = 2,
 	.name = "io_uring",
 	.ctx_init = uring_ctx_init,
 	.ctx_fini = uring_ctx_fini,
 	.submit = uring_submit,
 	.wait = uring_wait,
+	.read = &uring_read_ops,
 };
 
 int pwb__io_uring_probe(unsigned int depth)

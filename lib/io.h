@@ -35,7 +35,7 @@ struct pwb__io {
 
 /*
  * An I/O backend. Valid from version 1: name, ctx_init, ctx_fini, submit,
- * wait. A backend may complete a request inside submit (psync does) or
+ * wait; from version 2: read. A backend may complete a request inside submit (psync does) or
  * later; either way it calls pwb__io_end() exactly once per request, on the
  * context's flusher thread, from submit() or wait().
  */
@@ -50,7 +50,62 @@ struct pwb__io_backend {
 	int (*submit)(void *state, struct pwb__io *io);
 	/* Complete every request in flight; return 0 or -errno. */
 	int (*wait)(void *state);
+	/* Version 2: reads of library-owned pages; NULL: synchronous. */
+	const struct pwb__io_read_ops *read;
 };
+
+/* ---------------------------------------------------------------------- */
+/* Reads of library-owned pages (readahead.c, pcache-read.c)              */
+
+/*
+ * One device read: a contiguous device range into page buffers. The
+ * caller fills dev_off, iov, iovcnt and end; the backend may change them
+ * as the read progresses. end() is called exactly once, with 0 or a
+ * negative errno, by the thread that completes the read: the submitter
+ * itself (a synchronous backend, or a read that failed to start), or any
+ * thread that reaps the ring the read is on, with that ring's lock held.
+ * Bytes past the end of the device file read as zeros.
+ */
+struct pwb__rd {
+	uint64_t dev_off;	/* device offset of iov[0] */
+	struct iovec *iov;	/* entries not yet read */
+	unsigned int iovcnt;
+	void (*end)(struct pwb__rd *rd, int err);
+};
+
+/* A ring reads are queued on (io_uring), opaque; the backend's. */
+struct pwb__rd_ring;
+
+/*
+ * The read side of a backend (struct pwb__io_backend, valid from version
+ * 2; a NULL read_init means reads are synchronous preadv()s, see
+ * pwb__rd_submit()). State is per bdi; read_init runs at bdi open,
+ * read_fini at close after the last page was freed (nothing in flight).
+ *
+ * A submitter takes a ring with read_ring_get (locked for it; NULL: read
+ * synchronously), queues reads on it with read_submit, and gives it back
+ * with read_ring_put, which hands the reads to the kernel. A thread that
+ * waits for a read calls read_wait with the read's ring: it takes the
+ * ring's lock and reaps completions (calling their end()) until @done
+ * says its read ended, so a completion never waits for a thread that is
+ * not there. read_reap reaps every ring without waiting.
+ */
+struct pwb__io_read_ops {
+	int (*read_init)(struct pwb_bdi *bdi, void **state);
+	void (*read_fini)(void *state);
+	struct pwb__rd_ring *(*read_ring_get)(void *state);
+	/* Queue @rd on @ring (held). 0, or -errno (not queued: the caller
+	 * reads it synchronously or ends it). */
+	int (*read_submit)(struct pwb__rd_ring *ring, struct pwb__rd *rd);
+	void (*read_ring_put)(struct pwb__rd_ring *ring);
+	void (*read_wait)(struct pwb__rd_ring *ring, bool (*done)(void *arg),
+			  void *arg);
+	void (*read_reap)(void *state);
+};
+
+/* Read @rd now, on the calling thread (preadv, consulting the fault
+ * rules), and call its end(). */
+void pwb__rd_sync(struct pwb_bdi *bdi, struct pwb__rd *rd) PWB__INTERNAL;
 
 extern const struct pwb__io_backend pwb__io_psync PWB__INTERNAL;
 extern const struct pwb__io_backend pwb__io_null PWB__INTERNAL;
@@ -82,6 +137,10 @@ enum pwb__fault_action pwb__fault_check(struct pwb_bdi *bdi, uint64_t dev_off,
 					uint64_t *short_len) PWB__INTERNAL;
 /* Free the bdi's fault state (at close). */
 void pwb__fault_destroy(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* The same for a device read of @len bytes at @dev_off: 0, or the
+ * negative errno it is to fail with (a read rule, PWB_FAULT_READ_EIO). */
+int pwb__fault_check_read(struct pwb_bdi *bdi, uint64_t dev_off,
+			  uint64_t len) PWB__INTERNAL;
 struct pwb__fault_state;
 const struct pwb__io_backend *pwb__io_backend_find(const char *name)
 	PWB__INTERNAL;

@@ -90,14 +90,23 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 	}
 }
 
+static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p);
+
 /* Remove @p (reference count 0 -> dead): unlink it, free it after a grace
  * period, uncharge it. Return false if someone holds a reference. */
 static bool page_kill(struct pwb_inode *inode, struct pwb__page *p)
 {
-	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
-
 	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
 		return false;
+	page_remove_dead(inode, p);
+	return true;
+}
+
+/* The rest of a kill, once the count is dead. */
+static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p)
+{
+	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
+
 	pwb__pcache_lru_del(pb, p);
 	rcu_read_lock();
 	cds_lfht_del(inode->pcache->pages, &p->node);
@@ -105,11 +114,10 @@ static bool page_kill(struct pwb_inode *inode, struct pwb__page *p)
 	PWB__TSAN_RELEASE(p);
 	pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
 	uatomic_dec(&pb->nr_pages);
-	return true;
 }
 
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
- * references (a reader's copy). */
+ * references (a reader's copy, a read in flight). */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 			    uint64_t last)
 {
@@ -131,9 +139,57 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 				again = true;
 		}
 		pwb__rcu_read_unlock();
-		if (again)
+		if (again) {
+			/* Reads in flight hold their pages: end them. */
+			pwb__ra_reap(inode->bdi);
 			sched_yield();
+		}
 	} while (again);
+	pwb__pcache_room(inode->bdi);
+}
+
+/* Remove @p if nobody holds it and it is neither dirty nor being written
+ * (dead first, then checked: a writer needs a reference to dirty it). */
+static bool page_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
+{
+	bool busy;
+
+	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
+		return false;
+	if (PWB__RCU_DEREF(inode->region)) {
+		int st = pwb__page_state(inode, p->index);
+
+		busy = st < 0 || (st & (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK));
+	} else {
+		pthread_mutex_lock(&inode->lock);
+		busy = pwb__map_test(&inode->map, PWB__TAG_DIRTY, p->index) ||
+		       pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, p->index);
+		pthread_mutex_unlock(&inode->lock);
+	}
+	if (busy) {
+		__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
+		return false;
+	}
+	page_remove_dead(inode, p);
+	return true;
+}
+
+void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
+			    uint64_t last)
+{
+	struct cds_lfht_iter iter;
+	struct pwb__page *p;
+
+	rcu_read_lock();
+	for (cds_lfht_first(inode->pcache->pages, &iter);
+	     (p = pwb__page_of(cds_lfht_iter_get_node(&iter))) != NULL;
+	     cds_lfht_next(inode->pcache->pages, &iter)) {
+		if (p->index < first || p->index > last ||
+		    pwb__aread(&p->ref) < 0)
+			continue;
+		page_kill_clean(inode, p);
+	}
+	pwb__rcu_read_unlock();
 	pwb__pcache_room(inode->bdi);
 }
 

@@ -35,6 +35,7 @@ void pwb__pcache_stats(struct pwb_bdi *bdi, int idx, struct pwb_stats *st)
 	st->reclaimed_pages += st->direct_reclaimed_pages;
 	st->read_ios = pwb__aread(&pb->read_ios);
 	st->read_pages = pwb__aread(&pb->read_pages);
+	pwb__ra_stats(bdi, st);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -82,6 +83,11 @@ int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 	}
 	bdi->pcache = pb;
 	bdi->page_owner = &pcache_owner_ops;
+	/* Reads through the bdi's backend, readahead (readahead.c). */
+	if (pwb__ra_bdi_init(bdi)) {
+		pwb__pcache_bdi_fini(bdi);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -134,6 +140,7 @@ void pwb__pcache_bdi_fini(struct pwb_bdi *bdi)
 	reap_dead_indexes();
 	if (!pb)
 		return;
+	pwb__ra_bdi_fini(bdi);
 	pwb__pcache_pool_fini(pb);
 	pthread_mutex_destroy(&pb->pool_lock);
 	pthread_mutex_destroy(&pb->room_lock);
@@ -155,6 +162,7 @@ int pwb__pcache_inode_init(struct pwb_inode *inode)
 	 * lookups most of a miss's cost (measured). No accounting: with it
 	 * the table also shrinks while reclaim empties it. */
 	pwb__extmap_init(&pc->zeroed, false);
+	pwb__ra_inode_init(&pc->ra);
 	pc->pages = cds_lfht_new(512, 512, 0, CDS_LFHT_AUTO_RESIZE, NULL);
 	if (!pc->pages) {
 		free(pc);
@@ -190,6 +198,7 @@ void pwb__pcache_inode_close(struct pwb_inode *inode)
 	if (!pc || !pc->pages)
 		return;
 	pwb__pcache_drop_range(inode, 0, UINT64_MAX);
+	pwb__ra_inode_fini(&pc->ra);
 	pthread_mutex_lock(&inode->lock);
 	pwb__extmap_destroy(&pc->zeroed);
 	pthread_mutex_unlock(&inode->lock);

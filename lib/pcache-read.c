@@ -4,9 +4,13 @@
  * not cached is filled from the device, with the pages after it that the
  * device holds right behind it (one read for a run of up to
  * PWB__FILL_RUN_MAX pages); a read that finds the cache full of dirty
- * pages reads around it. Readahead belongs here.
+ * pages reads around it. A miss first goes through readahead
+ * (readahead.c), which reads the page with those a sequential reader will
+ * want next; the fills here are what is left (a read that failed, a page
+ * readahead found no room for).
  */
 #include "pcache.h"
+#include "io.h"
 #include "space.h"
 
 #include <limits.h>
@@ -20,8 +24,8 @@
  * only pages whose blocks hold written data (-ENODATA: a hole, never
  * written, or a block allocated whose write has not ended: zeros); the
  * allocator's map_page would allocate. */
-static int pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
-			     uint64_t *dev_off)
+int pwb__pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
+			   uint64_t *dev_off)
 {
 	bool zeroed;
 
@@ -53,7 +57,7 @@ static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
 		memset(data, 0, ps);
 		return 0;
 	}
-	ret = pcache_dev_lookup(inode, index, &dev_off);
+	ret = pwb__pcache_dev_lookup(inode, index, &dev_off);
 	if (ret == -ENODATA) {
 		memset(data, 0, ps);
 		return 0;
@@ -70,6 +74,10 @@ static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
 					 "the device",
 				(unsigned long long)dev_off,
 				(unsigned long long)index);
+	ret = pwb__fault_check_read(bdi, dev_off, ps);
+	if (ret)
+		return pwb__err(ret, "reading page %llu: %s",
+				(unsigned long long)index, pwb__strerror(ret));
 	while (done < ps) {
 		ssize_t r = pread(bdi->fd, (char *)data + done, ps - done,
 				  (off_t)(dev_off + done));
@@ -132,7 +140,7 @@ static struct pwb__page *run_page(struct pwb_inode *inode, uint64_t index)
 		pwb__page_put(q);
 		return NULL;
 	}
-	if (pwb__aread(&q->flags) & PWB__PG_UPTODATE) {
+	if (pwb__aread(&q->flags) & (PWB__PG_UPTODATE | PWB__PG_READING)) {
 		pthread_mutex_unlock(&q->lock);
 		pwb__page_put(q);
 		return NULL;
@@ -167,13 +175,13 @@ static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
 	if (last - first >= FILL_RUN_MAX)
 		last = first + FILL_RUN_MAX - 1;
 	/* A hole or a bad mapping: the one-page path says what it is. */
-	if (pcache_dev_lookup(inode, first, &dev0) || (dev0 & (bdi->lbs - 1)))
+	if (pwb__pcache_dev_lookup(inode, first, &dev0) || (dev0 & (bdi->lbs - 1)))
 		return pwb__pcache_fill_locked(inode, p, size);
 	run[0] = p;
 	while (first + n <= last) {
 		struct pwb__page *q;
 
-		if (pcache_dev_lookup(inode, first + n, &dev) ||
+		if (pwb__pcache_dev_lookup(inode, first + n, &dev) ||
 		    dev != dev0 + (uint64_t)n * ps)
 			break;
 		q = run_page(inode, first + n);
@@ -182,7 +190,8 @@ static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
 		run[n++] = q;
 	}
 	if (n > 1 && dev0 <= bdi->capacity &&
-	    bdi->capacity - dev0 >= (uint64_t)n * ps) {
+	    bdi->capacity - dev0 >= (uint64_t)n * ps &&
+	    !pwb__fault_check_read(bdi, dev0, (uint64_t)n * ps)) {
 		for (i = 0; i < n; i++)
 			iov[i] = (struct iovec){ run[i]->data, ps };
 		do
@@ -266,14 +275,16 @@ static ssize_t read_fast(struct pwb_inode *inode, void *buf, size_t len,
 	p = pwb__fast_lock_page(inode, len, off, &pgoff);
 	if (!p)
 		return -EAGAIN;
-	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
+	/* Not up to date, or the readahead marker (the slow path starts
+	 * the next window). */
+	if ((pwb__aread(&p->flags) & (PWB__PG_UPTODATE | PWB__PG_READAHEAD)) !=
+	    PWB__PG_UPTODATE) {
 		pthread_mutex_unlock(&p->lock);
 		pwb__page_put(p);
 		return -EAGAIN;
 	}
 	memcpy(buf, (char *)p->data + pgoff, len);
-	if (!(pwb__aread(&p->flags) & PWB__PG_REF))
-		uatomic_or(&p->flags, PWB__PG_REF);
+	pwb__page_read_touch(p);
 	pthread_mutex_unlock(&p->lock);
 	pwb__page_put(p);
 	return (ssize_t)len;
@@ -285,7 +296,7 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 	struct pwb__pcache_inode *pc;
 	size_t done = 0;
 	unsigned int shift, ps;
-	uint64_t size;
+	uint64_t size, last;
 	int ret;
 
 	pwb__err_clear();
@@ -310,15 +321,26 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 		len = (size_t)(size - off);
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
+	last = len ? (off + len - 1) >> shift : 0;
 	while (done < len) {
 		uint64_t pos = off + done;
 		unsigned int pgoff = (unsigned int)(pos & (ps - 1));
 		unsigned int n = (unsigned int)PWB__MIN((size_t)(ps - pgoff),
 							len - done);
+		uint64_t index = pos >> shift, want = last - index + 1;
 		struct pwb__page *p;
 
-		ret = pwb__pcache_page_find(inode, pos >> shift, true, false,
-					    &p);
+		/* Not cached: read it with what readahead adds
+		 * (readahead.c); the marker: start the next window. */
+		ret = pwb__pcache_page_find(inode, index, false, false, &p);
+		if (ret == -ENOENT) {
+			pwb__ra_miss(inode, index, want);
+			ret = pwb__pcache_page_find(inode, index, true, false,
+						    &p);
+		} else if (!ret && (pwb__aread(&p->flags) &
+				    PWB__PG_READAHEAD)) {
+			pwb__ra_marker(inode, p, want);
+		}
 		if (ret == -ENOBUFS) {
 			/* The cache is full of dirty pages: read around it
 			 * (the page is not cached, so the device has it). */
@@ -332,15 +354,15 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 		}
 		if (ret)
 			break;
-		pthread_mutex_lock(&p->lock);
+		/* Waits for a read in flight; a failed one left the page
+		 * not up to date, and the fill below reports the error. */
+		pwb__page_lock_settled(inode, p);
 		if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE))
 			ret = page_fill_run_locked(inode, p,
-						   pwb__aread(&pc->size),
-						   (off + len - 1) >> shift);
+						   pwb__aread(&pc->size), last);
 		if (!ret) {
 			memcpy((char *)buf + done, (char *)p->data + pgoff, n);
-			if (!(pwb__aread(&p->flags) & PWB__PG_REF))
-				uatomic_or(&p->flags, PWB__PG_REF);
+			pwb__page_read_touch(p);
 		}
 		pthread_mutex_unlock(&p->lock);
 		pwb__page_put(p);

@@ -124,7 +124,8 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	ret = pwb__pcache_page_find(inode, index, true, true, &p);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&p->lock);
+	/* Not while a read fills it (it would land on the new data). */
+	pwb__page_lock_settled(inode, p);
 	/* Filled before its space is reserved: a page without a block gets
 	 * none until it is reserved, so the fill reads zeros for it, and a
 	 * block allocated meanwhile reads as zeros until written (space.c,

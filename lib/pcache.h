@@ -31,6 +31,7 @@
 
 #include "pwb-internal.h"
 #include "page-owner.h"
+#include "readahead.h"
 #include "space.h"
 
 #define PWB__PAGE_DEAD (-(1 << 30))
@@ -38,6 +39,13 @@
 #define PWB__PG_UPTODATE 0x1u	/* data valid (page->lock) */
 #define PWB__PG_WLATCH 0x2u	/* a writer changes the data (uatomic) */
 #define PWB__PG_REF 0x4u	/* referenced since the last CLOCK sweep */
+#define PWB__PG_READING 0x8u	/* a device read fills the data; it holds a
+				 * reference (uatomic; readahead.h) */
+#define PWB__PG_READAHEAD 0x10u	/* the readahead marker: the reader that
+				 * reaches it starts the next window
+				 * (uatomic; readahead.c) */
+#define PWB__PG_FRESH 0x20u	/* read from the device, not yet copied
+				 * out (uatomic; readahead.c) */
 
 struct pwb__page {
 	struct cds_lfht_node node;	/* pcache->pages: RCU */
@@ -54,6 +62,9 @@ struct pwb__page {
 	pthread_mutex_t lock;		/* the data, PWB__PG_UPTODATE */
 	int ref;			/* uatomic; PWB__PAGE_DEAD: removed */
 	unsigned int flags;		/* uatomic: PWB__PG_* */
+	struct pwb__rd_ring *rd_ring;	/* atomic: the ring of the read in
+					 * flight, NULL: none, or read on
+					 * its submitter's thread */
 	struct rcu_head rcu;
 };
 
@@ -70,6 +81,7 @@ struct pwb__pcache_inode {
 	 * it for that. Owned by the closing thread, then by the queue. */
 	struct cds_lfht *dead_pages;
 	struct pwb__pcache_inode *dead_next;
+	struct pwb__ra_inode ra;	/* readahead streams (readahead.c) */
 };
 
 /*
@@ -122,6 +134,7 @@ struct pwb__pcache_bdi {
 	void **chunks;			/* pool_lock: the mapped chunks */
 	size_t nr_chunks, cap_chunks;	/* pool_lock */
 	size_t chunk_bytes;		/* read-only */
+	struct pwb__ra_bdi ra;		/* reads and readahead (readahead.c) */
 };
 
 /* Bytes mapped at once for page buffers (at least one page): one
@@ -147,6 +160,24 @@ static inline void pwb__pcache_room(struct pwb_bdi *bdi)
 		pthread_cond_broadcast(&pb->room_cond);
 		pthread_mutex_unlock(&pb->room_lock);
 	}
+}
+
+/*
+ * pwb_read() copied from @p: referenced (CLOCK's second chance), unless
+ * this is the first copy since the device read, which already marked it
+ * (readahead.c): a page read once, in order, then stays behind the pages
+ * read ahead of its reader in reclaim's order, and goes first.
+ */
+static inline void pwb__page_read_touch(struct pwb__page *p)
+{
+	unsigned int fl = pwb__aread(&p->flags);
+
+	if (caa_likely((fl & (PWB__PG_REF | PWB__PG_FRESH)) == PWB__PG_REF))
+		return;
+	if (fl & PWB__PG_FRESH)
+		uatomic_and(&p->flags, ~PWB__PG_FRESH);
+	else
+		uatomic_or(&p->flags, PWB__PG_REF);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -268,8 +299,13 @@ static inline struct pwb__page *pwb__fast_lock_page(struct pwb_inode *inode,
  */
 int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 			  bool wait, struct pwb__page **pp) PWB__INTERNAL;
+/* Drop the clean cached pages [first, last] of @inode that nobody holds
+ * or reads (PWB_FADV_DONTNEED); dirty pages and pages being written
+ * stay. */
+void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
+			    uint64_t last) PWB__INTERNAL;
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
- * references (a reader's copy). */
+ * references (a reader's copy, a read in flight). */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 			    uint64_t last) PWB__INTERNAL;
 /* The argument checks of pwb_read(), pwb_write() and the size calls
@@ -320,6 +356,10 @@ void pwb__pcache_size_load(struct pwb_inode *inode, uint64_t size)
  * reclaim list. 0 or -errno (message set). */
 int pwb__pcache_fill_locked(struct pwb_inode *inode, struct pwb__page *p,
 			    uint64_t size) PWB__INTERNAL;
+/* The device offset of page @index, to read it: 0, -ENODATA (reads as
+ * zeros: a hole, or cut off by a truncate), or the error of map_page. */
+int pwb__pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
+			   uint64_t *dev_off) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* pcache-reclaim.c                                                       */

@@ -882,7 +882,7 @@ END_TEST
 
 /*
  * A large read of pages not cached fills them in runs, one device read
- * per run of up to 32 pages the device holds one after another: a cached
+ * per run of up to 64 pages the device holds one after another: a cached
  * page ends a run (and keeps its data), the end of the file ends the last
  * one (the rest of its page reads as zeros), and pages the map scatters
  * are read one by one, each from its own block.
@@ -933,12 +933,12 @@ START_TEST(test_large_read_fills_runs_with_one_device_read)
 			 (ssize_t)size);
 	ck_assert(!memcmp(buf, ref, size));
 	read_stats(&e, &ios, &pages);
-	/* Pages 0-99, then 101-199, in runs of PWB__FILL_RUN_MAX pages and
-	 * a shorter last one (32: 4 + 4 reads). */
+	/* Pages 0-99, then 101-199, in runs of PWB__READ_IO_MAX pages and
+	 * a shorter last one (64: 2 + 2 reads). */
 	ck_assert_uint_eq(pages - pages0, RUN_PAGES - 1);
 	ck_assert_uint_eq(ios - ios0,
-			  (100 + PWB__FILL_RUN_MAX - 1) / PWB__FILL_RUN_MAX +
-			  (99 + PWB__FILL_RUN_MAX - 1) / PWB__FILL_RUN_MAX);
+			  (100 + PWB__READ_IO_MAX - 1) / PWB__READ_IO_MAX +
+			  (99 + PWB__READ_IO_MAX - 1) / PWB__READ_IO_MAX);
 	/* The last page's bytes past the old end read as zeros. */
 	ck_assert_int_eq(pwb_inode_set_size(inode, RUN_PAGES * PS), 0);
 	ck_assert_int_eq(pwb_read(inode, buf, 100, size), 100);

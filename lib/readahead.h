@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * readahead.h - reads of library-owned pages from the device: on-demand
+ * readahead, reads in flight, waiting for a page under read, and
+ * pwb_fadvise() (readahead.c)
+ *
+ * A page under read has PWB__PG_READING set and holds a reference that
+ * the read gives back when it ends; nobody holds page->lock meanwhile
+ * (the read may end on any thread). Every path that changes or fills a
+ * page's data takes page->lock and first waits for PWB__PG_READING to
+ * clear (pwb__page_lock_settled), so a read never lands on data a writer
+ * put there. The read sets PWB__PG_UPTODATE (on success) before it clears
+ * PWB__PG_READING; a failed read leaves the page not up to date, and the
+ * reader that needs it reads it again itself and gets the error.
+ *
+ * Not installed; part of the page cache (pcache.h includes it).
+ */
+#ifndef PWB_READAHEAD_H
+#define PWB_READAHEAD_H
+
+#include "base.h"
+
+struct pwb_bdi;
+struct pwb_inode;
+struct pwb__page;
+struct pwb__io_read_ops;
+struct pwb__rd_ring;
+
+/* Pages one device read of readahead.c fills, at most (and at most
+ * max_io_bytes). */
+#define PWB__READ_IO_MAX 64u
+
+/* Readahead streams remembered per inode: as many sequential readers of
+ * one file are told apart. */
+#define PWB__RA_STREAMS 8
+
+/*
+ * One sequential reader (the kernel's struct file_ra_state, kept per
+ * inode and keyed by where the reader goes next): the window read last is
+ * [start, start + size), and its last async_size pages were read ahead of
+ * the reader; the first of those carries PWB__PG_READAHEAD, the marker
+ * whose reader starts the next window. size 0: a reader seen once, not
+ * yet known to be sequential.
+ */
+struct pwb__ra_stream {
+	uint64_t start;
+	uint64_t next;		/* the page this reader asks for next */
+	uint64_t used;		/* ra->clock at its last use (0: free) */
+	uint32_t size;
+	uint32_t async_size;
+};
+
+struct pwb__ra_inode {
+	pthread_mutex_t lock;
+	unsigned int advice;	/* uatomic: PWB_FADV_NORMAL, _SEQUENTIAL or
+				 * _RANDOM (pwb_fadvise) */
+	uint64_t clock;		/* lock: ticks at each use of a stream */
+	struct pwb__ra_stream s[PWB__RA_STREAMS];	/* lock */
+};
+
+/* Threads waiting for a page whose read is not (yet) on a ring: a
+ * synchronous read on another thread, or one being queued. Hashed by
+ * page. */
+#define PWB__PAGE_WAIT_SLOTS 16u
+struct pwb__page_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* with lock; CLOCK_MONOTONIC */
+	unsigned int waiters;		/* uatomic, changed under lock */
+} __attribute__((aligned(64)));
+
+struct pwb__ra_bdi {
+	const struct pwb__io_read_ops *ops;	/* read-only; NULL:
+						 * synchronous reads */
+	void *state;			/* read-only: the backend's */
+	uint32_t max_pages;		/* read-only: readahead_bytes in
+					 * pages, at most a quarter of the
+					 * cache; 0: no readahead */
+	uint64_t ra_pages;		/* uatomic: pages read ahead */
+	struct pwb__page_wait wait[PWB__PAGE_WAIT_SLOTS];
+};
+
+/* bdi open (after the page cache's own set-up) and close (after the last
+ * page was freed). 0 or -errno (message set). */
+int pwb__ra_bdi_init(struct pwb_bdi *bdi) PWB__INTERNAL;
+void pwb__ra_bdi_fini(struct pwb_bdi *bdi) PWB__INTERNAL;
+void pwb__ra_inode_init(struct pwb__ra_inode *ra) PWB__INTERNAL;
+void pwb__ra_inode_fini(struct pwb__ra_inode *ra) PWB__INTERNAL;
+
+/*
+ * pwb_read() found page @index not cached; it asks for @nr pages from
+ * there. Start reading them, and with them the readahead the inode's
+ * streams call for. The pages are created and under read (or read, or
+ * left out when the cache has no room) when this returns; the caller
+ * waits for the ones it needs. No lock held.
+ */
+void pwb__ra_miss(struct pwb_inode *inode, uint64_t index,
+		  uint64_t nr) PWB__INTERNAL;
+/* pwb_read() reached page @p, which carries the readahead marker, asking
+ * for @nr pages from it: clear it and start the next window, without
+ * waiting for it. No lock held. */
+void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p,
+		    uint64_t nr) PWB__INTERNAL;
+/* Take @p->lock with no read of @p in flight (waiting for one, reaping
+ * its ring, with the lock not held). */
+void pwb__page_lock_settled(struct pwb_inode *inode,
+			    struct pwb__page *p) PWB__INTERNAL;
+/* Reap the read rings of @bdi without waiting (a thread that waits for
+ * references of pages under read to go). No lock held. */
+void pwb__ra_reap(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* Fill the readahead counters of @st. */
+void pwb__ra_stats(struct pwb_bdi *bdi, struct pwb_stats *st) PWB__INTERNAL;
+
+#endif /* PWB_READAHEAD_H */

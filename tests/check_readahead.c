@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * check_readahead.c - readahead of library-owned pages, reads in flight,
+ * pwb_fadvise() and read errors
+ *
+ * Device reads are counted with pwb_bdi_stats() (read_ios, read_pages,
+ * readahead_pages), never timed. The psync backend reads on the calling
+ * thread, so the window each read starts is known when pwb_read()
+ * returns: the cases that look at window sizes run there. The io_uring
+ * twin (tests/check_readahead_uring, TU_URING_VARIANT=1) runs the cases
+ * that hold on any backend, plus concurrent readers of the same pages,
+ * on io_uring alone, and exits 77 where the machine has no io_uring.
+ */
+#include "pwb-internal.h"
+#include "pcache.h"
+#include "test-util.h"
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PS 4096u
+#define IMG_PAGES 4096u
+#define FILE_PAGES 1024u
+#define RA_PAGES 64u
+
+static const char *backend(void)
+{
+	return TU_URING_VARIANT ? "io_uring" : "psync";
+}
+
+/* Page i of the file at device page i. */
+static int ident_map(struct pwb_inode *inode, uint64_t index,
+		     uint64_t *dev_off)
+{
+	(void)inode;
+	if (index >= IMG_PAGES)
+		return -ERANGE;
+	*dev_off = index * PS;
+	return 0;
+}
+
+static const struct pwb_inode_ops lib_ops = { .map_page = ident_map };
+
+/* Byte @i of page @page of the file: a pattern no other page has. */
+static unsigned char pat(uint64_t page, unsigned int i)
+{
+	return (unsigned char)(page * 131 + i * 7 + 1);
+}
+
+static void check_page(const unsigned char *b, uint64_t page)
+{
+	for (unsigned int i = 0; i < PS; i += 511)
+		ck_assert_uint_eq(b[i], pat(page, i));
+}
+
+struct ra_env {
+	struct tu_env e;
+	struct pwb_inode *inode;
+};
+
+/* A bdi with readahead_bytes @ra, FILE_PAGES pages written and synced,
+ * the inode reopened with nothing cached. */
+static void ra_open(struct ra_env *r, uint64_t ra)
+{
+	unsigned char *buf = malloc(FILE_PAGES * PS);
+
+	tu_env_config(&r->e, 1, backend());
+	r->e.cfg.readahead_bytes = ra;
+	tu_env_open(&r->e, IMG_PAGES);
+	for (uint64_t p = 0; p < FILE_PAGES; p++)
+		for (unsigned int i = 0; i < PS; i++)
+			buf[p * PS + i] = pat(p, i);
+	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &lib_ops, NULL,
+					&r->inode),
+			 0);
+	ck_assert_int_eq(pwb_write(r->inode, buf, FILE_PAGES * PS, 0),
+			 (ssize_t)(FILE_PAGES * PS));
+	ck_assert_int_eq(pwb_fsync(r->inode), 0);
+	ck_assert_int_eq(pwb_inode_close(r->inode), 0);
+	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &lib_ops, NULL,
+					&r->inode),
+			 0);
+	ck_assert_int_eq(pwb_inode_set_size(r->inode, FILE_PAGES * PS), 0);
+	free(buf);
+}
+
+static void ra_close(struct ra_env *r)
+{
+	ck_assert_int_eq(pwb_inode_close(r->inode), 0);
+	tu_env_close(&r->e);
+}
+
+static struct pwb_stats stats(struct ra_env *r)
+{
+	struct pwb_stats st;
+
+	ck_assert_int_eq(pwb_bdi_stats(r->e.bdi, &st), 0);
+	return st;
+}
+
+/* pwb_read() of page @page, checked. */
+static void read_page(struct ra_env *r, uint64_t page)
+{
+	unsigned char b[PS];
+
+	ck_assert_int_eq(pwb_read(r->inode, b, PS, page * PS), (ssize_t)PS);
+	check_page(b, page);
+}
+
+/*
+ * Read pages [0, n) one by one in order (psync: each window is read by
+ * the pwb_read() that starts it); store the pages each device-reading
+ * call read in @win (at most @max entries). Return how many.
+ */
+static unsigned int seq_windows(struct ra_env *r, uint64_t n, uint64_t *win,
+				unsigned int max)
+{
+	uint64_t before = stats(r).read_pages;
+	unsigned int k = 0;
+
+	for (uint64_t p = 0; p < n; p++) {
+		uint64_t now;
+
+		read_page(r, p);
+		now = stats(r).read_pages;
+		if (now != before && k < max)
+			win[k++] = now - before;
+		before = now;
+	}
+	return k;
+}
+
+/* A sequential 4 KiB reader: windows of 4, 8, 16, 32, then 64 pages
+ * (readahead_bytes), each started by the marker before the reader needs
+ * it; 256 pages in 8 reads instead of 256. */
+START_TEST(test_sequential_windows_grow)
+{
+	static const uint64_t want[] = { 4, 8, 16, 32, 64, 64, 64 };
+	struct ra_env r;
+	uint64_t win[64];
+	struct pwb_stats st;
+	unsigned int k;
+
+	ra_open(&r, RA_PAGES * PS);
+	k = seq_windows(&r, 256, win, 64);
+	ck_assert_uint_ge(k, 7);
+	for (unsigned int i = 0; i < 7; i++)
+		ck_assert_uint_eq(win[i], want[i]);
+	st = stats(&r);
+	ck_assert_uint_le(st.read_ios, 10);
+	ck_assert_uint_ge(st.readahead_pages, 200);
+	ra_close(&r);
+}
+END_TEST
+
+/* Two readers going through one file in order, their reads interleaved:
+ * both are told apart and read ahead. */
+START_TEST(test_two_interleaved_streams)
+{
+	struct ra_env r;
+	struct pwb_stats st;
+
+	ra_open(&r, RA_PAGES * PS);
+	for (uint64_t i = 0; i < 256; i++) {
+		read_page(&r, i);
+		read_page(&r, 512 + i);
+	}
+	st = stats(&r);
+	/* Each stream: 4+8+16+32 then windows of 64, about 8 reads and up
+	 * to a window past its last page. One stream taken for random
+	 * would read 256 times. */
+	ck_assert_uint_le(st.read_ios, 24);
+	ck_assert_uint_ge(st.readahead_pages, 2 * 200);
+	ck_assert_uint_le(st.read_pages, 2 * (256 + 2 * RA_PAGES));
+	ra_close(&r);
+}
+END_TEST
+
+/* Pages in an order where no read follows the page before it: no
+ * readahead, one page per read. */
+START_TEST(test_random_reader_no_readahead)
+{
+	struct ra_env r;
+	struct pwb_stats st;
+	uint64_t p = 0;
+
+	ra_open(&r, RA_PAGES * PS);
+	for (unsigned int i = 0; i < 300; i++) {
+		p = (p + 389) % FILE_PAGES;	/* 389: odd, far from 1 */
+		read_page(&r, p + 0);
+	}
+	st = stats(&r);
+	ck_assert_uint_eq(st.readahead_pages, 0);
+	ck_assert_uint_eq(st.read_pages, 300);
+	ck_assert_uint_eq(st.read_ios, 300);
+	ra_close(&r);
+}
+END_TEST
+
+/* readahead_bytes 0: a sequential reader reads what it asks for. */
+START_TEST(test_readahead_off)
+{
+	struct ra_env r;
+	struct pwb_stats st;
+
+	ra_open(&r, 0);
+	for (uint64_t p = 0; p < 200; p++)
+		read_page(&r, p);
+	st = stats(&r);
+	ck_assert_uint_eq(st.readahead_pages, 0);
+	ck_assert_uint_eq(st.read_pages, 200);
+	ck_assert_uint_eq(st.read_ios, 200);
+	ra_close(&r);
+}
+END_TEST
+
+START_TEST(test_fadvise_random_sequential)
+{
+	struct ra_env r;
+	uint64_t win[64], big = 0;
+	unsigned int k;
+
+	ra_open(&r, RA_PAGES * PS);
+	/* RANDOM: none, in order or not. */
+	ck_assert_int_eq(pwb_fadvise(r.inode, 0, 0, PWB_FADV_RANDOM), 0);
+	for (uint64_t p = 0; p < 100; p++)
+		read_page(&r, p);
+	ck_assert_uint_eq(stats(&r).read_pages, 100);
+	ck_assert_uint_eq(stats(&r).readahead_pages, 0);
+	/* SEQUENTIAL: windows up to twice readahead_bytes. */
+	ck_assert_int_eq(pwb_fadvise(r.inode, 0, 0, PWB_FADV_SEQUENTIAL), 0);
+	ck_assert_int_eq(pwb_fadvise(r.inode, 0, 0, PWB_FADV_DONTNEED), 0);
+	k = seq_windows(&r, 600, win, 64);
+	for (unsigned int i = 0; i < k; i++)
+		big = win[i] > big ? win[i] : big;
+	ck_assert_uint_eq(big, 2 * RA_PAGES);
+	/* NORMAL: back to readahead_bytes. */
+	ck_assert_int_eq(pwb_fadvise(r.inode, 0, 0, PWB_FADV_NORMAL), 0);
+	ck_assert_int_eq(pwb_fadvise(r.inode, 0, 0, PWB_FADV_DONTNEED), 0);
+	k = seq_windows(&r, 600, win, 64);
+	big = 0;
+	for (unsigned int i = 0; i < k; i++)
+		big = win[i] > big ? win[i] : big;
+	ck_assert_uint_eq(big, RA_PAGES);
+	ra_close(&r);
+}
+END_TEST
+
+START_TEST(test_fadvise_willneed_dontneed)
+{
+	struct ra_env r;
+	struct pwb_stats st;
+	unsigned char b[PS];
+	uint64_t cached, pages;
+
+	ra_open(&r, RA_PAGES * PS);
+	/* WILLNEED: read [100, 300) now (psync: before it returns; io_uring:
+	 * queued, and the reads below wait for it); reading it then costs
+	 * no device read of its own. */
+	ck_assert_int_eq(pwb_fadvise(r.inode, 100 * PS, 200 * PS,
+				     PWB_FADV_WILLNEED),
+			 0);
+	st = stats(&r);
+	if (!TU_URING_VARIANT)
+		ck_assert_uint_eq(st.read_pages, 200);
+	for (uint64_t p = 100; p < 300; p++)
+		read_page(&r, p);
+	st = stats(&r);
+	ck_assert_uint_eq(st.read_pages, 200);
+	ck_assert_uint_eq(st.readahead_pages, 200);
+
+	/* DONTNEED of [150.5, 250.5): pages 151-249 go; page 200, dirty,
+	 * stays with its new data; pages 150 and 250 (in part) stay. */
+	memset(b, 0xab, PS);
+	ck_assert_int_eq(pwb_write(r.inode, b, PS, 200 * PS), (ssize_t)PS);
+	cached = stats(&r).cache_pages;
+	ck_assert_int_eq(pwb_fadvise(r.inode, 150 * PS + 100, 100 * PS,
+				     PWB_FADV_DONTNEED),
+			 0);
+	ck_assert_uint_eq(stats(&r).cache_pages, cached - 98);
+	pages = stats(&r).read_pages;
+	ck_assert_int_eq(pwb_fadvise(r.inode, 0, 0, PWB_FADV_RANDOM), 0);
+	read_page(&r, 150);
+	read_page(&r, 250);
+	ck_assert_uint_eq(stats(&r).read_pages, pages);
+	ck_assert_int_eq(pwb_read(r.inode, b, PS, 200 * PS), (ssize_t)PS);
+	for (unsigned int i = 0; i < PS; i++)
+		ck_assert_uint_eq(b[i], 0xab);
+	ck_assert_uint_eq(stats(&r).read_pages, pages);
+	read_page(&r, 151);
+	ck_assert_uint_eq(stats(&r).read_pages, pages + 1);
+
+	/* Errors. */
+	ck_assert_int_eq(pwb_fadvise(r.inode, 0, 0, 5), -EINVAL);
+	ck_assert_int_eq(pwb_fadvise(r.inode, 0, 0, -1), -EINVAL);
+	ck_assert_int_eq(pwb_fadvise(NULL, 0, 0, PWB_FADV_NORMAL), -EINVAL);
+	ra_close(&r);
+}
+END_TEST
+
+/* Application-owned pages: pwb_fadvise() refuses them. */
+static int app_get_page(struct pwb_inode *inode, uint64_t index,
+			const void **data)
+{
+	static char page[PS];
+
+	(void)inode;
+	(void)index;
+	*data = page;
+	return 0;
+}
+
+START_TEST(test_fadvise_app_owned)
+{
+	static const struct pwb_inode_ops ops = { .get_page = app_get_page,
+						  .map_page = ident_map };
+	struct tu_env e;
+	struct pwb_inode *inode;
+
+	tu_env_config(&e, 1, backend());
+	tu_env_open(&e, IMG_PAGES);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 1, &ops, NULL, &inode), 0);
+	ck_assert_int_eq(pwb_fadvise(inode, 0, 0, PWB_FADV_WILLNEED), -EINVAL);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * A device read of a window fails on page 40 (every read touching it):
+ * the sequential reader gets every page before and after it, with the
+ * right data, and -EIO for page 40 alone; once the fault is gone page 40
+ * reads right (the failed read marked nothing up to date).
+ */
+START_TEST(test_read_error_only_for_its_page)
+{
+	struct pwb_fault f = { .kind = PWB_FAULT_READ_EIO, .every = 1,
+			       .dev_start = 40 * PS, .dev_end = 41 * PS };
+	struct ra_env r;
+	unsigned char b[PS];
+	uint64_t hits = 0;
+
+	ra_open(&r, RA_PAGES * PS);
+	ck_assert_int_eq(pwb_bdi_inject_fault(r.e.bdi, &f), 0);
+	for (uint64_t p = 0; p < 128; p++) {
+		if (p == 40) {
+			ck_assert_int_eq(pwb_read(r.inode, b, PS, p * PS),
+					 -EIO);
+			continue;
+		}
+		read_page(&r, p);
+	}
+	/* Again, from another reader's side: still -EIO, not stale. */
+	ck_assert_int_eq(pwb_read(r.inode, b, PS, 40 * PS), -EIO);
+	ck_assert_int_eq(pwb_read(r.inode, b, 2 * PS, 39 * PS), (ssize_t)PS);
+	check_page(b, 39);
+	ck_assert_int_eq(pwb_bdi_fault_hits(r.e.bdi, &hits), 0);
+	ck_assert_uint_ge(hits, 2);
+	f.kind = PWB_FAULT_NONE;
+	ck_assert_int_eq(pwb_bdi_inject_fault(r.e.bdi, &f), 0);
+	read_page(&r, 40);
+	ra_close(&r);
+}
+END_TEST
+
+/* The first read touching page 40 fails (the readahead that reads it):
+ * the reader of page 40 reads it again and gets it right. */
+START_TEST(test_readahead_error_retried)
+{
+	struct pwb_fault f = { .kind = PWB_FAULT_READ_EIO, .nth = 1,
+			       .dev_start = 40 * PS, .dev_end = 41 * PS };
+	struct ra_env r;
+	uint64_t hits = 0;
+
+	ra_open(&r, RA_PAGES * PS);
+	ck_assert_int_eq(pwb_bdi_inject_fault(r.e.bdi, &f), 0);
+	for (uint64_t p = 0; p < 128; p++)
+		read_page(&r, p);
+	ck_assert_int_eq(pwb_bdi_fault_hits(r.e.bdi, &hits), 0);
+	ck_assert_uint_eq(hits, 1);
+	ra_close(&r);
+}
+END_TEST
+
+/* Writes never match a read rule. */
+START_TEST(test_read_rule_spares_writes)
+{
+	struct pwb_fault f = { .kind = PWB_FAULT_READ_EIO, .every = 1 };
+	struct ra_env r;
+	unsigned char b[PS];
+	uint64_t hits = 0;
+
+	ra_open(&r, RA_PAGES * PS);
+	ck_assert_int_eq(pwb_bdi_inject_fault(r.e.bdi, &f), 0);
+	memset(b, 1, PS);
+	ck_assert_int_eq(pwb_write(r.inode, b, PS, 3 * PS), (ssize_t)PS);
+	ck_assert_int_eq(pwb_fsync(r.inode), 0);
+	ck_assert_int_eq(pwb_bdi_fault_hits(r.e.bdi, &hits), 0);
+	ck_assert_uint_eq(hits, 0);
+	ra_close(&r);
+}
+END_TEST
+
+/* Several threads read the same pages at once, in order and at random,
+ * while readahead runs: every byte right. */
+#define NR_READERS 4
+
+struct reader {
+	struct ra_env *r;
+	unsigned int id;
+	int bad;
+};
+
+static void *reader_fn(void *arg)
+{
+	struct reader *rd = arg;
+	unsigned char *b = malloc(16 * PS);
+	uint64_t seed = rd->id + 1;
+
+	for (unsigned int round = 0; round < 2 && !rd->bad; round++) {
+		for (uint64_t p = 0; p < FILE_PAGES && !rd->bad; p += 16) {
+			uint64_t q = rd->id & 1 ? tu_rand(&seed) %
+							  (FILE_PAGES - 16)
+						: p;
+			ssize_t n = pwb_read(rd->r->inode, b, 16 * PS, q * PS);
+
+			if (n != 16 * PS) {
+				rd->bad = 1;
+				break;
+			}
+			for (unsigned int k = 0; k < 16; k++)
+				for (unsigned int i = 0; i < PS; i += 1023)
+					if (b[k * PS + i] != pat(q + k, i))
+						rd->bad = 2;
+		}
+		if (!rd->id)	/* drop clean pages under the others */
+			pwb_fadvise(rd->r->inode, 0, 0, PWB_FADV_DONTNEED);
+	}
+	free(b);
+	return NULL;
+}
+
+START_TEST(test_concurrent_readers)
+{
+	struct ra_env r;
+	pthread_t t[NR_READERS];
+	struct reader rd[NR_READERS];
+
+	ra_open(&r, RA_PAGES * PS);
+	for (unsigned int i = 0; i < NR_READERS; i++) {
+		rd[i] = (struct reader){ .r = &r, .id = i };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, reader_fn, &rd[i]),
+				 0);
+	}
+	for (unsigned int i = 0; i < NR_READERS; i++)
+		pthread_join(t[i], NULL);
+	for (unsigned int i = 0; i < NR_READERS; i++)
+		ck_assert_int_eq(rd[i].bad, 0);
+	ra_close(&r);
+}
+END_TEST
+
+static Suite *ra_suite(void)
+{
+	Suite *s = suite_create("readahead");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	if (!TU_URING_VARIANT) {
+		/* Window sizes: known when a psync pwb_read() returns. */
+		tcase_add_test(tc, test_sequential_windows_grow);
+		tcase_add_test(tc, test_two_interleaved_streams);
+		tcase_add_test(tc, test_random_reader_no_readahead);
+		tcase_add_test(tc, test_readahead_off);
+		tcase_add_test(tc, test_fadvise_random_sequential);
+		tcase_add_test(tc, test_fadvise_app_owned);
+	}
+	tcase_add_test(tc, test_fadvise_willneed_dontneed);
+	tcase_add_test(tc, test_read_error_only_for_its_page);
+	tcase_add_test(tc, test_readahead_error_retried);
+	tcase_add_test(tc, test_read_rule_spares_writes);
+	tcase_add_test(tc, test_concurrent_readers);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	if (tu_odirect_unsupported())
+		return 77;
+	if (TU_URING_VARIANT && tu_uring_unsupported())
+		return 77;
+	return tu_run_suite(ra_suite(), false);
+}
