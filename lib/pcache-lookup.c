@@ -214,8 +214,7 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 		cmm_smp_mb();
 		/* Acquire: a writer that just cleared its latch copied
 		 * before (the data the device reads). */
-		if (__atomic_load_n(&p->flags, __ATOMIC_ACQUIRE) &
-		    PWB__PG_WLATCH) {
+		if (pwb__page_flags(p) & PWB__PG_WLATCH) {
 			ret = -EAGAIN;
 		} else if (pthread_mutex_trylock(&p->lock)) {
 			/* A writer between its latch and its copy, or a
@@ -253,4 +252,26 @@ int pwb__pcache_enter(struct pwb_inode *inode, const char *who)
 					 "pages (opened with get_page)",
 				who, (unsigned long long)inode->ino);
 	return pwb__inode_enter(inode, PWB__HOLD_REF, who);
+}
+
+/* The device offset of page @index before it is read. User-map mode:
+ * every page below the size exists, at map_page's offset. Allocator mode:
+ * only pages whose blocks hold written data (-ENODATA: a hole, never
+ * written, or a block allocated whose write has not ended: zeros); the
+ * allocator's map_page would allocate. */
+int pwb__pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
+			   uint64_t *dev_off)
+{
+	bool zeroed;
+
+	if (inode->space)
+		return pwb__space_read_lookup(inode, index, dev_off);
+	/* Cut off by a truncate and not written since: zeros. */
+	pthread_mutex_lock(&inode->lock);
+	zeroed = pwb__extmap_count(&inode->pcache->zeroed) &&
+		 pwb__extmap_find(&inode->pcache->zeroed, index);
+	pthread_mutex_unlock(&inode->lock);
+	if (zeroed)
+		return -ENODATA;
+	return inode->ops.map_page(inode, index, dev_off);
 }

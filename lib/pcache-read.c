@@ -19,28 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The device offset of page @index before it is read. User-map mode:
- * every page below the size exists, at map_page's offset. Allocator mode:
- * only pages whose blocks hold written data (-ENODATA: a hole, never
- * written, or a block allocated whose write has not ended: zeros); the
- * allocator's map_page would allocate. */
-int pwb__pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
-			   uint64_t *dev_off)
-{
-	bool zeroed;
-
-	if (inode->space)
-		return pwb__space_read_lookup(inode, index, dev_off);
-	/* Cut off by a truncate and not written since: zeros. */
-	pthread_mutex_lock(&inode->lock);
-	zeroed = pwb__extmap_count(&inode->pcache->zeroed) &&
-		 pwb__extmap_find(&inode->pcache->zeroed, index);
-	pthread_mutex_unlock(&inode->lock);
-	if (zeroed)
-		return -ENODATA;
-	return inode->ops.map_page(inode, index, dev_off);
-}
-
 /* Fill @data (page_size bytes, aligned for O_DIRECT) with page @index as
  * the device holds it: zeros at and past @size and for pages the device
  * does not hold. 0 or -errno (message set). */

@@ -21,8 +21,9 @@
  *
  * The cache is in pieces, each calling only the ones after it:
  * pcache-owner.c (set-up, statistics and the page-owner ops),
- * pcache-write.c, pcache-read.c, pcache-lookup.c (the index: lookup and
- * insert, get_page, dropping pages), pcache-reclaim.c and pcache-pool.c
+ * pcache-write.c, pcache-read.c, readahead.c, pcache-lookup.c (the
+ * index: lookup and insert, get_page, dropping pages), pcache-wait.c
+ * (waiting for a page under read), pcache-reclaim.c and pcache-pool.c
  * (page buffers). This header is theirs alone; the engine reaches the
  * cache through page-owner.h.
  */
@@ -182,6 +183,18 @@ static inline void pwb__page_read_touch(struct pwb__page *p)
 
 /* ---------------------------------------------------------------------- */
 /* pcache-lookup.c: the index                                             */
+
+/* The device offset of page @index, to read it: 0, -ENODATA (reads as
+ * zeros: a hole, or cut off by a truncate), or the error of map_page. */
+int pwb__pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
+			   uint64_t *dev_off) PWB__INTERNAL;
+
+/* @p's flags, read with acquire: a reader that sees PWB__PG_READING clear
+ * sees the data the read filled in. */
+static inline unsigned int pwb__page_flags(const struct pwb__page *p)
+{
+	return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
+}
 
 /* Where page @index goes in its inode's index. */
 static inline unsigned long pwb__page_hash(uint64_t index)
@@ -356,10 +369,6 @@ void pwb__pcache_size_load(struct pwb_inode *inode, uint64_t size)
  * reclaim list. 0 or -errno (message set). */
 int pwb__pcache_fill_locked(struct pwb_inode *inode, struct pwb__page *p,
 			    uint64_t size) PWB__INTERNAL;
-/* The device offset of page @index, to read it: 0, -ENODATA (reads as
- * zeros: a hole, or cut off by a truncate), or the error of map_page. */
-int pwb__pcache_dev_lookup(struct pwb_inode *inode, uint64_t index,
-			   uint64_t *dev_off) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* pcache-reclaim.c                                                       */

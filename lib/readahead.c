@@ -51,105 +51,6 @@ struct ra_req {
 };
 
 /* ---------------------------------------------------------------------- */
-/* Waiting for a page under read                                          */
-
-static struct pwb__page_wait *wait_slot(struct pwb__pcache_bdi *pb,
-					const struct pwb__page *p)
-{
-	return &pb->ra.wait[((uintptr_t)p >> 6) % PWB__PAGE_WAIT_SLOTS];
-}
-
-/* Wake the threads waiting on a slot. After the change they wait for (a
- * full barrier: pairs with the waiter's increment of waiters). */
-static void wake_waiters(struct pwb__pcache_bdi *pb)
-{
-	cmm_smp_mb();
-	for (unsigned int i = 0; i < PWB__PAGE_WAIT_SLOTS; i++) {
-		struct pwb__page_wait *w = &pb->ra.wait[i];
-
-		if (!uatomic_read(&w->waiters))
-			continue;
-		pthread_mutex_lock(&w->lock);
-		pthread_cond_broadcast(&w->cond);
-		pthread_mutex_unlock(&w->lock);
-	}
-}
-
-static unsigned int page_flags(const struct pwb__page *p)
-{
-	return __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
-}
-
-struct wait_arg {
-	struct pwb__page *p;
-	struct pwb__rd_ring *ring;
-};
-
-/* read_wait's test: the read of the page on that ring has ended. */
-static bool read_done(void *arg)
-{
-	struct wait_arg *a = arg;
-
-	return !(page_flags(a->p) & PWB__PG_READING) ||
-	       __atomic_load_n(&a->p->rd_ring, __ATOMIC_ACQUIRE) != a->ring;
-}
-
-/* Wait until @p is not under read. The caller holds a reference. */
-static void wait_read(struct pwb_bdi *bdi, struct pwb__page *p)
-{
-	struct pwb__pcache_bdi *pb = bdi->pcache;
-
-	while (page_flags(p) & PWB__PG_READING) {
-		struct pwb__rd_ring *ring =
-			__atomic_load_n(&p->rd_ring, __ATOMIC_ACQUIRE);
-		struct pwb__page_wait *w;
-		struct timespec ts;
-
-		if (ring) {
-			struct wait_arg a = { p, ring };
-
-			pb->ra.ops->read_wait(ring, read_done, &a);
-			continue;
-		}
-		/* Read on another thread, or not on a ring yet. At most 10 ms
-		 * at a time: the wake-up is a broadcast to a hashed slot. */
-		w = wait_slot(pb, p);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 10 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_mutex_lock(&w->lock);
-		uatomic_inc(&w->waiters);	/* a full barrier */
-		if ((page_flags(p) & PWB__PG_READING) &&
-		    !__atomic_load_n(&p->rd_ring, __ATOMIC_ACQUIRE))
-			pthread_cond_timedwait(&w->cond, &w->lock, &ts);
-		uatomic_dec(&w->waiters);
-		pthread_mutex_unlock(&w->lock);
-	}
-}
-
-void pwb__page_lock_settled(struct pwb_inode *inode, struct pwb__page *p)
-{
-	for (;;) {
-		pthread_mutex_lock(&p->lock);
-		if (!(page_flags(p) & PWB__PG_READING))
-			return;
-		pthread_mutex_unlock(&p->lock);
-		wait_read(inode->bdi, p);
-	}
-}
-
-void pwb__ra_reap(struct pwb_bdi *bdi)
-{
-	struct pwb__pcache_bdi *pb = bdi->pcache;
-
-	if (pb && pb->ra.ops)
-		pb->ra.ops->read_reap(pb->ra.state);
-}
-
-/* ---------------------------------------------------------------------- */
 /* Reads in flight                                                        */
 
 /* A request ended (any thread; with its ring's lock held if it was on
@@ -194,7 +95,7 @@ static void req_end(struct pwb__rd *rd, int err)
 				   __ATOMIC_SEQ_CST);
 		pwb__pcache_lru_add(pb, p, q->lru);
 	}
-	wake_waiters(pb);
+	pwb__page_wake_waiters(pb);
 	/* Last: a page may be freed once its reference is gone. */
 	for (i = 0; i < q->n; i++)
 		pwb__page_put(q->pages[i]);
@@ -236,7 +137,7 @@ static void submit(struct pwb_bdi *bdi, struct ra_req **reqs, unsigned int n,
 	if (ring) {
 		ops->read_ring_put(ring);
 		/* Waiters that saw no ring yet now find one. */
-		wake_waiters(pb);
+		pwb__page_wake_waiters(pb);
 	}
 }
 
@@ -285,7 +186,7 @@ static void read_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
 			pwb__page_put(p);	/* a writer has it */
 			goto close_run;
 		}
-		fl = page_flags(p);
+		fl = pwb__page_flags(p);
 		if (fl & (PWB__PG_UPTODATE | PWB__PG_READING)) {
 			if (idx == marker && (fl & PWB__PG_UPTODATE))
 				uatomic_or(&p->flags, PWB__PG_READAHEAD);
@@ -361,7 +262,7 @@ static uint32_t ra_max(struct pwb_inode *inode)
 {
 	uint32_t max = inode->bdi->pcache->ra.max_pages;
 
-	switch (uatomic_read(&inode->pcache->ra.advice)) {
+	switch (pwb__aread(&inode->pcache->ra.advice)) {
 	case PWB_FADV_RANDOM:
 		return 0;
 	case PWB_FADV_SEQUENTIAL:

@@ -100,6 +100,10 @@ void pwb__ra_miss(struct pwb_inode *inode, uint64_t index,
  * waiting for it. No lock held. */
 void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p,
 		    uint64_t nr) PWB__INTERNAL;
+/* pcache-wait.c. Wake the threads waiting for pages under read of @pb, after the change
+ * they wait for (a full barrier: pairs with the waiter's increment of the
+ * slot's waiters). */
+void pwb__page_wake_waiters(struct pwb__pcache_bdi *pb) PWB__INTERNAL;
 /* Take @p->lock with no read of @p in flight (waiting for one, reaping
  * its ring, with the lock not held). */
 void pwb__page_lock_settled(struct pwb_inode *inode,

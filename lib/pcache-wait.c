@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * pcache-wait.c - waiting for a library-owned page under read, and reaping
+ * the read rings its read may be on (readahead.h has the page protocol)
+ *
+ * Below the rest of the page cache: lookup (dropping pages), reads and
+ * readahead all wait here, and nothing here calls them back.
+ */
+#include "pcache.h"
+#include "readahead.h"
+#include "io.h"
+
+#include <time.h>
+
+/* ---------------------------------------------------------------------- */
+/* Waiting for a page under read                                          */
+
+static struct pwb__page_wait *wait_slot(struct pwb__pcache_bdi *pb,
+					const struct pwb__page *p)
+{
+	return &pb->ra.wait[((uintptr_t)p >> 6) % PWB__PAGE_WAIT_SLOTS];
+}
+
+void pwb__page_wake_waiters(struct pwb__pcache_bdi *pb)
+{
+	cmm_smp_mb();
+	for (unsigned int i = 0; i < PWB__PAGE_WAIT_SLOTS; i++) {
+		struct pwb__page_wait *w = &pb->ra.wait[i];
+
+		if (!pwb__aread(&w->waiters))
+			continue;
+		pthread_mutex_lock(&w->lock);
+		pthread_cond_broadcast(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+struct wait_arg {
+	struct pwb__page *p;
+	struct pwb__rd_ring *ring;
+};
+
+/* read_wait's test: the read of the page on that ring has ended. */
+static bool read_done(void *arg)
+{
+	struct wait_arg *a = arg;
+
+	return !(pwb__page_flags(a->p) & PWB__PG_READING) ||
+	       __atomic_load_n(&a->p->rd_ring, __ATOMIC_ACQUIRE) != a->ring;
+}
+
+/* Wait until @p is not under read. The caller holds a reference. */
+static void wait_read(struct pwb_bdi *bdi, struct pwb__page *p)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+
+	while (pwb__page_flags(p) & PWB__PG_READING) {
+		struct pwb__rd_ring *ring =
+			__atomic_load_n(&p->rd_ring, __ATOMIC_ACQUIRE);
+		struct pwb__page_wait *w;
+		struct timespec ts;
+
+		if (ring) {
+			struct wait_arg a = { p, ring };
+
+			pb->ra.ops->read_wait(ring, read_done, &a);
+			continue;
+		}
+		/* Read on another thread, or not on a ring yet. At most 10 ms
+		 * at a time: the wake-up is a broadcast to a hashed slot. */
+		w = wait_slot(pb, p);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 10 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&w->lock);
+		uatomic_inc(&w->waiters);	/* a full barrier */
+		if ((pwb__page_flags(p) & PWB__PG_READING) &&
+		    !__atomic_load_n(&p->rd_ring, __ATOMIC_ACQUIRE))
+			pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+		uatomic_dec(&w->waiters);
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+void pwb__page_lock_settled(struct pwb_inode *inode, struct pwb__page *p)
+{
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		if (!(pwb__page_flags(p) & PWB__PG_READING))
+			return;
+		pthread_mutex_unlock(&p->lock);
+		wait_read(inode->bdi, p);
+	}
+}
+
+void pwb__ra_reap(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+
+	if (pb && pb->ra.ops)
+		pb->ra.ops->read_reap(pb->ra.state);
+}
