@@ -18,7 +18,6 @@ Environment: OBJD_CRASH_OBJECTS (default 10000), OBJD_CRASH_CLIENTS (8),
 OBJD_CRASH_SIZE (every object that many bytes instead: 4096 tests the
 objects the daemon keeps in its index, --inline-max).
 """
-import http.client
 import math
 import os
 import random
@@ -29,6 +28,8 @@ import sys
 import threading
 import time
 import zlib
+
+import objd_http
 
 daemon, work = sys.argv[1], sys.argv[2]
 seed = int(sys.argv[3]) if len(sys.argv) > 3 else random.randrange(1 << 32)
@@ -99,25 +100,9 @@ cursor = [0] * nclients     # next plan entry of each client
 errors = []                 # from the client threads
 
 
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self):
-        super().__init__("objd", timeout=120)
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(120)
-        self.sock.connect(sock)
-
-
 def request(method, path, headers=None):
-    c = UnixHTTP()
-    try:
-        c.request(method, path, headers=headers or {})
-        r = c.getresponse()
-        body = r.read()
-        return r.status, body, r
-    finally:
-        c.close()
+    return objd_http.request(sock, method, path, headers=headers,
+                             timeout=120)
 
 
 def start():

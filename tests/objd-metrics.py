@@ -13,12 +13,12 @@ counters and the histograms' counts by exactly their number, and
 
 Usage: objd-metrics.py SOCKET
 """
-import http.client
 import json
 import math
 import re
-import socket
 import sys
+
+import objd_http
 
 sock_path = sys.argv[1]
 fails = []
@@ -31,24 +31,8 @@ TYPE = re.compile(r"^# TYPE (%s) (counter|gauge|histogram|summary|untyped)$"
                   % NAME)
 
 
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self):
-        super().__init__("objd", timeout=60)
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(60)
-        self.sock.connect(sock_path)
-
-
 def request(method, path, body=None):
-    c = UnixHTTP()
-    try:
-        c.request(method, path, body=body)
-        r = c.getresponse()
-        return r.status, r.read(), r
-    finally:
-        c.close()
+    return objd_http.request(sock_path, method, path, body)
 
 
 def number(s):

@@ -15,13 +15,13 @@ Usage: objd-race.py SOCKET SECONDS [SIZE]
 SIZE (default 256 KiB): the versions' size; one at or below the daemon's
 --inline-max races objects kept in the index instead.
 """
-import http.client
 import json
 import random
-import socket
 import sys
 import threading
 import time
+
+import objd_http
 
 sock_path, seconds = sys.argv[1], float(sys.argv[2])
 SIZE = int(sys.argv[3]) if len(sys.argv) > 3 else 256 << 10
@@ -31,24 +31,8 @@ counts = {"put": 0, "get": 0, "404": 0, "del": 0}
 lock = threading.Lock()
 
 
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self):
-        super().__init__("objd", timeout=60)
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(60)
-        self.sock.connect(sock_path)
-
-
 def request(method, path, body=None, headers=None):
-    c = UnixHTTP()
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
+    return objd_http.request(sock_path, method, path, body, headers)[:2]
 
 
 def bump(what):
