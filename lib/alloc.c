@@ -216,7 +216,7 @@ void pwb__alloc_unreserve(struct pwb__alloc *a, uint64_t nr)
 }
 
 /* Best fit for @want in @g: take it from the smallest free extent that
- * holds it. Caller holds g->lock. */
+ * holds it (*@start). Takes g->lock; false if no extent holds it. */
 static bool take_best_fit(struct pwb__alloc_group *g, uint64_t want,
 			  uint64_t *start)
 {
@@ -224,13 +224,18 @@ static bool take_best_fit(struct pwb__alloc_group *g, uint64_t want,
 	struct pwb__avl_node *n;
 	struct fext *e;
 
-	n = pwb__avl_lower_bound(&g->by_len, &key.len_node, cmp_len);
-	if (!n)
+	/* Not enough free units in all: no need for the lock. */
+	if (pwb__aread(&g->free_units) < want)
 		return false;
-	e = LEN_FEXT(n);
-	*start = e->start;
-	fext_take(g, e, e->start, want, NULL);
-	return true;
+	pthread_mutex_lock(&g->lock);
+	n = pwb__avl_lower_bound(&g->by_len, &key.len_node, cmp_len);
+	if (n) {
+		e = LEN_FEXT(n);
+		*start = e->start;
+		fext_take(g, e, e->start, want, NULL);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return n != NULL;
 }
 
 /*
@@ -333,14 +338,8 @@ int pwb__alloc_extent_in(struct pwb__alloc *a, uint64_t goal,
 	for (i = 0; i < set_len; i++) {
 		struct pwb__alloc_group *g =
 			&a->groups[set_first + (home - set_first + i) % set_len];
-		bool ok;
 
-		if (pwb__aread(&g->free_units) < want)
-			continue;
-		pthread_mutex_lock(&g->lock);
-		ok = take_best_fit(g, want, start);
-		pthread_mutex_unlock(&g->lock);
-		if (ok) {
+		if (take_best_fit(g, want, start)) {
 			*got = want;
 			return 0;
 		}
@@ -366,14 +365,8 @@ int pwb__alloc_extent_in(struct pwb__alloc *a, uint64_t goal,
 				&a->groups[(set_first + set_len +
 					    (from + i) % others) %
 					   a->nr_groups];
-			bool ok;
 
-			if (pwb__aread(&g->free_units) < want)
-				continue;
-			pthread_mutex_lock(&g->lock);
-			ok = take_best_fit(g, want, start);
-			pthread_mutex_unlock(&g->lock);
-			if (ok) {
+			if (take_best_fit(g, want, start)) {
 				*got = want;
 				return 0;
 			}
