@@ -12,7 +12,8 @@
 # Also: every exported symbol carries a version node; no node of
 # libpwb.sym is newer than the package; PWB_VERSION_MAJOR/MINOR/PATCH in
 # pwb.h equal the package version (config.h's PACKAGE_VERSION, else
-# configure.ac's AC_INIT).
+# configure.ac's AC_INIT); debian/libpwb0.symbols, where the tree has it,
+# is what debian/check-symbols derives from libpwb.sym.
 #
 # Exit 0 if all hold, 1 otherwise (printing the differences), 77 if no
 # shared library was built.
@@ -176,6 +177,19 @@ for node in $(sed -n 's/^[[:space:]]*\(PWB_[0-9][0-9.]*\)[[:space:]]*{.*/\1/p' "
 		fail=1
 	fi
 done
+
+# The Debian symbols file follows libpwb.sym (a new export that misses it
+# fails only the package build, late in CI; here it fails make check).
+deb_sym=$top_srcdir/debian/libpwb0.symbols
+if [ -f "$deb_sym" ] && [ -f "$top_srcdir/debian/check-symbols" ] &&
+	command -v perl >/dev/null 2>&1; then
+	if ! sh "$top_srcdir/debian/check-symbols" "$sym" "$deb_sym" \
+		>"$tmp/deb.out" 2>&1; then
+		echo "FAIL: debian/libpwb0.symbols does not follow libpwb.sym:"
+		sed 's/^/  /' "$tmp/deb.out"
+		fail=1
+	fi
+fi
 
 if [ $fail -ne 0 ]; then
 	exit 1
