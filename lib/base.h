@@ -249,6 +249,8 @@ enum pwb__lock_rank {
 	PWB__LOCK_DOMAIN,	/* domain->lock (domain.c): members and
 				 * their shares; a leaf, tried (never
 				 * waited for) on the completion path */
+	PWB__LOCK_TENANT,	/* tenant_lock (tenant.c): the tenant lists
+				 * of bdis and domains; a leaf */
 	PWB__NR_LOCK_RANKS
 };
 
