@@ -179,31 +179,47 @@ void pwb__tenant_inode_closed(struct pwb_inode *inode)
 /* ---------------------------------------------------------------------- */
 /* Throttling                                                             */
 
-/* @t's limit and background threshold in bytes on @bdi: its weight's
- * share of the scope's among the tenants holding pages, or its own limit
- * if lower. 0: no limit. */
-static void tenant_limits(struct pwb_tenant *t, struct pwb_bdi *bdi,
-			  uint64_t *limit, uint64_t *bg)
+/* The limits @t's share is taken from, in bytes: its domain's, or those
+ * of @bdi (in a domain, @bdi's share of it). */
+static void scope_limits(const struct pwb_tenant *t, struct pwb_bdi *bdi,
+			 uint64_t *limit, uint64_t *bg)
 {
-	struct pwb__tenant_scope *sc = pwb__aread(&t->scope);
-	uint64_t w = t->cfg.weight, aw = w, lim, b;
-
 	if (t->domain) {
-		lim = t->domain->cfg.dirty_bytes;
-		b = t->domain->cfg.dirty_background_bytes;
+		*limit = t->domain->cfg.dirty_bytes;
+		*bg = t->domain->cfg.dirty_background_bytes;
 	} else {
-		lim = pwb__aread(&bdi->dirty_limit_pages) << bdi->page_shift;
-		b = pwb__aread(&bdi->bg_thresh_pages) << bdi->page_shift;
+		*limit = pwb__aread(&bdi->dirty_limit_pages) << bdi->page_shift;
+		*bg = pwb__aread(&bdi->bg_thresh_pages) << bdi->page_shift;
 	}
-	if (sc) {
-		int64_t a = pwb__aread(&sc->active_weight);
+}
 
-		/* Itself at least: it is asking because it holds pages,
-		 * and a sum caught between two transitions may be low. */
-		aw = PWB__MAX((uint64_t)PWB__MAX(a, (int64_t)0), w);
-	}
-	lim = (uint64_t)((unsigned __int128)lim * w / aw);
-	b = (uint64_t)((unsigned __int128)b * w / aw);
+/* The weights @t's share is taken among: those of the tenants of its
+ * scope holding pages, its own at least (it asks because it holds
+ * pages, and a sum caught between two transitions may be low). */
+static uint64_t active_weight(const struct pwb_tenant *t, int64_t a)
+{
+	return PWB__MAX((uint64_t)PWB__MAX(a, (int64_t)0),
+			(uint64_t)t->cfg.weight);
+}
+
+/* @v * @w / @aw without overflow: 64-bit arithmetic below a PiB. */
+static uint64_t scale(uint64_t v, uint64_t w, uint64_t aw)
+{
+	if (v < (1ull << 50))
+		return v * w / aw;
+	return (uint64_t)((unsigned __int128)v * w / aw);
+}
+
+/* @t's limit and background threshold in bytes: its weight's share of
+ * the scope's (@slim, @sbg) among @aw, or its own limit if lower. 0: no
+ * limit. */
+static void tenant_limits(const struct pwb_tenant *t, uint64_t slim,
+			  uint64_t sbg, uint64_t aw, uint64_t *limit,
+			  uint64_t *bg)
+{
+	uint64_t w = t->cfg.weight;
+	uint64_t lim = scale(slim, w, aw), b = scale(sbg, w, aw);
+
 	if (t->cfg.dirty_bytes && (!lim || t->cfg.dirty_bytes < lim)) {
 		lim = t->cfg.dirty_bytes;
 		b = PWB__MIN(b, lim / 2);
@@ -212,9 +228,24 @@ static void tenant_limits(struct pwb_tenant *t, struct pwb_bdi *bdi,
 	*bg = lim ? b : 0;
 }
 
-/* The calling thread's last counted tenant and window. */
-static __thread const struct pwb_tenant *counted_tenant;
-static __thread uint64_t counted_window;
+/* tenant_limits() from the current state of @t's scope. */
+static void tenant_limits_now(struct pwb_tenant *t, struct pwb_bdi *bdi,
+			      uint64_t *limit, uint64_t *bg)
+{
+	struct pwb__tenant_scope *sc = pwb__aread(&t->scope);
+	uint64_t slim, sbg;
+
+	scope_limits(t, bdi, &slim, &sbg);
+	tenant_limits(t, slim, sbg,
+		      active_weight(t, sc ? pwb__aread(&sc->active_weight)
+					  : 0),
+		      limit, bg);
+}
+
+/* The calling thread's last counted tenant and window (16 bytes of the
+ * static TLS block: see PWB__TLS_FAST). */
+static PWB__TLS_FAST const struct pwb_tenant *counted_tenant;
+static PWB__TLS_FAST uint64_t counted_window;
 
 /* Threads dirtying for @t now (at least 1): throttle.c's count, per
  * tenant, so another tenant's writers do not shrink this one's pace. */
@@ -244,26 +275,47 @@ uint64_t pwb__tenant_pause(struct pwb_tenant *t, struct pwb_bdi *bdi,
 			   struct pwb__throttle_state *s, bool *hard)
 {
 	unsigned int sh = bdi->page_shift;
-	uint64_t lim, bg, held = pwb__aread(&t->held), aw, w = t->cfg.weight;
+	uint64_t lim, bg, slim, sbg, aw, free_bytes;
+	uint64_t held = pwb__aread(&t->held);
 	struct pwb__tenant_scope *sc = pwb__aread(&t->scope);
+	int64_t a = sc ? pwb__aread(&sc->active_weight) : 0;
 
 	*hard = false;
-	tenant_limits(t, bdi, &lim, &bg);
+	scope_limits(t, bdi, &slim, &sbg);
+	/*
+	 * The common case, decided from what the last call stored: the
+	 * scope's limits and the active weights as they were then, and the
+	 * bytes under which the tenant neither kicks writeback nor pauses.
+	 * The three are stored one by one: a call racing with a change may
+	 * decide once from a mix, as from any racing read of the counts.
+	 */
+	if (slim == pwb__aread(&t->c_slim) && sbg == pwb__aread(&t->c_sbg) &&
+	    a == pwb__aread(&t->c_aw) && held <= pwb__aread(&t->c_free))
+		return 0;
+	aw = active_weight(t, a);
+	tenant_limits(t, slim, sbg, aw, &lim, &bg);
+	s->limit = PWB__MAX(lim >> sh, 1ull);
+	s->bg = bg >> sh;
+	free_bytes = !lim ? UINT64_MAX
+			  : pwb__throttle_setpoint(s->bg, s->limit) << sh;
+	if (bg)
+		free_bytes = PWB__MIN(free_bytes, bg);
+	pwb__aset(&t->c_free, free_bytes);
+	pwb__aset(&t->c_slim, slim);
+	pwb__aset(&t->c_sbg, sbg);
+	pwb__aset(&t->c_aw, a);
 	pwb__aset(&t->limit_bytes, lim);
 	if (!lim)
 		return 0;
-	s->limit = PWB__MAX(lim >> sh, 1ull);
-	s->bg = bg >> sh;
 	s->dirty = held >> sh;
-	if (held > bg)
+	if (bg && held > bg)
 		pwb__kick_background(bdi);
 	if (s->dirty <= pwb__throttle_setpoint(s->bg, s->limit))
 		return 0;
+	if (!bg)
+		pwb__kick_background(bdi);	/* no threshold: start it here */
 	/* Its share of the device, at most its rate cap. */
-	aw = sc ? (uint64_t)PWB__MAX(pwb__aread(&sc->active_weight),
-				     (int64_t)w)
-		: w;
-	s->bw = (uint64_t)((unsigned __int128)s->bw * w / aw);
+	s->bw = scale(s->bw, t->cfg.weight, aw);
 	if (t->rate.rate)
 		s->bw = PWB__MIN(s->bw, t->rate.rate);
 	s->nr_dirtiers = tenant_dirtiers(t, pwb__now(bdi));
@@ -286,7 +338,7 @@ static bool scope_over_bg_rcu(struct pwb__tenant_scope *sc,
 
 		if (!held)
 			continue;
-		tenant_limits(t, bdi, &lim, &bg);
+		tenant_limits_now(t, bdi, &lim, &bg);
 		if (lim && held - pwb__aread(&t->writeback) > bg)
 			return true;
 	}

@@ -70,6 +70,13 @@ struct pwb_tenant {
 	uint64_t rate_until;		/* uatomic: clock ns its rate cap's
 					 * debt lasts until */
 	uint64_t limit_bytes;		/* uatomic: its last computed limit */
+	/* The throttle's last decision (tenant.c), all uatomic: the scope's
+	 * limits and active weight it was made from, and the held bytes
+	 * below which nothing is to be done while those stay. */
+	uint64_t c_slim;
+	uint64_t c_sbg;
+	int64_t c_aw;
+	uint64_t c_free;
 	unsigned long fresh;		/* uatomic: held pages again after
 					 * holding none (raised to the
 					 * virtual clock at the next round) */
