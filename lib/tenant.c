@@ -439,10 +439,11 @@ bool pwb__tenant_charge(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 
 	if (!t) {
 		uatomic_add(&bdi->tn.default_vt,
-			    bytes * (PWB__TENANT_VT / PWB__TENANT_DEFAULT_WEIGHT));
+			    (bytes >> 9) *
+				    (PWB__TENANT_VT / PWB__TENANT_DEFAULT_WEIGHT));
 		return false;
 	}
-	uatomic_add(&t->vt, bytes * t->vt_scale);
+	uatomic_add(&t->vt, (bytes >> 9) * t->vt_scale);
 	if (!t->rate.rate)
 		return false;
 	now = pwb__now(bdi);

@@ -60,10 +60,11 @@ struct pwb_tenant {
 	uint64_t dirtied;		/* uatomic: bytes newly dirtied */
 	uint64_t written;		/* uatomic: bytes written (no error) */
 	uint64_t nr_inodes;		/* uatomic: inodes attached */
-	uint64_t vt;			/* uatomic: bytes sent to the device,
-					 * scaled by vt_scale (its virtual
-					 * time: the flushers serve the
-					 * lowest first) */
+	uint64_t vt;			/* uatomic: 512-byte units sent to
+					 * the device, scaled by vt_scale
+					 * (its virtual time: the flushers
+					 * serve the lowest first; wraps
+					 * after 900 PiB at weight 1) */
 	uint64_t throttle_ns;		/* uatomic: time its dirtiers slept */
 	uint64_t throttle_events;	/* uatomic */
 	uint64_t rate_limited_ns;	/* uatomic: debt its rate cap ran up */
@@ -87,7 +88,7 @@ struct pwb_tenant {
 	uint64_t thr_prev;		/* uatomic */
 };
 
-/* Virtual time of a byte at weight 1: a byte at weight w adds
+/* Virtual time of 512 bytes at weight 1: at weight w they add
  * PWB__TENANT_VT / w. */
 #define PWB__TENANT_VT 10000ull
 /* The default weight, also that of a bdi's untenanted inodes. */
