@@ -44,6 +44,10 @@
  *             separate budgets (bench/domain-bench.c)
  *   multidev  N bdis on N images in /dev/shm: aggregate throughput
  *             against one bdi's, separate budgets and one domain
+ *   tenants   tenants of weights 5 : 1 flooding one slowed bdi beside a
+ *             light one: written bytes ratio, the light writer's p99
+ *             latency against alone, dirty memory against the limits
+ *             (bench/tenant-bench.c)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -68,6 +72,7 @@
 #include "pwb-policy.h"
 #include "pwb-example-util.h"
 #include "domain-bench.h"
+#include "tenant-bench.h"
 
 #define PS 4096u
 #define MIB (1024.0 * 1024.0)
@@ -76,6 +81,7 @@
 #define MAX_RESULTS 256
 #define MAX_RUNS 15
 #define BENCH_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define BENCH_MIN(a, b) ((a) < (b) ? (a) : (b))
 /* In --contexts lists: "auto", the bdi tunes itself (PWB_BDI_AUTO_WB_CTX). */
 #define CTX_AUTO 0u
 
@@ -83,13 +89,13 @@ enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
 		WL_WAL, WL_PCWRITE, WL_PCREAD, WL_RECLAIM,
 		WL_PCUNCACHED, WL_FRAG, WL_SQLITE, WL_PCSEQREAD, WL_DOMAIN,
-		WL_MULTIDEV, WL_SQLITE_BULK, NR_WL };
+		WL_MULTIDEV, WL_SQLITE_BULK, WL_TENANTS, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
 	"memory", "one-file-seq", "one-file-rand", "wal", "pcache-write",
 	"pcache-read", "reclaim", "pcache-uncached", "frag", "sqlite",
-	"pcache-seqread", "domain", "multidev", "sqlite-bulk",
+	"pcache-seqread", "domain", "multidev", "sqlite-bulk", "tenants",
 };
 
 /* The one-file workloads: one inode, written by every context under the
@@ -127,6 +133,7 @@ struct opts {
 	bool json, csv, no_fio, no_kernel, keep, throttle, verbose;
 	bool domain;			/* every bdi in one memory domain */
 	unsigned int devices;		/* multidev: bdis (4) */
+	unsigned int tenants;		/* markdirty: tenants of the inodes */
 };
 
 struct result {
@@ -1070,10 +1077,22 @@ static void markdirty_once(unsigned int threads, double *first, double *again)
 	struct md_thread m[MAX_THREADS];
 	struct app_inode ai[MAX_THREADS];
 	struct pwb_bdi *bdi = bdi_open(g_sparse, "null", o.sweep[0], false);
+	struct pwb_tenant *tn[MAX_THREADS] = { NULL };
 	pthread_barrier_t bar;
 	unsigned int t;
 
 	*first = *again = 0;
+	/* --tenants N: the inodes go to N tenants (of the domain with
+	 * --domain, else of the bdi), weights 100, 200, ...: their cost. */
+	for (t = 0; t < o.tenants && t < MAX_THREADS; t++) {
+		struct pwb_tenant_config tc;
+
+		pwb_tenant_config_init(&tc);
+		tc.weight = 100 * (t + 1);
+		if (pwb_tenant_create(g_domain, g_domain ? NULL : bdi, &tc,
+				      &tn[t]))
+			die("pwb_tenant_create: %s", pwb_errmsg());
+	}
 	pthread_barrier_init(&bar, NULL, threads);
 	memset(m, 0, sizeof(m));
 	for (t = 0; t < threads; t++) {
@@ -1081,6 +1100,11 @@ static void markdirty_once(unsigned int threads, double *first, double *again)
 					    .pages = o.md_pages };
 		if (pwb_inode_open(bdi, t, &app_ops, &ai[t], &ai[t].inode))
 			die("pwb_inode_open failed");
+		if (o.tenants &&
+		    pwb_inode_set_tenant(ai[t].inode,
+					 tn[t % BENCH_MIN(o.tenants,
+							  MAX_THREADS)]))
+			die("pwb_inode_set_tenant: %s", pwb_errmsg());
 		m[t] = (struct md_thread){ .inode = ai[t].inode,
 					   .pages = o.md_pages, .bar = &bar };
 		if (pthread_create(&m[t].tid, NULL, md_fn, &m[t]))
@@ -1095,6 +1119,8 @@ static void markdirty_once(unsigned int threads, double *first, double *again)
 	}
 	pthread_barrier_destroy(&bar);
 	pwb_bdi_close(bdi);
+	for (t = 0; t < MAX_THREADS; t++)
+		pwb_tenant_destroy(tn[t]);
 }
 
 /*
@@ -2948,7 +2974,7 @@ static void parse_workloads(const char *s)
 			for (i = 0; i < NR_WL; i++)
 				o.wl[i] = i != WL_SQLITE && i != WL_DOMAIN &&
 					  i != WL_MULTIDEV &&
-					  i != WL_SQLITE_BULK;
+					  i != WL_SQLITE_BULK && i != WL_TENANTS;
 			continue;
 		}
 		if (!strcmp(tok, "one-file")) {
@@ -2973,8 +2999,8 @@ static void usage(FILE *f)
 "                    memory, one-file (one-file-seq,one-file-rand),\n"
 "                    wal, pcache-write, pcache-read, pcache-uncached,\n"
 "                    pcache-seqread, reclaim, frag, all (seed); not in\n"
-"                    all: domain, multidev, sqlite, sqlite-bulk (the\n"
-"                    last two built with sqlite3)\n"
+"                    all: domain, multidev, tenants, sqlite,\n"
+"                    sqlite-bulk (the last two built with sqlite3)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
@@ -2992,7 +3018,7 @@ static void usage(FILE *f)
 "  --fsync-every K   fsync workload: writes between fsyncs (64)\n"
 "  --duration SEC    cap on each run's writing phase (0: none;\n"
 "                    throttle: its length, default 20; wal: 3;\n"
-"                    domain, multidev: 5 per run)\n"
+"                    domain, multidev, tenants: 5 per run)\n"
 "  --device PATH     device or file to write (default: an image it\n"
 "                    creates in --dir and removes)\n"
 "  --dir DIR         where images go (current directory)\n"
@@ -3006,6 +3032,8 @@ static void usage(FILE *f)
 "  --domain          every bdi joins one memory domain (its cost; the\n"
 "                    limits of the first bdi, no limit as 1 TiB)\n"
 "  --devices N       multidev: bdis (4)\n"
+"  --tenants N       markdirty: the inodes go to N tenants (of the\n"
+"                    domain with --domain), to measure their cost\n"
 "  --dirty-bg BYTES  dirty_background_bytes (libpwb default 64M;\n"
 "                    throttle: half of --dirty-limit)\n"
 "  --dirty-limit BYTES  throttle: dirty_bytes (64M)\n"
@@ -3021,7 +3049,7 @@ static void parse_opts(int argc, char **argv)
 	       O_DUR, O_DEV, O_DIR, O_JSON, O_CSV, O_SWEEP, O_NOFIO, O_NOK,
 	       O_INO, O_FSE, O_REP, O_NP, O_MDP, O_KEEP, O_THROT, O_RUNS,
 	       O_DBG, O_AMIN, O_AMAX, O_AMS, O_ASW, O_DLIM, O_MEMI, O_DOM,
-	       O_NDEV, O_RA };
+	       O_NDEV, O_RA, O_TEN };
 	static const struct option lo[] = {
 		{ "workload", 1, NULL, O_WL }, { "contexts", 1, NULL, O_CTX },
 		{ "flushers", 1, NULL, O_FL }, { "policy", 1, NULL, O_POL },
@@ -3042,7 +3070,7 @@ static void parse_opts(int argc, char **argv)
 		{ "dirty-limit", 1, NULL, O_DLIM },
 		{ "mem-inodes", 1, NULL, O_MEMI },
 		{ "domain", 0, NULL, O_DOM }, { "devices", 1, NULL, O_NDEV },
-		{ "readahead", 1, NULL, O_RA },
+		{ "readahead", 1, NULL, O_RA }, { "tenants", 1, NULL, O_TEN },
 		{ "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -3109,6 +3137,7 @@ static void parse_opts(int argc, char **argv)
 		case O_DLIM: o.dirty_limit = parse_size(optarg); break;
 		case O_MEMI: o.mem_inodes = parse_size(optarg); break;
 		case O_DOM: o.domain = true; break;
+		case O_TEN: o.tenants = (unsigned int)atoi(optarg); break;
 		case O_NDEV: o.devices = (unsigned int)atoi(optarg); break;
 		case O_RA:
 			o.readahead = strcmp(optarg, "0") ?
@@ -3321,6 +3350,23 @@ static void bench_dom_workload(enum workload wl)
 		    pwb_strerror(rc));
 }
 
+/* The tenants workload (bench/tenant-bench.c). */
+static void bench_tenants(void)
+{
+	struct pwb_bench_tenant_opts t = {
+		.dir = o.dir,
+		.seconds = o.duration > 0 ? o.duration : 5,
+		.runs = o.runs,
+		.dirty_limit = o.dirty_limit,
+		.img_bytes = o.size,
+		.verbose = o.verbose,
+	};
+	int rc = pwb_bench_tenants(tbl, &t);
+
+	if (rc)
+		die("the tenants workload failed: %s", pwb_strerror(rc));
+}
+
 /* The pwb VFS against SQLite's default VFS (bench/sqlite-bench.c). */
 static void bench_sqlite(void)
 {
@@ -3439,6 +3485,8 @@ int main(int argc, char **argv)
 			bench_dom_workload((enum workload)i);
 		else if (i == WL_SQLITE_BULK)
 			bench_sqlite_bulk();
+		else if (i == WL_TENANTS)
+			bench_tenants();
 		else
 			bench_io((enum workload)i);
 	}

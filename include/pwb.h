@@ -171,6 +171,7 @@ struct pwb_bdi;
 struct pwb_inode;
 struct pwb_event;
 struct pwb_domain;
+struct pwb_tenant;
 
 /* ---------------------------------------------------------------------- */
 /* Configuration                                                          */
@@ -541,6 +542,166 @@ PWB_API int pwb_domain_create(const struct pwb_domain_config *cfg,
  *         bdis and call again.
  */
 PWB_API int pwb_domain_destroy(struct pwb_domain *dom);
+
+/* ---------------------------------------------------------------------- */
+/* Tenants                                                                */
+
+/**
+ * struct pwb_tenant_config - a tenant's weight and limits
+ *
+ * A tenant groups inodes that share a budget, the way the kernel's cgroup
+ * writeback groups a cgroup's files: its writers are throttled by its own
+ * dirty and writeback bytes, never by another tenant's, and the flushers
+ * of a saturated device share its writeback bandwidth among the tenants
+ * with dirty pages in proportion to their weights (an idle tenant's share
+ * goes to the busy ones). Fill it with pwb_tenant_config_init(), then
+ * change what you need. Grows only at the end, like struct
+ * pwb_bdi_config.
+ */
+struct pwb_tenant_config {
+	/** Share of writeback bandwidth and of dirty memory, relative to
+	 *  the other tenants of the same bdi or domain that hold dirty
+	 *  pages (cgroup io.weight). 1 .. 10000; untenanted inodes weigh
+	 *  100. Default 100. */
+	unsigned int weight;
+	/** The tenant's own limit on its dirty and writeback bytes; its
+	 *  writers are paused from half of it up and wait at it. The
+	 *  tenant's share of the bdi's (or domain's) dirty_bytes, by
+	 *  weight among the tenants holding pages, applies too; the lower
+	 *  wins. 0: no own limit. Default 0. */
+	uint64_t dirty_bytes;
+	/** Cap on the tenant's writeback rate in bytes per second: the
+	 *  flushers pass its inodes over while its budget is spent and
+	 *  write the other tenants' meanwhile. 0: none. Default 0. */
+	uint64_t rate_limit_bytes_per_sec;
+};
+
+/**
+ * pwb_tenant_config_init() - set every field of @cfg to its default
+ * @cfg: the struct to fill; NULL is ignored
+ * @cfg_sz: sizeof(struct pwb_tenant_config) as the caller was compiled;
+ *          the macro of the same name passes it
+ *
+ * Context: any thread.
+ */
+PWB_API void pwb_tenant_config_init(struct pwb_tenant_config *cfg,
+				    size_t cfg_sz);
+#define pwb_tenant_config_init(cfg)                                            \
+	pwb_tenant_config_init((cfg), sizeof(struct pwb_tenant_config))
+
+/**
+ * pwb_tenant_create() - create a tenant of a memory domain or of one bdi
+ * @domain: the domain whose bdis the tenant's inodes may live on, or NULL
+ * @bdi: the one bdi the tenant's inodes live on, or NULL
+ * @cfg: configuration, copied; NULL means all defaults
+ * @cfg_sz: sizeof(struct pwb_tenant_config) as the caller was compiled;
+ *          the macro of the same name passes it
+ * @out: on success, the new tenant
+ *
+ * Exactly one of @domain and @bdi is given: the scope the tenant's share
+ * of dirty memory is taken from (the domain's dirty_bytes, or the bdi's
+ * own, which in a domain is the bdi's share). Inodes join the tenant with
+ * pwb_inode_set_tenant(). The tenant's limits apply to its writers on a
+ * bdi opened with PWB_BDI_THROTTLE, like the bdi's own.
+ *
+ * Context: any thread. The caller owns the tenant and destroys it with
+ * pwb_tenant_destroy() once no inode is attached to it; it may outlive
+ * its bdi or domain (it is then detached from it and only its statistics
+ * remain).
+ * Return: 0; -EINVAL: NULL @out, both or neither of @domain and @bdi,
+ *         weight 0 or above 10000, or @cfg_sz smaller than the first
+ *         layout of the struct; -E2BIG: @cfg is larger than this
+ *         library's struct and sets a field this library does not know;
+ *         -ESHUTDOWN: @bdi is being closed; -ENOMEM.
+ */
+PWB_API int pwb_tenant_create(struct pwb_domain *domain, struct pwb_bdi *bdi,
+			      const struct pwb_tenant_config *cfg,
+			      size_t cfg_sz, struct pwb_tenant **out);
+#define pwb_tenant_create(domain, bdi, cfg, out)                               \
+	pwb_tenant_create((domain), (bdi), (cfg),                              \
+			  sizeof(struct pwb_tenant_config), (out))
+
+/**
+ * pwb_tenant_destroy() - free a tenant that no inode is attached to
+ * @tenant: the tenant; NULL is a no-op returning 0
+ *
+ * Context: any thread; not concurrently with pwb_inode_set_tenant() or a
+ * close of an inode of @tenant. Sleeps for an RCU grace period.
+ * Return: 0 (@tenant is freed); -EBUSY if an inode is still attached to
+ *         it (move it with pwb_inode_set_tenant() or close it first):
+ *         nothing is freed.
+ */
+PWB_API int pwb_tenant_destroy(struct pwb_tenant *tenant);
+
+/**
+ * pwb_inode_set_tenant() - attach an inode to a tenant, or detach it
+ * @inode: an open inode
+ * @tenant: the tenant, or NULL for none (the default: the inode is then
+ *          throttled by its bdi's state and served with weight 100)
+ *
+ * The inode's dirty and writeback pages move to @tenant's account at
+ * once. An inode under a per-page shard policy (PWB_POLICY_F_PER_PAGE)
+ * can change its tenant only until its first pwb_mark_dirty().
+ *
+ * Context: any thread; not concurrently with pwb_tenant_destroy() of
+ * the old or the new tenant.
+ * Return: 0; -EINVAL: NULL @inode, or @tenant belongs to another bdi or
+ *         to a domain @inode's bdi is not in, or to a bdi or domain that
+ *         is gone; -EBUSY: a per-page policy already routes the inode's
+ *         pages; -EBADF: @inode is being closed.
+ */
+PWB_API int pwb_inode_set_tenant(struct pwb_inode *inode,
+				 struct pwb_tenant *tenant);
+
+/**
+ * struct pwb_tenant_stats - one tenant's counters and state
+ *
+ * Filled by pwb_tenant_stats(). Grows only at the end, like struct
+ * pwb_stats.
+ */
+struct pwb_tenant_stats {
+	/** Now: bytes dirty, not yet being written. */
+	uint64_t dirty_bytes;
+	/** Now: bytes being written. */
+	uint64_t writeback_bytes;
+	/** The most dirty + writeback bytes the tenant held at once. */
+	uint64_t max_held_bytes;
+	/** Bytes newly dirtied by its writers (since creation). */
+	uint64_t dirtied_bytes;
+	/** Bytes written to the device without error. */
+	uint64_t written_bytes;
+	/** Time its writers slept in the throttle, and how many sleeps. */
+	uint64_t throttled_ns;
+	uint64_t throttle_events;
+	/** Time of writeback its rate cap held back. */
+	uint64_t rate_limited_ns;
+	/** Now: the limit its writers wait at (its share or its own
+	 *  dirty_bytes, the lower), in bytes of the last bdi it was
+	 *  throttled on; 0 before that or without a limit. */
+	uint64_t limit_bytes;
+	/** Now: inodes attached. */
+	uint64_t nr_inodes;
+	/** Its weight. */
+	uint64_t weight;
+};
+
+/**
+ * pwb_tenant_stats() - read a tenant's counters
+ * @tenant: the tenant
+ * @st: filled in
+ * @st_sz: sizeof(struct pwb_tenant_stats) as the caller was compiled;
+ *         the macro of the same name passes it
+ *
+ * Lock-free: the counters are read one by one, not as one snapshot.
+ *
+ * Context: any thread.
+ * Return: 0; -EINVAL: NULL @tenant or @st, or @st_sz smaller than the
+ *         first layout of the struct.
+ */
+PWB_API int pwb_tenant_stats(const struct pwb_tenant *tenant,
+			     struct pwb_tenant_stats *st, size_t st_sz);
+#define pwb_tenant_stats(tenant, st)                                           \
+	pwb_tenant_stats((tenant), (st), sizeof(struct pwb_tenant_stats))
 
 /* ---------------------------------------------------------------------- */
 /* Backing device                                                         */

@@ -16,6 +16,7 @@
 #include "abi.h"
 #include "space.h"
 #include "domain.h"
+#include "tenant.h"
 
 #include <string.h>
 PWB_API int pwb__sized_fault_parse(const char *spec, struct pwb_fault *fault,
@@ -254,4 +255,55 @@ int pwb__sized_domain_create(const struct pwb_domain_config *cfg,
 	if (ret)
 		return ret;
 	return pwb__domain_create(&full, domp);
+}
+
+PWB__SIZED(pwb__sized_tenant_config_init, pwb_tenant_config_init);
+void pwb__sized_tenant_config_init(struct pwb_tenant_config *cfg,
+				   size_t cfg_sz)
+{
+	struct pwb_tenant_config full;
+
+	if (!cfg)
+		return;
+	pwb__tenant_config_defaults(&full);
+	abi_copy_out(cfg, cfg_sz, &full, sizeof(full));
+}
+
+PWB__SIZED(pwb__sized_tenant_create, pwb_tenant_create);
+int pwb__sized_tenant_create(struct pwb_domain *domain, struct pwb_bdi *bdi,
+			     const struct pwb_tenant_config *cfg,
+			     size_t cfg_sz, struct pwb_tenant **out)
+{
+	struct pwb_tenant_config full;
+	int ret;
+
+	if (!cfg)
+		return pwb__tenant_create(domain, bdi, NULL, out);
+	pwb__err_clear();
+	pwb__tenant_config_defaults(&full);
+	ret = abi_copy_in(&full, sizeof(full), cfg, cfg_sz,
+			  PWB__TENANT_CONFIG_SZ_0_1_0, "pwb_tenant_create",
+			  "pwb_tenant_config");
+	if (ret)
+		return ret;
+	return pwb__tenant_create(domain, bdi, &full, out);
+}
+
+PWB__SIZED(pwb__sized_tenant_stats, pwb_tenant_stats);
+int pwb__sized_tenant_stats(const struct pwb_tenant *tenant,
+			    struct pwb_tenant_stats *st, size_t st_sz)
+{
+	struct pwb_tenant_stats full;
+	int ret;
+
+	pwb__err_clear();
+	ret = abi_check_out(st, st_sz, PWB__TENANT_STATS_SZ_0_1_0,
+			    "pwb_tenant_stats", "pwb_tenant_stats");
+	if (ret)
+		return ret;
+	/* A query: the cast only meets the internal function's pointer. */
+	ret = pwb__tenant_stats((struct pwb_tenant *)tenant, st ? &full : NULL);
+	if (!ret)
+		abi_copy_out(st, st_sz, &full, sizeof(full));
+	return ret;
 }

@@ -30,6 +30,10 @@
 	PWB__OFFSETOFEND(struct pwb_alloc_group_stats, largest_free)
 #define PWB__DOMAIN_CONFIG_SZ_0_1_0                                            \
 	PWB__OFFSETOFEND(struct pwb_domain_config, clock_arg)
+#define PWB__TENANT_CONFIG_SZ_0_1_0                                            \
+	PWB__OFFSETOFEND(struct pwb_tenant_config, rate_limit_bytes_per_sec)
+#define PWB__TENANT_STATS_SZ_0_1_0                                             \
+	PWB__OFFSETOFEND(struct pwb_tenant_stats, weight)
 
 /*
  * The sized entry points are defined as pwb__sized_<name> and bound to
@@ -73,5 +77,13 @@ PWB_API void pwb__sized_domain_config_init(struct pwb_domain_config *cfg,
 					   size_t cfg_sz);
 PWB_API int pwb__sized_domain_create(const struct pwb_domain_config *cfg,
 				     size_t cfg_sz, struct pwb_domain **domp);
+PWB_API void pwb__sized_tenant_config_init(struct pwb_tenant_config *cfg,
+					   size_t cfg_sz);
+PWB_API int pwb__sized_tenant_create(struct pwb_domain *domain,
+				     struct pwb_bdi *bdi,
+				     const struct pwb_tenant_config *cfg,
+				     size_t cfg_sz, struct pwb_tenant **out);
+PWB_API int pwb__sized_tenant_stats(const struct pwb_tenant *tenant,
+				    struct pwb_tenant_stats *st, size_t st_sz);
 
 #endif /* PWB_ABI_H */

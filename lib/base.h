@@ -259,9 +259,11 @@ enum pwb__lock_rank {
 	PWB__LOCK_DOMAIN,	/* domain->lock (domain.c): members and
 				 * their shares; a leaf, tried (never
 				 * waited for) on the completion path */
-	PWB__LOCK_PAGE_WAIT,	/* pcache->wait[i].lock (readahead.c):
+	PWB__LOCK_PAGE_WAIT,	/* pcache->wait[i].lock (pcache-wait.c):
 				 * threads waiting for a page under read;
 				 * a leaf */
+	PWB__LOCK_TENANT,	/* tenant_lock (tenant.c): the tenant lists
+				 * of bdis and domains; a leaf */
 	PWB__NR_LOCK_RANKS
 };
 

@@ -746,6 +746,8 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	/* Off its domain's members: walks of the domain that still see
 	 * the bdi end within the grace period. */
 	pwb__domain_leave(bdi);
+	/* Its tenants outlive it, detached (tenant.c). */
+	pwb__tenant_scope_release(&bdi->tn);
 	pwb__synchronize_rcu();
 
 	/* No re-shard runs (it holds a reference); the lock orders

@@ -13,6 +13,7 @@
 #include "base.h"
 #include "pacing.h"
 #include "wb_ctx.h"
+#include "tenant.h"
 
 struct pwb_inode;
 struct pwb__autotune;
@@ -164,6 +165,8 @@ struct pwb_bdi {
 	struct pwb__dom_member *dom;	/* set at open, freed at close: the
 					 * bdi's place in its memory domain
 					 * (domain.h); NULL: none */
+	struct pwb__tenant_scope tn;	/* tenants of the bdi, counts of its
+					 * tenanted inodes (tenant.h) */
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)

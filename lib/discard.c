@@ -262,6 +262,8 @@ static bool drop_dirty_locked(struct pwb_inode *inode, uint64_t first,
 	 * inode (no context) had nothing to drop. */
 	if (n)
 		uatomic_sub(&inode->wb->stats.dirty_pages, n);
+	if (n && inode->tenant)
+		pwb__tenant_dropped(inode->tenant, n << inode->bdi->page_shift);
 	if (!inode->map.count[PWB__TAG_DIRTY])
 		inode->state &= ~PWB__I_DIRTY_PAGES;
 	return n && !(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META));

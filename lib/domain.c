@@ -431,6 +431,10 @@ PWB_API int pwb_domain_destroy(struct pwb_domain *dom)
 		return pwb__err(-EBUSY, "pwb_domain_destroy: %u bdi%s still "
 					"in the domain",
 				joined, joined == 1 ? " is" : "s are");
+	/* Its tenants outlive it, detached; flushers walking their list
+	 * (tenant.c) are done after the grace period. */
+	pwb__tenant_scope_release(&dom->tn);
+	pwb__synchronize_rcu();
 	pthread_mutex_destroy(&dom->lock);
 	free(dom);
 	return 0;

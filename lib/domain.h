@@ -9,6 +9,7 @@
 #define PWB_DOMAIN_H
 
 #include "base.h"
+#include "tenant.h"
 
 struct pwb_bdi;
 struct pwb__throttle_state;
@@ -33,6 +34,7 @@ struct pwb_domain {
 	uint64_t periods;		/* lock: periods aged so far */
 	uint64_t next_update;		/* uatomic: clock time of the next
 					 * recomputation */
+	struct pwb__tenant_scope tn;	/* tenants of the domain (tenant.h) */
 };
 
 /* One bdi's place in its domain: bdi->dom. Allocated at open, freed at

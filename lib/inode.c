@@ -19,6 +19,7 @@
 #include "writeback.h"
 #include "page-owner.h"
 #include "space.h"
+#include "tenant.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,9 @@ inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
 	wb = assign_wb_locked(inode, wb, key);
 	/* Counted under the lock, so the flusher's decrement comes after. */
 	pwb__wb_account_dirtied(wb, (uint64_t)n);
+	if (caa_unlikely(inode->tenant))
+		pwb__tenant_dirtied(inode->tenant,
+				    (uint64_t)n << inode->bdi->page_shift);
 	return n;
 }
 
@@ -366,7 +370,8 @@ mark_dirty_tail(struct pwb_inode *inode, int64_t n)
 		pwb__throttle_account((uint64_t)n);
 		/* Ends the section (it may sleep, holding the bdi). */
 		if (!pwb__in_flusher())
-			return pwb__balance_dirty_rcu(bdi);
+			return pwb__balance_dirty_rcu(
+				bdi, pwb__aread(&inode->tenant));
 	}
 	pwb__inode_exit(inode, PWB__HOLD_RCU);
 	return 0;
@@ -860,6 +865,10 @@ void pwb__inode_unlink(struct pwb_inode *inode)
 	 * retire and free @wb, and leaves a GONE inode alone. */
 	pwb__inode_move_locked(wb, inode, PWB__LIST_NONE);
 	uatomic_sub(&wb->stats.dirty_pages, inode->map.count[PWB__TAG_DIRTY]);
+	if (inode->tenant)
+		pwb__tenant_dropped(inode->tenant,
+				    inode->map.count[PWB__TAG_DIRTY]
+					    << inode->bdi->page_shift);
 	uatomic_dec(&wb->stats.nr_inodes);
 	inode->state |= PWB__I_GONE;
 	pthread_mutex_unlock(&inode->lock);
@@ -893,6 +902,7 @@ int pwb__inode_close(struct pwb_inode *inode)
 		pwb__inode_unlink(h[i]);
 	/* No call and no write uses the pages any more. */
 	bdi->page_owner->inode_close(inode);
+	pwb__tenant_inode_closed(inode);
 	err = pwb__errseq_check_and_advance(&inode->wb_err,
 					    &inode->fsync_cursor);
 	if (!err)

@@ -120,6 +120,10 @@ struct pwb_inode {
 	struct pwb__space_inode *space;	/* read-only after open: allocator
 					 * mode (space.h; own lock), else
 					 * NULL */
+	/* pwb_inode_set_tenant(): inode->lock to change (with the page
+	 * counts, tenant.c); read under it where pages are counted, with
+	 * pwb__aread by the flushers' order. A slice copies its inode's. */
+	struct pwb_tenant *tenant;
 };
 
 /* The inode the application knows: @inode itself, or a slice's parent.

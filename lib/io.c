@@ -171,6 +171,12 @@ void pwb__io_complete(struct pwb__io *io, int err)
 		 * cannot fail for lack of memory; if it ever did, the error
 		 * below still reaches fsync callers.
 		 */
+		if (inode->tenant)
+			pwb__tenant_end_write(inode->tenant,
+					      io->nr << bdi->page_shift,
+					      redirtied > 0 ? (uint64_t)redirtied
+							      << bdi->page_shift
+							    : 0, false);
 		if (redirtied > 0) {
 			/* Counted where the inode lives (writepages). */
 			uatomic_add(&inode->wb->stats.dirty_pages, redirtied);
@@ -187,6 +193,10 @@ void pwb__io_complete(struct pwb__io *io, int err)
 		}
 	} else {
 		pwb__bdi_write_done_locked(bdi, inode);
+		if (inode->tenant)
+			pwb__tenant_end_write(inode->tenant,
+					      io->nr << bdi->page_shift, 0,
+					      true);
 	}
 	/* Back-off, the failed mark and the ENOSPC pause (error.c); a write
 	 * of discarded pages only is no failure of the inode. */

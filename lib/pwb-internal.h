@@ -22,6 +22,7 @@
 #include "autotune.h"
 #include "bdi.h"
 #include "throttle.h"
+#include "tenant.h"
 #include "domain.h"
 #include "inode.h"
 #include "region.h"

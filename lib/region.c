@@ -113,6 +113,7 @@ static struct pwb_inode *slice_get_locked(struct pwb_inode *inode,
 	s->wb_hint = -1;
 	s->parent = inode;
 	s->slot = slot;
+	s->tenant = inode->tenant;	/* fixed once a region routes */
 	pwb__mutex_init(&s->lock, PWB__LOCK_INODE);
 	pthread_cond_init(&s->users_cond, NULL);
 	pthread_cond_init(&s->wb_cond, NULL);

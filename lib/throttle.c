@@ -179,7 +179,8 @@ static void sleep_ns(uint64_t ns)
  * to go on, else the pause in ns (below MIN_PAUSE_NS: too short to sleep,
  * keep the debt); *hard says dirty memory is at the limit.
  */
-static uint64_t next_pause(struct pwb_bdi *bdi, uint64_t dirtied, bool *hard)
+static uint64_t next_pause(struct pwb_bdi *bdi, struct pwb_tenant *t,
+			   uint64_t dirtied, bool *hard)
 {
 	struct pwb__throttle_state s = {
 		.bg = pwb__aread(&bdi->bg_thresh_pages),
@@ -192,6 +193,9 @@ static uint64_t next_pause(struct pwb_bdi *bdi, uint64_t dirtied, bool *hard)
 	*hard = false;
 	if (s.bg && s.dirty > s.bg)
 		pwb__kick_background(bdi);
+	/* A tenant's writers go by the tenant's own state (tenant.c). */
+	if (caa_unlikely(t))
+		return pwb__tenant_pause(t, bdi, &s, hard);
 	if (caa_unlikely(bdi->dom)) {
 		if (!pwb__domain_throttle(bdi, &s))
 			return 0;
@@ -220,7 +224,7 @@ PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
 		return pwb__err(-EINVAL, "pwb_balance_dirty_nowait: NULL bdi");
 	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_balance_dirty_nowait"))
 		return -ESHUTDOWN;
-	pause = next_pause(bdi, dirtied_since_balance, &hard);
+	pause = next_pause(bdi, NULL, dirtied_since_balance, &hard);
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	if (!pause) {
 		dirtied_since_balance = 0;
@@ -232,7 +236,7 @@ PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
 				 "writeback started, try again later");
 }
 
-int pwb__balance_dirty(struct pwb_bdi *bdi)
+int pwb__balance_dirty(struct pwb_bdi *bdi, struct pwb_tenant *t)
 {
 	uint64_t start = pwb__clock_monotonic(NULL), slept = 0;
 	uint64_t timeout = bdi->cfg.throttle_timeout_ms * PWB__NSEC_PER_MSEC;
@@ -241,7 +245,8 @@ int pwb__balance_dirty(struct pwb_bdi *bdi)
 
 	for (;;) {
 		bool hard;
-		uint64_t pause = next_pause(bdi, dirtied_since_balance, &hard);
+		uint64_t pause = next_pause(bdi, t, dirtied_since_balance,
+					    &hard);
 
 		if (!pause)
 			break;
@@ -283,16 +288,18 @@ int pwb__balance_dirty(struct pwb_bdi *bdi)
 	if (events) {
 		uatomic_add(&bdi->throttle_ns, slept);
 		uatomic_add(&bdi->throttle_events, events);
+		if (t)
+			pwb__tenant_throttled(t, slept, events);
 	}
 	return ret;
 }
 
-int pwb__balance_dirty_rcu(struct pwb_bdi *bdi)
+int pwb__balance_dirty_rcu(struct pwb_bdi *bdi, struct pwb_tenant *t)
 {
 	bool hard;
 	int ret;
 
-	if (!next_pause(bdi, dirtied_since_balance, &hard)) {
+	if (!next_pause(bdi, t, dirtied_since_balance, &hard)) {
 		pwb__rcu_read_unlock();
 		dirtied_since_balance = 0;
 		return 0;
@@ -304,7 +311,7 @@ int pwb__balance_dirty_rcu(struct pwb_bdi *bdi)
 		dirtied_since_balance = 0;
 		return ret;
 	}
-	ret = pwb__balance_dirty(bdi);
+	ret = pwb__balance_dirty(bdi, t);
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return ret;
 }
@@ -322,7 +329,7 @@ PWB_API int pwb_balance_dirty(struct pwb_bdi *bdi)
 	ret = pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_balance_dirty");
 	if (ret)
 		return ret;
-	ret = pwb__balance_dirty(bdi);
+	ret = pwb__balance_dirty(bdi, NULL);
 	pwb__bdi_exit(bdi, PWB__HOLD_REF);
 	return ret;
 }

@@ -11,6 +11,7 @@
 #include "base.h"
 
 struct pwb_bdi;
+struct pwb_tenant;
 
 /* ---------------------------------------------------------------------- */
 /* throttle.c                                                             */
@@ -31,12 +32,15 @@ static inline uint64_t pwb__throttle_setpoint(uint64_t bg, uint64_t limit)
 /* The bdi's dirty + writeback pages, over every context (lock-free). */
 uint64_t pwb__throttle_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* pwb_balance_dirty() without argument checks; the caller holds a
- * pwb__bdi_enter() reference. -ESHUTDOWN if close began meanwhile. */
-int pwb__balance_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
+ * pwb__bdi_enter() reference. @t: the dirtied inode's tenant, whose own
+ * state decides (NULL: the bdi's). -ESHUTDOWN if close began meanwhile. */
+int pwb__balance_dirty(struct pwb_bdi *bdi,
+		       struct pwb_tenant *t) PWB__INTERNAL;
 /* The same for pwb_mark_dirty(), whose caller holds rcu_read_lock (which
  * keeps @bdi alive): the common "no pause" answer needs no reference; a
  * pause takes one. Drops rcu_read_lock before it returns. */
-int pwb__balance_dirty_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
+int pwb__balance_dirty_rcu(struct pwb_bdi *bdi,
+			   struct pwb_tenant *t) PWB__INTERNAL;
 
 #define PWB__THROTTLE_MAX_PAUSE_NS (200 * PWB__NSEC_PER_MSEC)
 #define PWB__THROTTLE_MIN_PAUSE_NS (1 * PWB__NSEC_PER_MSEC)

@@ -88,6 +88,10 @@ static bool over_bg_thresh(struct pwb_bdi *bdi)
 		return true;
 	if (dirty && bdi->dom && pwb__domain_over_bg(bdi))
 		return true;
+	/* A tenant over its own threshold is written for too (tenant.c). */
+	if (caa_unlikely(pwb__tenant_active(bdi, &bdi->tn)) && dirty &&
+	    pwb__tenant_over_bg(bdi))
+		return true;
 	return dirty && pwb__throttle_over_setpoint(bdi);
 }
 
@@ -286,6 +290,9 @@ static void page_not_now(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 		/* A pwb_inode_discard() waits for this page: it is gone, not
 		 * postponed (it must not come back dirty). */
 		pwb__map_clear(&inode->map, PWB__TAG_WRITEBACK, index, index);
+		if (inode->tenant)
+			pwb__tenant_end_write(inode->tenant, pwb__page_size(
+						wb->bdi), 0, false);
 		pwb__inode_writes_ended(inode, false);
 		pthread_mutex_unlock(&inode->lock);
 		uatomic_sub(&wb->stats.writeback_pages, 1);
@@ -303,6 +310,10 @@ static void page_not_now(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 	inode->state |= PWB__I_DIRTY_PAGES;
 	if (redirtied > 0)	/* not dirtied again meanwhile */
 		uatomic_add(&inode->wb->stats.dirty_pages, redirtied);
+	if (inode->tenant)
+		pwb__tenant_end_write(inode->tenant, pwb__page_size(wb->bdi),
+				      redirtied > 0 ? pwb__page_size(wb->bdi)
+						    : 0, false);
 	/* A pwb_wait_writeback() of this page may be waiting. */
 	pwb__inode_writes_ended(inode, false);
 	pthread_mutex_unlock(&inode->lock);
@@ -690,6 +701,9 @@ again:
 			inode->state &= ~PWB__I_DIRTY_PAGES;
 		idx = first + n;
 		inode->writeback_index = idx;
+		if (inode->tenant)
+			pwb__tenant_start_write(inode->tenant,
+						n << bdi->page_shift);
 		pthread_mutex_unlock(&inode->lock);
 
 		/* Dirty pages are counted where the inode lives, pages in
@@ -713,6 +727,11 @@ again:
 			wbc->yielded = true;
 			wbc->nr_to_write = 0;
 		}
+		/* Tenants: service by weight, and a tenant's own cap ends
+		 * the visit (tenant.c). */
+		if (caa_unlikely(!sync && pwb__tenant_active(bdi, &bdi->tn)) &&
+		    pwb__tenant_charge(wb, inode, n << bdi->page_shift))
+			wbc->nr_to_write = 0;
 
 		pthread_mutex_lock(&inode->lock);
 		if (idx == 0)	/* wrapped past UINT64_MAX */
@@ -926,7 +945,13 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 {
 	struct pwb_bdi *bdi = wb->bdi;
 	uint64_t start = pwb__now(bdi), total = 0;
+	/* Tenants share the bdi: serve by weight (tenant.c). */
+	bool tn = caa_unlikely(work->sync_mode == PWB__SYNC_NONE &&
+			       pwb__tenant_active(bdi, &bdi->tn));
+	struct pwb__tenant_round round;
 
+	if (tn)
+		pwb__tenant_round_start_locked(wb, &round);
 	while (!cds_list_empty(&wb->b_io)) {
 		struct pwb_inode *inode = first_io_inode(wb);
 		struct wb_control wbc = {
@@ -934,6 +959,16 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 			.nr_to_write = chunk_pages(wb, work),
 		};
 
+		if (tn) {
+			if (pwb__tenant_skip_locked(wb, inode, &round)) {
+				pwb__inode_move_locked(wb, inode,
+						       PWB__LIST_MORE_IO);
+				continue;
+			}
+			wbc.nr_to_write = PWB__MIN(wbc.nr_to_write,
+				(int64_t)(PWB__TENANT_CHUNK_BYTES >>
+					  bdi->page_shift));
+		}
 		if (!claim_inode_locked(inode)) {
 			pass_over_busy_locked(wb, inode,
 					      work->sync_mode == PWB__SYNC_ALL);
@@ -956,6 +991,17 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 			break;
 		if (pwb__now(bdi) - start > PASS_SLICE_NS)
 			break;
+	}
+	/* Only tenants in debt to their rate caps had pages: wait for the
+	 * first to pay, and count the wait as progress, so the pass goes
+	 * on as the bdi's own cap's does (pwb__rate_sleep). */
+	if (tn && !total && round.rate_wait) {
+		bool slept;
+
+		pthread_mutex_unlock(&wb->list_lock);
+		slept = pwb__tenant_rate_pause(wb, &round);
+		pthread_mutex_lock(&wb->list_lock);
+		return slept;
 	}
 	return total;
 }
