@@ -39,6 +39,7 @@
 #include <lmdb.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -527,13 +528,16 @@ struct commit_req {
 	uint64_t old;		/* out: the ino the key named (0: none/inline) */
 	bool existed;		/* out: the key was there */
 	int ret;		/* out */
-	bool done;		/* commit_lock */
+	/* Posted once by the stage that finishes the request, after its
+	 * last touch of it (the waiter may free it at once): only the
+	 * requests of a batch wake, each once, and they do not wait for
+	 * commit_lock on the way out. */
+	sem_t done;
 };
 
 static pthread_mutex_t commit_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t commit_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t sync_work = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t commit_done = PTHREAD_COND_INITIALIZER;
 /* All commit_lock: */
 static struct commit_req *commit_head, **commit_tail = &commit_head;
 static struct commit_req *sync_head, **sync_tail = &sync_head;
@@ -663,12 +667,11 @@ static void *committer_main(void *arg)
 		max = CNT_GET(batch_max);
 		if (n > max)	/* this thread is its only writer */
 			__atomic_store_n(&cnt.batch_max, n, __ATOMIC_RELAXED);
-		pthread_mutex_lock(&commit_lock);
 		for (q = batch; q; q = next) {
 			next = q->next;
-			q->done = true;
+			sem_post(&q->done);	/* q may be gone after this */
 		}
-		pthread_cond_broadcast(&commit_done);
+		pthread_mutex_lock(&commit_lock);
 	}
 	pthread_mutex_unlock(&commit_lock);
 	return NULL;
@@ -747,14 +750,13 @@ static void *syncer_main(void *arg)
 			next = q->next;
 			q->next = NULL;
 			if (q->ret) {
-				q->done = true;
+				sem_post(&q->done);	/* q may be gone now */
 				continue;
 			}
 			*commit_tail = q;
 			commit_tail = &q->next;
 		}
 		pthread_cond_signal(&commit_work);
-		pthread_cond_broadcast(&commit_done);
 	}
 	pthread_mutex_unlock(&commit_lock);
 	return NULL;
@@ -769,6 +771,7 @@ static int commit_wait(struct commit_req *q)
 		pthread_mutex_unlock(&commit_lock);
 		return -ESHUTDOWN;
 	}
+	sem_init(&q->done, 0, 0);
 	if (q->inode) {
 		*sync_tail = q;
 		sync_tail = &q->next;
@@ -778,9 +781,10 @@ static int commit_wait(struct commit_req *q)
 		commit_tail = &q->next;
 		pthread_cond_signal(&commit_work);
 	}
-	while (!q->done)
-		pthread_cond_wait(&commit_done, &commit_lock);
 	pthread_mutex_unlock(&commit_lock);
+	while (sem_wait(&q->done))
+		;	/* EINTR */
+	sem_destroy(&q->done);
 	if (q->ret)
 		q->old = 0;
 	return q->ret;
