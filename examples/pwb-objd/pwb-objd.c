@@ -2185,15 +2185,21 @@ static struct MHD_Daemon *start_mhd(int fd, const char *where)
 			     MHD_USE_ERROR_LOG;
 	struct MHD_Daemon *d;
 
-	/* Thread per connection: a PUT sleeps in the group commit without
-	 * holding up other clients. */
+	/*
+	 * Thread per connection: a PUT sleeps in the group commit without
+	 * holding up other clients. The connection's memory: libmicrohttpd
+	 * reads into half of it, and clears all of it before each request
+	 * of a kept connection. 128 KiB reads a 1 MiB body from curl in 19
+	 * recv()s (256 KiB: 17, 64 KiB: 35) and clears half of what 256 KiB
+	 * did (the clear was 8% of the daemon's time on 4 KiB PUTs).
+	 */
 	d = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL,
 			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
 			     MHD_OPTION_CONNECTION_LIMIT, opt.max_conn,
 			     MHD_OPTION_CONNECTION_TIMEOUT, opt.timeout_s,
 			     MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-			     (size_t)(256 << 10),
+			     (size_t)(128 << 10),
 			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1 << 20),
 			     MHD_OPTION_NOTIFY_COMPLETED, done_cb, NULL,
 			     MHD_OPTION_NOTIFY_CONNECTION, conn_cb, NULL,
