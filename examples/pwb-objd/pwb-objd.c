@@ -915,7 +915,12 @@ struct req {
 	struct pwb_inode *inode;	/* NULL while the body is inline */
 	char *buf;		/* the inline body so far */
 	size_t cap;		/* buf's size */
-	uint64_t off;
+	/* With inode: the body's last bytes, short of a whole page (page:
+	 * the bdi's page size, 0 if unknown), wait in tail (page bytes)
+	 * until the next chunk completes the page or the body ends. */
+	char *tail;
+	size_t tail_len, page;
+	uint64_t off;		/* body bytes received */
 	uint32_t crc;
 	int err;		/* first error; the rest of the body is dropped */
 	bool committed;		/* the inode belongs to the table now */
@@ -960,7 +965,10 @@ static int put_open_inode(struct req *p)
 	uint64_t t0 = now_ns();
 	int ret;
 
+	struct pwb_bdi_info info;
+
 	p->ino = __atomic_fetch_add(&next_ino, 1, __ATOMIC_RELAXED);
+	p->page = pwb_bdi_info(bdi, &info) ? 0 : info.page_size;
 	ret = pwb_inode_open(bdi, p->ino, &alloc_ops, NULL, &p->inode);
 	CNT_ADD(open_ns, now_ns() - t0);
 	if (ret) {
@@ -1027,20 +1035,104 @@ static unsigned int put_begin(struct MHD_Connection *c, const char *url,
 	return 0;
 }
 
+/* @len bytes to the inode at @off: 0 or -errno. */
+static int put_write(struct req *p, const char *data, size_t len,
+		     uint64_t off)
+{
+	ssize_t n;
+
+	while (len) {
+		n = pwb_write(p->inode, data, len, off);
+		if (n <= 0) {
+			if (!n)
+				return -EIO;
+			fprintf(stderr, "pwb-objd: write: %s\n",
+				errtext((int)n));
+			return (int)n;
+		}
+		off += (uint64_t)n;
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * The next @len bytes of the body to the inode, in whole pages.
+ * libmicrohttpd's chunks end wherever the socket's data did, mostly in the
+ * middle of a page: written as they come, each such page would be written
+ * twice, the first time zero-filled up to its end. So a chunk's last part
+ * page waits in p->tail for the next chunk, which completes it, or for
+ * the end of the body (put_tail()). 0 or -errno.
+ */
+static int put_body(struct req *p, const char *data, size_t len)
+{
+	uint64_t woff = p->off - p->tail_len;	/* written: whole pages */
+	size_t pg = p->page, n;
+	int ret;
+
+	if (!pg) {
+		ret = put_write(p, data, len, p->off);
+		if (!ret)
+			p->off += len;
+		return ret;
+	}
+	if (p->tail_len) {
+		n = len < pg - p->tail_len ? len : pg - p->tail_len;
+		memcpy(p->tail + p->tail_len, data, n);
+		p->tail_len += n;
+		p->off += n;
+		data += n;
+		len -= n;
+		if (p->tail_len < pg)
+			return 0;
+		ret = put_write(p, p->tail, pg, woff);
+		if (ret)
+			return ret;
+		woff += pg;
+		p->tail_len = 0;
+	}
+	n = len - len % pg;
+	if (n) {
+		ret = put_write(p, data, n, woff);
+		if (ret)
+			return ret;
+		p->off += n;
+		data += n;
+		len -= n;
+	}
+	if (len) {
+		if (!p->tail && !(p->tail = malloc(pg)))
+			return -ENOMEM;
+		memcpy(p->tail, data, len);
+		p->tail_len = len;
+		p->off += len;
+	}
+	return 0;
+}
+
+/* The body is whole: its last part page to the inode. 0 or -errno. */
+static int put_tail(struct req *p)
+{
+	int ret;
+
+	if (!p->tail_len)
+		return 0;
+	ret = put_write(p, p->tail, p->tail_len, p->off - p->tail_len);
+	p->tail_len = 0;
+	return ret;
+}
+
 /* The inline body grew past --inline-max: move it to an inode. */
 static int put_spill(struct req *p)
 {
-	uint64_t done = 0;
-	ssize_t n;
+	uint64_t len = p->off;
 	int ret;
 
 	ret = put_open_inode(p);
-	while (!ret && done < p->off) {
-		n = pwb_write(p->inode, p->buf + done, p->off - done, done);
-		if (n <= 0)
-			ret = n ? (int)n : -EIO;
-		else
-			done += (uint64_t)n;
+	if (!ret) {
+		p->off = 0;
+		ret = put_body(p, p->buf, len);
 	}
 	free(p->buf);
 	p->buf = NULL;
@@ -1049,8 +1141,6 @@ static int put_spill(struct req *p)
 
 static void put_data(struct req *p, const char *data, size_t len)
 {
-	ssize_t n;
-
 	if (p->err || p->too_big)
 		return;
 	if (p->off + len > opt.max_object) {
@@ -1079,22 +1169,7 @@ static void put_data(struct req *p, const char *data, size_t len)
 		if (p->err)
 			return;
 	}
-	while (len) {
-		n = pwb_write(p->inode, data, len, p->off);
-		if (n < 0) {
-			fprintf(stderr, "pwb-objd: write: %s\n",
-				errtext((int)n));
-			p->err = (int)n;
-			return;
-		}
-		if (n == 0) {
-			p->err = -EIO;
-			return;
-		}
-		p->off += (uint64_t)n;
-		data += n;
-		len -= (size_t)n;
-	}
+	p->err = put_body(p, data, len);
 	CNT_ADD(write_ns, now_ns() - t0);
 }
 
@@ -1131,6 +1206,8 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 	if (p->too_big)
 		return reply(c, 413, "object larger than %" PRIu64 " bytes\n",
 			     opt.max_object);
+	if (!p->err && p->inode)
+		p->err = put_tail(p);
 	if (p->err)
 		goto fail;
 	if (!p->inode) {
@@ -1226,6 +1303,7 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 	free(p->key);
 	free(p->buf);
+	free(p->tail);
 	free(p);
 }
 
