@@ -669,7 +669,7 @@ static void *committer_main(void *arg)
 			__atomic_store_n(&cnt.batch_max, n, __ATOMIC_RELAXED);
 		for (q = batch; q; q = next) {
 			next = q->next;
-			sem_post(&q->done);	/* q may be gone after this */
+			sem_post(&q->done);	/* q may be gone now */
 		}
 		pthread_mutex_lock(&commit_lock);
 	}
@@ -750,7 +750,7 @@ static void *syncer_main(void *arg)
 			next = q->next;
 			q->next = NULL;
 			if (q->ret) {
-				sem_post(&q->done);	/* q may be gone now */
+				sem_post(&q->done);	/* may free q */
 				continue;
 			}
 			*commit_tail = q;
