@@ -207,7 +207,6 @@ static uint64_t next_pause(struct pwb_bdi *bdi, struct pwb_tenant *t,
 			   uint64_t dirtied, bool *hard, unsigned int *cause)
 {
 	uint64_t pause;
-
 	struct pwb__throttle_state s = {
 		.bg = pwb__aread(&bdi->bg_thresh_pages),
 		.limit = pwb__aread(&bdi->dirty_limit_pages),
