@@ -1383,6 +1383,7 @@ static void bench_null(void)
 struct thr_writer {
 	struct app_inode *ai;
 	uint64_t bytes;			/* atomic; own cache line */
+	uint64_t inside_ns;		/* time inside pwb_mark_dirty */
 	int err;
 	pthread_t tid;
 	bool *stop;
@@ -1420,9 +1421,13 @@ static void *thr_writer_fn(void *arg)
 	while (!__atomic_load_n(w->stop, __ATOMIC_RELAXED)) {
 		int rc;
 
+		double t0;
+
 		/* The application fills its page, then marks it dirty. */
 		memcpy(w->ai->mem + idx * PS, g_src + (idx & 255) * PS, PS);
+		t0 = now_s();
 		rc = pwb_mark_dirty(w->ai->inode, idx * PS, PS);
+		w->inside_ns += (uint64_t)((now_s() - t0) * 1e9);
 		if (rc && !w->err)
 			w->err = rc;
 		__atomic_add_fetch(&w->bytes, PS, __ATOMIC_RELAXED);
@@ -1633,7 +1638,33 @@ struct thr_figures {
 	uint64_t max_dirty, bound;
 	double throttle_s;
 	uint64_t events;
+	double inside_s;	/* the writers' time inside pwb_mark_dirty */
+	uint64_t calls;		/* their calls */
+	double blocked_s[PWB_BLOCK_NR_CAUSES];	/* libpwb's, by cause */
 };
+
+/* Where the writers' time inside libpwb went: blocked per cause, the
+ * share of that time the causes account for, and the rest per call (the
+ * calls' own running, and run-queue waits on a busy machine). */
+static void thr_print_blocked(const struct thr_figures *f)
+{
+	double sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < PWB_BLOCK_NR_CAUSES; i++)
+		sum += f->blocked_s[i];
+	fprintf(tbl, "  blocked %.2f s of the writers' %.2f s inside "
+		"pwb_mark_dirty (accounted %.3f; the rest %.0f ns a call of "
+		"%" PRIu64 "):",
+		sum, f->inside_s, f->inside_s > 0 ? sum / f->inside_s : 0.0,
+		f->calls ? (f->inside_s - sum) * 1e9 / (double)f->calls : 0.0,
+		f->calls);
+	for (i = 0; i < PWB_BLOCK_NR_CAUSES; i++)
+		if (f->blocked_s[i] > 0)
+			fprintf(tbl, " %s %.2f", pwb_block_cause_str(i),
+				f->blocked_s[i]);
+	fprintf(tbl, "\n");
+}
 
 static void thr_once(unsigned int ctx, uint64_t img, double duration,
 		     struct thr_figures *f)
@@ -1686,6 +1717,12 @@ static void thr_once(unsigned int ctx, uint64_t img, double duration,
 	f->bound = o.dirty_limit + t->max_chunks;
 	f->throttle_s = (double)st.throttle_ns / 1e9;
 	f->events = st.throttle_events;
+	f->inside_s = 0;
+	f->calls = thr_written(t) / PS;
+	for (i = 0; i < t->nw; i++)
+		f->inside_s += (double)t->w[i].inside_ns / 1e9;
+	for (i = 0; i < PWB_BLOCK_NR_CAUSES; i++)
+		f->blocked_s[i] = (double)st.blocked_ns[i] / 1e9;
 	if (o.verbose) {
 		fprintf(stderr, "  writer MiB per second:");
 		for (i = 0; i < t->nr_secs; i++)
@@ -1762,6 +1799,7 @@ static void bench_throttle(void)
 			f.best_worst, f.dev_best_worst,
 			(double)f.max_dirty / MIB,
 			(double)f.bound / MIB, f.throttle_s, f.events);
+		thr_print_blocked(&f);
 	}
 	r.pwb = median(wr, o.runs);
 	r.fio = fio ? median(dev, o.runs) : median(own, o.runs);

@@ -653,6 +653,10 @@ PWB_API int pwb_tenant_destroy(struct pwb_tenant *tenant);
 PWB_API int pwb_inode_set_tenant(struct pwb_inode *inode,
 				 struct pwb_tenant *tenant);
 
+/** The size of the per-cause arrays of time blocked (enum
+ *  pwb_block_cause, in the Statistics section); never changes. */
+#define PWB_BLOCK_SLOTS 16
+
 /**
  * struct pwb_tenant_stats - one tenant's counters and state
  *
@@ -683,6 +687,11 @@ struct pwb_tenant_stats {
 	uint64_t nr_inodes;
 	/** Its weight. */
 	uint64_t weight;
+	/** Time its inodes' callers slept in libpwb, by enum
+	 *  pwb_block_cause, in ns of the bdi's cfg.clock, and how many
+	 *  waits (see pwb_stats.blocked_ns). */
+	uint64_t blocked_ns[PWB_BLOCK_SLOTS];
+	uint64_t blocked_events[PWB_BLOCK_SLOTS];
 };
 
 /**
@@ -1770,6 +1779,58 @@ PWB_API int pwb_fault_hits(const struct pwb_bdi *bdi, uint64_t *hits);
 /* Statistics                                                             */
 
 /**
+ * enum pwb_block_cause - why a caller slept inside libpwb
+ *
+ * The index of pwb_stats.blocked_ns and blocked_events and of
+ * pwb_tenant_stats' fields of the same names; pwb_block_cause_str() names
+ * it. Values are only ever added, up to PWB_BLOCK_SLOTS - 1: the arrays
+ * keep their size.
+ */
+enum pwb_block_cause {
+	/** A dirtier paused by the dirty throttle (pwb_mark_dirty(),
+	 *  pwb_write(), pwb_balance_dirty()). */
+	PWB_BLOCK_THROTTLE = 0,
+	/** A writer waited for room in a full page cache (cache_bytes). */
+	PWB_BLOCK_CACHE_FULL = 1,
+	/** The part of a sync wait a flusher spent in the application's
+	 *  log_force for the waiting call (write-ahead rule). */
+	PWB_BLOCK_LOG_FORCE = 2,
+	/** A wait for writes of pages to end before the pages may change
+	 *  (pwb_wait_writeback(), pwb_inode_discard()). */
+	PWB_BLOCK_STABLE_PAGE = 3,
+	/** pwb_fsync(), pwb_sync(), a close or pwb_bdi_writeback() with
+	 *  PWB_WB_WAIT waiting for the flushers to write the pages. */
+	PWB_BLOCK_SYNC_WAIT = 4,
+	/** A device flush (fdatasync) of pwb_fsync(), pwb_sync() or a close,
+	 *  its own or another call's it waited for. */
+	PWB_BLOCK_DEVICE_FLUSH = 5,
+	/** A throttle pause whose pace was a rate cap's: the tenant's
+	 *  rate_limit_bytes_per_sec, or the bdi's while writeback runs at
+	 *  that cap. Counted instead of PWB_BLOCK_THROTTLE. */
+	PWB_BLOCK_RATE_CAP = 6,
+	/** A device read of the page cache (pwb_read(), a pwb_write() of
+	 *  part of a page not cached), or a wait for a read another call
+	 *  started of the same page. */
+	PWB_BLOCK_READ = 7,
+	/** A wait for another call or a flusher to let go of the object:
+	 *  a close waiting for calls still running on it, a close that
+	 *  waits for a flusher's visit of the inode to end. */
+	PWB_BLOCK_BUSY = 8,
+};
+/** Causes this header knows. */
+#define PWB_BLOCK_NR_CAUSES 9
+
+/**
+ * pwb_block_cause_str() - name an enum pwb_block_cause value
+ * @cause: an index of pwb_stats.blocked_ns
+ *
+ * Context: any thread.
+ * Return: a static string ("throttle", "cache-full", ...), never NULL;
+ *         "unknown" for values this release does not know.
+ */
+PWB_API const char *pwb_block_cause_str(unsigned int cause);
+
+/**
  * struct pwb_stats - counters, of one context or summed over a bdi
  *
  * "now" fields are instantaneous; the others count since the bdi opened.
@@ -1878,6 +1939,18 @@ struct pwb_stats {
 	/** pwb_bdi_stats only: pages read before a pwb_read() asked for
 	 *  them (readahead, PWB_FADV_WILLNEED); included in read_pages. */
 	uint64_t readahead_pages;
+	/* ---- time callers slept in libpwb, by enum pwb_block_cause ---- */
+	/** Nanoseconds of cfg.clock callers spent asleep for each cause,
+	 *  timed only when a call really sleeps. pwb_wb_ctx_stats(): the
+	 *  waits of calls about an inode of the context (its sync waits,
+	 *  log forces, device flushes, stable-page and read waits);
+	 *  pwb_bdi_stats(): every wait, also those of the bdi as a whole
+	 *  (the throttle and the page cache's room judge all contexts
+	 *  together) and of calls without an inode (pwb_sync(), closes). */
+	uint64_t blocked_ns[PWB_BLOCK_SLOTS];
+	/** How many such waits (a throttle pause, one fsync's wait for its
+	 *  writes, one device flush, ...). */
+	uint64_t blocked_events[PWB_BLOCK_SLOTS];
 };
 
 /**
@@ -1960,6 +2033,63 @@ PWB_API int pwb_wb_ctx_stats(const struct pwb_bdi *bdi, unsigned int idx,
 			     struct pwb_stats *st, size_t st_sz);
 #define pwb_wb_ctx_stats(bdi, idx, st)                                         \
 	pwb_wb_ctx_stats((bdi), (idx), (st), sizeof(struct pwb_stats))
+
+/**
+ * enum pwb_hist - which latency pwb_bdi_histogram() reads
+ */
+enum pwb_hist {
+	/** Write I/Os, from submission to the backend to completion. */
+	PWB_HIST_WRITE_IO = 0,
+	/** pwb_fsync() calls, from entry to return. */
+	PWB_HIST_FSYNC = 1,
+	/** Throttle pauses (PWB_BLOCK_THROTTLE and PWB_BLOCK_RATE_CAP),
+	 *  each sleep as long as it lasted. */
+	PWB_HIST_THROTTLE = 2,
+};
+/** Histograms this header knows. */
+#define PWB_HIST_NR 3
+/** Buckets of a struct pwb_histogram. */
+#define PWB_HIST_BUCKETS 64
+
+/**
+ * struct pwb_histogram - a log2 histogram of latencies, in ns of cfg.clock
+ *
+ * Filled by pwb_bdi_histogram(). Grows only at the end, like struct
+ * pwb_stats.
+ */
+struct pwb_histogram {
+	/** Values recorded. */
+	uint64_t count;
+	/** Their sum, in ns. */
+	uint64_t sum_ns;
+	/** bucket[i] counts the values v with 2^i <= v < 2^(i+1) ns;
+	 *  bucket[0] also counts 0. */
+	uint64_t bucket[PWB_HIST_BUCKETS];
+};
+
+/**
+ * pwb_bdi_histogram() - read a latency histogram of @bdi
+ * @bdi: the bdi
+ * @which: an enum pwb_hist value
+ * @h: filled on success
+ * @h_sz: sizeof(struct pwb_histogram) as the caller was compiled; the
+ *        macro of the same name passes it
+ *
+ * Summed over every context of @bdi (and those a re-shard retired) since
+ * the bdi opened. Each context keeps its own buckets, written by its
+ * flusher or by calls about its inodes, so recording bounces no cache
+ * line between contexts. Lock-free: the buckets are read one by one, not
+ * as one snapshot, and count is their sum.
+ *
+ * Context: any thread; lock-free.
+ * Return: 0; -EINVAL for a NULL argument, an unknown @which or @h_sz
+ *         smaller than the first layout of the struct; -ESHUTDOWN once
+ *         pwb_bdi_close() tears the bdi down.
+ */
+PWB_API int pwb_bdi_histogram(const struct pwb_bdi *bdi, unsigned int which,
+			      struct pwb_histogram *h, size_t h_sz);
+#define pwb_bdi_histogram(bdi, which, h)                                       \
+	pwb_bdi_histogram((bdi), (which), (h), sizeof(struct pwb_histogram))
 
 /*
  * The built-in allocator. An inode opened with neither get_page nor

@@ -17,6 +17,7 @@
 #include "space.h"
 #include "domain.h"
 #include "tenant.h"
+#include "blocked.h"
 
 #include <string.h>
 PWB_API int pwb__sized_fault_parse(const char *spec, struct pwb_fault *fault,
@@ -305,5 +306,25 @@ int pwb__sized_tenant_stats(const struct pwb_tenant *tenant,
 	ret = pwb__tenant_stats((struct pwb_tenant *)tenant, st ? &full : NULL);
 	if (!ret)
 		abi_copy_out(st, st_sz, &full, sizeof(full));
+	return ret;
+}
+
+PWB__SIZED(pwb__sized_bdi_histogram, pwb_bdi_histogram);
+int pwb__sized_bdi_histogram(const struct pwb_bdi *bdi, unsigned int which,
+			     struct pwb_histogram *h, size_t h_sz)
+{
+	struct pwb_histogram full;
+	int ret;
+
+	pwb__err_clear();
+	ret = abi_check_out(h, h_sz, PWB__HIST_SZ_0_1_0, "pwb_bdi_histogram",
+			    "pwb_histogram");
+	if (ret)
+		return ret;
+	/* A query: the cast only meets the internal function's pointer. */
+	ret = pwb__bdi_histogram((struct pwb_bdi *)bdi, which,
+				 h ? &full : NULL);
+	if (!ret)
+		abi_copy_out(h, h_sz, &full, sizeof(full));
 	return ret;
 }

@@ -34,6 +34,7 @@
 	PWB__OFFSETOFEND(struct pwb_tenant_config, rate_limit_bytes_per_sec)
 #define PWB__TENANT_STATS_SZ_0_1_0                                             \
 	PWB__OFFSETOFEND(struct pwb_tenant_stats, weight)
+#define PWB__HIST_SZ_0_1_0 PWB__OFFSETOFEND(struct pwb_histogram, bucket)
 
 /*
  * The sized entry points are defined as pwb__sized_<name> and bound to
@@ -85,5 +86,8 @@ PWB_API int pwb__sized_tenant_create(struct pwb_domain *domain,
 				     size_t cfg_sz, struct pwb_tenant **out);
 PWB_API int pwb__sized_tenant_stats(const struct pwb_tenant *tenant,
 				    struct pwb_tenant_stats *st, size_t st_sz);
+PWB_API int pwb__sized_bdi_histogram(const struct pwb_bdi *bdi,
+				     unsigned int which,
+				     struct pwb_histogram *h, size_t h_sz);
 
 #endif /* PWB_ABI_H */

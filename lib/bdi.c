@@ -21,6 +21,7 @@
 #include "page-owner.h"
 #include "space.h"
 #include "domain.h"
+#include "blocked.h"
 
 #include <fcntl.h>
 #include <stddef.h>
@@ -695,6 +696,7 @@ static void close_inodes(struct pwb_bdi *bdi)
 		 * The time limit only guards against a snapshot that missed
 		 * inodes for want of memory. */
 		if (left && left <= busy) {
+			uint64_t t0 = pwb__now(bdi);
 			struct timespec ts;
 
 			clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -704,6 +706,7 @@ static void close_inodes(struct pwb_bdi *bdi)
 				ts.tv_nsec -= 1000000000L;
 			}
 			pthread_cond_timedwait(&bdi->idle_cond, &bdi->lock, &ts);
+			pwb__blocked_since(bdi, NULL, NULL, PWB_BLOCK_BUSY, t0);
 		}
 		pthread_mutex_unlock(&bdi->lock);
 		if (!left)
@@ -727,8 +730,12 @@ PWB_API int pwb_bdi_close(struct pwb_bdi *bdi)
 	if (pwb__bdi_enter(bdi, PWB__HOLD_CLOSE, "pwb_bdi_close"))
 		return -EBADF;
 	pthread_mutex_lock(&bdi->lock);
-	while (bdi->users)
+	while (bdi->users) {
+		uint64_t t0 = pwb__now(bdi);
+
 		pthread_cond_wait(&bdi->idle_cond, &bdi->lock);
+		pwb__blocked_since(bdi, NULL, NULL, PWB_BLOCK_BUSY, t0);
+	}
 	pthread_mutex_unlock(&bdi->lock);
 	/* No automatic re-shard from here on. */
 	pwb__autotune_stop(bdi);

@@ -167,6 +167,9 @@ struct pwb_bdi {
 					 * (domain.h); NULL: none */
 	struct pwb__tenant_scope tn;	/* tenants of the bdi, counts of its
 					 * tenanted inodes (tenant.h) */
+	struct pwb__blocked blk;	/* uatomic: waits of the bdi as a
+					 * whole or of no context, and their
+					 * histograms (blocked.c) */
 };
 
 static inline uint64_t pwb__now(const struct pwb_bdi *bdi)

@@ -14,6 +14,7 @@ void pwb__completion_init(struct pwb__completion *c, unsigned int pending)
 	pthread_cond_init(&c->cond, NULL);
 	c->pending = pending;
 	c->err = 0;
+	c->log_force_ns = 0;
 }
 
 void pwb__completion_destroy(struct pwb__completion *c)
@@ -24,9 +25,17 @@ void pwb__completion_destroy(struct pwb__completion *c)
 
 void pwb__completion_done(struct pwb__completion *c, int err)
 {
+	pwb__completion_done_ns(c, err, 0);
+}
+
+void pwb__completion_done_ns(struct pwb__completion *c, int err,
+			     uint64_t log_force_ns)
+{
 	pthread_mutex_lock(&c->lock);
 	if (err && !c->err)
 		c->err = err;
+	if (log_force_ns > c->log_force_ns)
+		c->log_force_ns = log_force_ns;
 	if (--c->pending == 0)
 		pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);

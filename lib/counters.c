@@ -8,6 +8,7 @@
  * depending on the contexts' lists, work queues or flushers.
  */
 #include "wb_ctx.h"
+#include "blocked.h"
 
 static unsigned long next_dirty_slot;
 static PWB__TLS_FAST unsigned int my_dirty_slot;	/* slot + 1; 0: none yet */
@@ -73,6 +74,7 @@ void pwb__wb_counters_read(const struct pwb__wb_stats *s, struct pwb_stats *st)
 	st->lsn_held_pages += pwb__aread(&s->lsn_held_pages);
 	st->latched_pages += pwb__aread(&s->latched_pages);
 	st->busy_waits += pwb__aread(&s->busy_waits);
+	pwb__blocked_read(&s->blk, st);
 }
 
 void pwb__wb_counters_add(struct pwb__wb_stats *dst,

@@ -35,6 +35,7 @@
 #include "inode.h"
 #include "region.h"
 #include "page-owner.h"
+#include "blocked.h"
 
 /* Pages of [@off, @off + @len) for a public range call: every page the
  * range touches (@whole false), or only the pages wholly inside it (@whole
@@ -126,14 +127,18 @@ static int range_call_begin(struct pwb_inode *inode, const char *who,
 }
 
 /* Sleep on wb_cond once; the waiter count tells completions to signal.
- * Caller holds inode->lock. */
-static void wait_wb_cond_locked(struct pwb_inode *inode)
+ * The sleep counts as @cause (enum pwb_block_cause). Caller holds
+ * inode->lock. */
+static void wait_wb_cond_locked(struct pwb_inode *inode, unsigned int cause)
 {
+	uint64_t t0 = pwb__now(inode->bdi);
+
 	pwb__lockdep_assert_held(&inode->lock);
 
 	pwb__aset(&inode->wb_waiters, inode->wb_waiters + 1);
 	pthread_cond_wait(&inode->wb_cond, &inode->lock);
 	pwb__aset(&inode->wb_waiters, inode->wb_waiters - 1);
+	pwb__blocked_since(inode->bdi, inode, inode->tenant, cause, t0);
 }
 
 /*
@@ -153,7 +158,7 @@ static void wait_stable_locked(struct pwb_inode *inode, uint64_t first,
 		if (pwb__map_find(&inode->map, PWB__TAG_WRITEBACK, first,
 				  &found) &&
 		    found <= last) {
-			wait_wb_cond_locked(inode);
+			wait_wb_cond_locked(inode, PWB_BLOCK_STABLE_PAGE);
 			continue;
 		}
 		if (!endings)
@@ -168,8 +173,13 @@ static void wait_stable_locked(struct pwb_inode *inode, uint64_t first,
 		pwb__aset(&inode->wb_waiters, inode->wb_waiters + 1);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		busy = pwb__aread(&inode->nr_ending) != 0;
-		if (busy)
+		if (busy) {
+			uint64_t t0 = pwb__now(inode->bdi);
+
 			pthread_cond_wait(&inode->wb_cond, &inode->lock);
+			pwb__blocked_since(inode->bdi, inode, inode->tenant,
+					   PWB_BLOCK_STABLE_PAGE, t0);
+		}
 		pwb__aset(&inode->wb_waiters, inode->wb_waiters - 1);
 		if (!busy)
 			return;
@@ -291,7 +301,7 @@ static bool discard_begin(struct pwb_inode *h, uint64_t first, uint64_t last,
 
 	pthread_mutex_lock(&h->lock);
 	while (h->discarding)
-		wait_wb_cond_locked(h);
+		wait_wb_cond_locked(h, PWB_BLOCK_BUSY);	/* another discard */
 	h->discarding = true;
 	h->discard_first = first;
 	h->discard_last = last;

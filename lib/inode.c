@@ -20,6 +20,7 @@
 #include "page-owner.h"
 #include "space.h"
 #include "tenant.h"
+#include "blocked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -767,8 +768,8 @@ static int inode_sync(struct pwb_inode *inode, int *flush_err)
 	pwb__rcu_read_unlock();
 	if (!idle)
 		err = pwb__sync_and_wait(inode->bdi, inode);
-	*flush_err = pwb__bdi_flush_device(inode->bdi,
-					   pwb__inode_write_epoch(inode));
+	*flush_err = pwb__bdi_flush_device_for(inode->bdi, inode,
+					       pwb__inode_write_epoch(inode));
 	return err;
 }
 
@@ -797,7 +798,7 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 {
 	pwb__errseq_t since;
 	int err, ferr, werr;
-	uint64_t ino, t0;
+	uint64_t ino, t0, start;
 
 	pwb__err_clear();
 	if (!inode)
@@ -809,6 +810,7 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 		return -EBADF;
 	ino = inode->ino;	/* a closing inode is not ours to read after */
 	t0 = pwb__clock_monotonic(NULL);
+	start = pwb__now(inode->bdi);
 	PWB_PROBE1(fsync_start, ino);
 	pthread_mutex_lock(&inode->lock);
 	/*
@@ -833,6 +835,12 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	pthread_mutex_unlock(&inode->lock);
 	if (!err)
 		err = slices_failed_err(inode);
+	{
+		uint64_t now = pwb__now(inode->bdi);
+
+		pwb__hist_add_inode(inode->bdi, inode, PWB_HIST_FSYNC,
+				    now > start ? now - start : 0);
+	}
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	if (!err)
 		err = ferr;
@@ -854,12 +862,16 @@ void pwb__inode_unlink(struct pwb_inode *inode)
 		return;
 	/* A background pass may still hold it if a write failed. */
 	for (;;) {
+		uint64_t t0;
+
 		wb = lock_inode_wb(inode);
 		if (!(inode->state & PWB__I_SYNC))
 			break;
 		pthread_mutex_unlock(&inode->lock);
+		t0 = pwb__now(inode->bdi);
 		pthread_cond_wait(&wb->sync_cond, &wb->list_lock);
 		pthread_mutex_unlock(&wb->list_lock);
+		pwb__blocked_since(inode->bdi, inode, NULL, PWB_BLOCK_BUSY, t0);
 	}
 	/* Counted off under the locks: once they drop, a re-shard may
 	 * retire and free @wb, and leaves a GONE inode alone. */
@@ -884,8 +896,13 @@ int pwb__inode_close(struct pwb_inode *inode)
 
 	/* Claimed (I_FREEING): later calls get -EBADF; wait for fsyncs. */
 	pthread_mutex_lock(&inode->lock);
-	while (inode->users)
+	while (inode->users) {
+		uint64_t t0 = pwb__now(bdi);
+
 		pthread_cond_wait(&inode->users_cond, &inode->lock);
+		pwb__blocked_since(bdi, inode, inode->tenant, PWB_BLOCK_BUSY,
+				   t0);
+	}
 	pthread_mutex_unlock(&inode->lock);
 
 	if (PWB__RCU_DEREF(inode->region))

@@ -339,7 +339,11 @@ void pwb__io_cache_drain(struct pwb__wb_ctx *wb)
 void pwb__io_end(struct pwb__io *io, int err)
 {
 	struct pwb_bdi *bdi = io->inode->bdi;
+	uint64_t now = pwb__now(bdi);
 
+	/* On the context's flusher: its own buckets. */
+	pwb__hist_add(&io->wb->stats.blk, PWB_HIST_WRITE_IO,
+		      now > io->submitted_at ? now - io->submitted_at : 0);
 	pwb__io_complete(io, err);
 	pwb__io_put(io->wb, io);
 	pwb__inflight_put(bdi, 1);

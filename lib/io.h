@@ -29,6 +29,7 @@ struct pwb__io {
 	unsigned int cap;	/* room for this many iovecs */
 	struct iovec *iov;	/* iovcnt entries, one per page */
 	int err;		/* result, set by the backend */
+	uint64_t submitted_at;	/* cfg.clock ns, set when submitted */
 	struct cds_list_head list;	/* backend's own use */
 	struct pwb__io *next_free;	/* in wb->io_cache */
 };

@@ -27,7 +27,7 @@ static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	unsigned int ps = pwb__page_size(bdi);
-	uint64_t start = index << bdi->page_shift, dev_off;
+	uint64_t start = index << bdi->page_shift, dev_off, t0;
 	size_t done = 0;
 	int ret;
 
@@ -56,20 +56,28 @@ static int fill_buf(struct pwb_inode *inode, uint64_t index, void *data,
 	if (ret)
 		return pwb__err(ret, "reading page %llu: %s",
 				(unsigned long long)index, pwb__strerror(ret));
+	t0 = pwb__now(bdi);
 	while (done < ps) {
 		ssize_t r = pread(bdi->fd, (char *)data + done, ps - done,
 				  (off_t)(dev_off + done));
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
-			return pwb__err(-errno, "reading page %llu: %s",
+		if (r < 0) {
+			ret = -errno;
+			pwb__blocked_since(bdi, inode,
+					   pwb__aread(&inode->tenant),
+					   PWB_BLOCK_READ, t0);
+			return pwb__err(ret, "reading page %llu: %s",
 					(unsigned long long)index,
-					pwb__strerror(-errno));
+					pwb__strerror(ret));
+		}
 		if (r == 0)
 			break;
 		done += (size_t)r;
 	}
+	pwb__blocked_since(bdi, inode, pwb__aread(&inode->tenant),
+			   PWB_BLOCK_READ, t0);
 	uatomic_inc(&bdi->pcache->read_ios);
 	uatomic_inc(&bdi->pcache->read_pages);
 	if (done < ps)
@@ -170,11 +178,15 @@ static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
 	if (n > 1 && dev0 <= bdi->capacity &&
 	    bdi->capacity - dev0 >= (uint64_t)n * ps &&
 	    !pwb__fault_check_read(bdi, dev0, (uint64_t)n * ps)) {
+		uint64_t t0 = pwb__now(bdi);
+
 		for (i = 0; i < n; i++)
 			iov[i] = (struct iovec){ run[i]->data, ps };
 		do
 			r = preadv(bdi->fd, iov, (int)n, (off_t)dev0);
 		while (r < 0 && errno == EINTR);
+		pwb__blocked_since(bdi, inode, pwb__aread(&inode->tenant),
+				   PWB_BLOCK_READ, t0);
 	} else {
 		r = -1;
 	}

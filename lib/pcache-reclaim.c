@@ -364,7 +364,7 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	struct pwb__pcache_bdi *pb = bdi->pcache;
-	uint64_t deadline = 0, timeout;
+	uint64_t deadline = 0, timeout, t_wait;
 	bool asked = false;
 
 	timeout = bdi->cfg.throttle_timeout_ms * PWB__NSEC_PER_MSEC;
@@ -405,7 +405,12 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 			pwb__bdi_writeback(bdi, PWB_WB_ALL, 0);
 			asked = true;
 		}
+		/* The cache is the bdi's: the wait is counted as the bdi's
+		 * and the writer's tenant's, not a context's. */
+		t_wait = pwb__now(bdi);
 		room_wait(bdi, seq);
+		pwb__blocked_since(bdi, NULL, pwb__aread(&inode->tenant),
+				   PWB_BLOCK_CACHE_FULL, t_wait);
 		/* Nothing happened for 10 ms: ask again. */
 		if (pwb__aread(&pb->room_seq) == seq)
 			asked = false;

@@ -89,10 +89,16 @@ void pwb__page_lock_settled(struct pwb_inode *inode, struct pwb__page *p)
 {
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
+		uint64_t t0;
+
 		if (!(pwb__page_flags(p) & PWB__PG_READING))
 			return;
 		pthread_mutex_unlock(&p->lock);
+		t0 = pwb__now(inode->bdi);
 		wait_read(inode->bdi, p);
+		pwb__blocked_since(inode->bdi, inode,
+				   pwb__aread(&inode->tenant), PWB_BLOCK_READ,
+				   t0);
 	}
 }
 

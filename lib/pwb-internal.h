@@ -27,5 +27,6 @@
 #include "inode.h"
 #include "region.h"
 #include "writeback.h"
+#include "blocked.h"
 
 #endif /* PWB_INTERNAL_H */

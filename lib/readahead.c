@@ -114,6 +114,7 @@ static void submit(struct pwb_bdi *bdi, struct ra_req **reqs, unsigned int n,
 	const struct pwb__io_read_ops *ops = pb->ra.ops;
 	struct pwb__rd_ring *ring = NULL;
 	unsigned int i, j;
+	uint64_t t0;
 
 	if (!n)
 		return;
@@ -132,7 +133,10 @@ static void submit(struct pwb_bdi *bdi, struct ra_req **reqs, unsigned int n,
 				__atomic_store_n(&q->pages[j]->rd_ring, NULL,
 						 __ATOMIC_RELEASE);
 		}
+		/* Read on this thread: the bdi's wait (no one inode's). */
+		t0 = pwb__now(bdi);
 		pwb__rd_sync(bdi, &q->rd);
+		pwb__blocked_since(bdi, NULL, NULL, PWB_BLOCK_READ, t0);
 	}
 	if (ring) {
 		ops->read_ring_put(ring);

@@ -11,6 +11,7 @@
 #include "page-owner.h"
 #include "space.h"
 #include "domain.h"
+#include "blocked.h"
 
 #include <string.h>
 
@@ -45,6 +46,7 @@ int pwb__bdi_stats(struct pwb_bdi *bdi, struct pwb_stats *st)
 	pwb__wb_counters_read(&bdi->retired_stats, st);
 	st->throttle_ns = pwb__aread(&bdi->throttle_ns);
 	st->throttle_events = pwb__aread(&bdi->throttle_events);
+	pwb__blocked_read(&bdi->blk, st);
 	pwb__autotune_stats(bdi, st);
 	if (bdi->page_owner)
 		bdi->page_owner->stats(bdi, -1, st);

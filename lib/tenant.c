@@ -648,6 +648,7 @@ PWB_API int pwb_inode_set_tenant(struct pwb_inode *inode,
 int pwb__tenant_stats(struct pwb_tenant *t, struct pwb_tenant_stats *st)
 {
 	uint64_t held, wbk;
+	unsigned int i;
 
 	if (!t || !st)
 		return pwb__err(-EINVAL, "pwb_tenant_stats: NULL %s",
@@ -666,5 +667,9 @@ int pwb__tenant_stats(struct pwb_tenant *t, struct pwb_tenant_stats *st)
 	st->limit_bytes = pwb__aread(&t->limit_bytes);
 	st->nr_inodes = pwb__aread(&t->nr_inodes);
 	st->weight = t->cfg.weight;
+	for (i = 0; i < PWB_BLOCK_SLOTS; i++) {
+		st->blocked_ns[i] = pwb__aread(&t->blocked_ns[i]);
+		st->blocked_events[i] = pwb__aread(&t->blocked_events[i]);
+	}
 	return 0;
 }

@@ -71,6 +71,9 @@ struct pwb_tenant {
 	uint64_t rate_until;		/* uatomic: clock ns its rate cap's
 					 * debt lasts until */
 	uint64_t limit_bytes;		/* uatomic: its last computed limit */
+	uint64_t blocked_ns[PWB_BLOCK_SLOTS];	/* uatomic: its callers'
+						 * waits (blocked.c) */
+	uint64_t blocked_events[PWB_BLOCK_SLOTS]; /* uatomic */
 	/* The throttle's last decision (tenant.c), all uatomic: the scope's
 	 * limits and active weight it was made from, and the held bytes
 	 * below which nothing is to be done while those stay. */

@@ -31,6 +31,7 @@
 #include "bdi.h"
 #include "throttle.h"
 #include "domain.h"
+#include "blocked.h"
 
 #include <time.h>
 
@@ -175,13 +176,37 @@ static void sleep_ns(uint64_t ns)
 }
 
 /*
+ * The cause a pause of a dirtier is counted under: PWB_BLOCK_RATE_CAP when
+ * the bandwidth its length came from was a rate cap's, the tenant's (its
+ * share of the device, which pwb__tenant_pause() capped at its rate, at
+ * least 7/8 of the cap) or the bdi's (writeback measured at no more than
+ * an eighth over the bdi's cap: the cap, not the device, sets the pace);
+ * otherwise PWB_BLOCK_THROTTLE. The eighths: the measured bandwidth is a
+ * moving average and hovers around a cap that binds.
+ */
+static unsigned int pause_cause(const struct pwb_bdi *bdi,
+				const struct pwb_tenant *t,
+				const struct pwb__throttle_state *s)
+{
+	uint64_t cap = t ? t->rate.rate : bdi->rate.rate;
+
+	if (!cap)
+		return PWB_BLOCK_THROTTLE;
+	if (t ? s->bw >= cap - cap / 8 : s->bw <= cap + cap / 8)
+		return PWB_BLOCK_RATE_CAP;
+	return PWB_BLOCK_THROTTLE;
+}
+
+/*
  * Decide the next pause for a dirtier that owes @dirtied pages. Returns 0
  * to go on, else the pause in ns (below MIN_PAUSE_NS: too short to sleep,
- * keep the debt); *hard says dirty memory is at the limit.
+ * keep the debt); *hard says dirty memory is at the limit. With @cause,
+ * *@cause gets the enum pwb_block_cause a sleep of that pause counts as.
  */
 static uint64_t next_pause(struct pwb_bdi *bdi, struct pwb_tenant *t,
-			   uint64_t dirtied, bool *hard)
+			   uint64_t dirtied, bool *hard, unsigned int *cause)
 {
+	uint64_t pause;
 	struct pwb__throttle_state s = {
 		.bg = pwb__aread(&bdi->bg_thresh_pages),
 		.limit = pwb__aread(&bdi->dirty_limit_pages),
@@ -194,8 +219,10 @@ static uint64_t next_pause(struct pwb_bdi *bdi, struct pwb_tenant *t,
 	if (s.bg && s.dirty > s.bg)
 		pwb__kick_background(bdi);
 	/* A tenant's writers go by the tenant's own state (tenant.c). */
-	if (caa_unlikely(t))
-		return pwb__tenant_pause(t, bdi, &s, hard);
+	if (caa_unlikely(t)) {
+		pause = pwb__tenant_pause(t, bdi, &s, hard);
+		goto out;
+	}
 	if (caa_unlikely(bdi->dom)) {
 		if (!pwb__domain_throttle(bdi, &s))
 			return 0;
@@ -204,14 +231,19 @@ static uint64_t next_pause(struct pwb_bdi *bdi, struct pwb_tenant *t,
 		 * background threshold, which alone kicks above. */
 		pwb__kick_background(bdi);
 		s.nr_dirtiers = pwb__throttle_dirtiers(bdi, pwb__now(bdi));
-		return pwb__throttle_pause(&s, hard);
+		pause = pwb__throttle_pause(&s, hard);
+		goto out;
 	}
 	if (!s.limit || s.dirty <= pwb__throttle_setpoint(s.bg, s.limit))
 		return 0;
 	if (!s.bg)
 		pwb__kick_background(bdi);	/* no bg set: start it here */
 	s.nr_dirtiers = pwb__throttle_dirtiers(bdi, pwb__now(bdi));
-	return pwb__throttle_pause(&s, hard);
+	pause = pwb__throttle_pause(&s, hard);
+out:
+	if (pause && cause)
+		*cause = pause_cause(bdi, t, &s);
+	return pause;
 }
 
 PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
@@ -224,7 +256,7 @@ PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
 		return pwb__err(-EINVAL, "pwb_balance_dirty_nowait: NULL bdi");
 	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_balance_dirty_nowait"))
 		return -ESHUTDOWN;
-	pause = next_pause(bdi, NULL, dirtied_since_balance, &hard);
+	pause = next_pause(bdi, NULL, dirtied_since_balance, &hard, NULL);
 	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	if (!pause) {
 		dirtied_since_balance = 0;
@@ -245,8 +277,10 @@ int pwb__balance_dirty(struct pwb_bdi *bdi, struct pwb_tenant *t)
 
 	for (;;) {
 		bool hard;
+		unsigned int cause = PWB_BLOCK_THROTTLE;
 		uint64_t pause = next_pause(bdi, t, dirtied_since_balance,
-					    &hard);
+					    &hard, &cause);
+		uint64_t t_sleep;
 
 		if (!pause)
 			break;
@@ -266,7 +300,11 @@ int pwb__balance_dirty(struct pwb_bdi *bdi, struct pwb_tenant *t)
 		}
 		if (!hard && events)
 			break;		/* paid at the limit already */
+		t_sleep = pwb__now(bdi);
 		sleep_ns(pause);
+		/* The bdi's as a whole: the throttle judged every context. */
+		pwb__hist_add(&bdi->blk, PWB_HIST_THROTTLE,
+			      pwb__blocked_since(bdi, NULL, t, cause, t_sleep));
 		{
 			uint64_t now = pwb__clock_monotonic(NULL);
 			struct pwb_event ev = {
@@ -299,7 +337,7 @@ int pwb__balance_dirty_rcu(struct pwb_bdi *bdi, struct pwb_tenant *t)
 	bool hard;
 	int ret;
 
-	if (!next_pause(bdi, t, dirtied_since_balance, &hard)) {
+	if (!next_pause(bdi, t, dirtied_since_balance, &hard, NULL)) {
 		pwb__rcu_read_unlock();
 		dirtied_since_balance = 0;
 		return 0;

@@ -89,7 +89,7 @@ static void finish_work(struct pwb__wb_work *work, int err)
 	bool auto_free = work->auto_free;
 
 	if (done)
-		pwb__completion_done(done, err);
+		pwb__completion_done_ns(done, err, work->log_force_ns);
 	if (auto_free)
 		free(work);
 }

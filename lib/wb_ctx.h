@@ -40,10 +40,34 @@ struct pwb__wb_work {
 	uint64_t queued_at;		/* clock ns, set when queued */
 	bool yielded;			/* the flusher: cut short by the rate
 					 * cap for queued work */
+	uint64_t log_force_ns;		/* the flusher: time it spent in
+					 * log_force for this item */
 };
 
 /* ---------------------------------------------------------------------- */
 /* wb_ctx.c: writeback contexts                                           */
+
+/* Time callers slept, by enum pwb_block_cause, and the log2 latency
+ * histograms (enum pwb_hist): all uatomic, added by blocked.c, read by
+ * stats. One of these in each context's counters, one on the bdi for
+ * waits of the bdi as a whole. */
+struct pwb__blocked {
+	uint64_t ns[PWB_BLOCK_SLOTS];
+	uint64_t events[PWB_BLOCK_SLOTS];
+	uint64_t hist[PWB_HIST_NR][PWB_HIST_BUCKETS];
+	uint64_t hist_sum[PWB_HIST_NR];
+};
+
+/* Record @ns in histogram @which (enum pwb_hist) of @blk: bucket
+ * floor(log2(ns)), 0 for 0. Lock-free. */
+static inline void pwb__hist_add(struct pwb__blocked *blk, unsigned int which,
+				 uint64_t ns)
+{
+	unsigned int b = ns ? 63u - (unsigned int)__builtin_clzll(ns) : 0;
+
+	uatomic_inc(&blk->hist[which][b]);
+	uatomic_add(&blk->hist_sum[which], ns);
+}
 
 /* Counters, every one atomic: written with uatomic by the flusher or
  * dirtiers, read lock-free by stats. */
@@ -71,6 +95,9 @@ struct pwb__wb_stats {
 	uint64_t lsn_held_pages;	/* pages passed over: LSN not durable */
 	uint64_t latched_pages;	/* pages passed over: get_page -EAGAIN */
 	uint64_t busy_waits;	/* integrity pass slept on a busy inode */
+	/* Time blocked and latency histograms (blocked.c): callers add on
+	 * their slow path only, the flusher its write completions. */
+	struct pwb__blocked blk;
 };
 /* pwb__wb_counters_add() relies on this. */
 _Static_assert(sizeof(struct pwb__wb_stats) % sizeof(uint64_t) == 0,

@@ -40,6 +40,7 @@
 #include "inode.h"
 #include "region.h"
 #include "writeback.h"
+#include "blocked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,7 @@ static int submit_io(struct pwb__wb_ctx *wb, struct pwb__io *io)
 	int ret;
 
 	pwb__inflight_get(wb);
+	io->submitted_at = pwb__now(wb->bdi);
 	PWB_PROBE4(io_submit, wb->idx, io->inode->ino, io->dev_off,
 		   io->nr << wb->bdi->page_shift);
 	ret = wb->bdi->io->submit(wb->io_state, io);
@@ -449,16 +451,23 @@ static int write_run(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
  * the durable LSN covers @lsn; an error is kept in wbc->log_err, and the
  * visit forces no more.
  */
+/* Time this flusher spent in log_force, in cfg.clock ns: pwb__wb_do_work()
+ * gives a work item's share to the call waiting for it (blocked.c). */
+static __thread uint64_t log_forced_ns;
+
 static void force_log_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			     struct wb_control *wbc, uint64_t lsn)
 {
 	struct pwb_bdi *bdi = wb->bdi;
+	uint64_t t0;
 	int ret;
 
 	pwb__lockdep_assert_held(&inode->lock);
 
 	pthread_mutex_unlock(&inode->lock);
+	t0 = pwb__now(bdi);
 	ret = bdi->cfg.log_force(lsn, bdi->cfg.log_force_arg);
+	log_forced_ns += pwb__now(bdi) - t0;
 	uatomic_inc(&wb->stats.log_forces);
 	if (!ret) {
 		pwb__bdi_log_durable_raise(bdi, lsn);
@@ -1322,6 +1331,7 @@ static int writeback_one_inode(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 {
 	uint64_t t0 = pwb__clock_monotonic(NULL), written0 = 0;
+	uint64_t forced0 = log_forced_ns;
 	struct pwb_event ev = {
 		.type = PWB_EV_WB_START,
 		.ctx = wb->idx,
@@ -1363,6 +1373,7 @@ int pwb__wb_do_work(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	if (event)
 		event(&ev, wb->bdi->cfg.event_arg);
 	PWB_PROBE4(wb_pass_end, ev.ctx, ev.reason, ev.pages, ev.duration_ns);
+	work->log_force_ns = log_forced_ns - forced0;
 	return err;
 }
 
@@ -1414,6 +1425,7 @@ static int sync_inode_once(struct pwb_inode *inode)
 	struct pwb__wb_work one, *works = &one;
 	struct pwb__completion done;
 	unsigned int i, nr = 1, queued = 0;
+	uint64_t t0 = pwb__now(inode->bdi);
 	int err;
 
 	/* RCU: a context retired meanwhile is not freed under us; work
@@ -1448,7 +1460,9 @@ static int sync_inode_once(struct pwb_inode *inode)
 		}
 	}
 	pwb__rcu_read_unlock();
-	err = queued ? pwb__completion_wait(&done) : 0;
+	err = queued ? pwb__blocked_completion_wait(inode->bdi, inode, &done,
+						    t0)
+		     : 0;
 	pwb__completion_destroy(&done);
 	if (works != &one)
 		free(works);
@@ -1465,6 +1479,7 @@ static int sync_all_once(struct pwb_bdi *bdi)
 	struct pwb__completion done;
 	struct pwb__wb_work *works;
 	unsigned int i, nr;
+	uint64_t t0 = pwb__now(bdi);
 	int err;
 
 	rcu_read_lock();
@@ -1483,7 +1498,7 @@ static int sync_all_once(struct pwb_bdi *bdi)
 		pwb__wb_queue_work(arr->ctx[i], &works[i]);
 	}
 	pwb__rcu_read_unlock();
-	err = pwb__completion_wait(&done);
+	err = pwb__blocked_completion_wait(bdi, NULL, &done, t0);
 	pwb__completion_destroy(&done);
 	free(works);
 	return err;
@@ -1534,7 +1549,13 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi, struct pwb_inode *inode)
 
 int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
 {
-	uint64_t target;
+	return pwb__bdi_flush_device_for(bdi, NULL, epoch);
+}
+
+int pwb__bdi_flush_device_for(struct pwb_bdi *bdi, struct pwb_inode *caller,
+			      uint64_t epoch)
+{
+	uint64_t target, t0;
 	int err = 0;
 
 	if (!epoch)
@@ -1546,6 +1567,9 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
 	 * below, after the fdatasync that covered them returned. */
 	if (__atomic_load_n(&bdi->flushed_epoch, __ATOMIC_ACQUIRE) >= epoch)
 		return 0;
+	/* From here the caller waits for a flush: its own, or the one
+	 * another caller runs under flush_lock. */
+	t0 = pwb__now(bdi);
 	pthread_mutex_lock(&bdi->flush_lock);
 	if (bdi->flushed_epoch >= epoch)
 		goto out;
@@ -1592,6 +1616,9 @@ int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch)
 	}
 out:
 	pthread_mutex_unlock(&bdi->flush_lock);
+	pwb__blocked_since(bdi, caller,
+			   caller ? pwb__aread(&caller->tenant) : NULL,
+			   PWB_BLOCK_DEVICE_FLUSH, t0);
 	return err;
 }
 
@@ -1603,6 +1630,7 @@ int pwb__bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	struct pwb__wb_work *works = NULL, **items;
 	bool wait = flags & PWB_WB_WAIT;
 	unsigned int i, nr;
+	uint64_t t0 = 0;
 
 	if (pwb__bdi_enter(bdi, PWB__HOLD_REF, "pwb_bdi_writeback"))
 		return -ESHUTDOWN;
@@ -1636,8 +1664,10 @@ int pwb__bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 					 "for %u work items",
 				nr);
 	}
-	if (wait)
+	if (wait) {
 		pwb__completion_init(&done, nr);
+		t0 = pwb__now(bdi);
+	}
 	for (i = 0; i < nr; i++) {
 		struct pwb__wb_work *w = items[i];
 
@@ -1656,7 +1686,7 @@ int pwb__bdi_writeback(struct pwb_bdi *bdi, enum pwb_wb_reason reason,
 	pwb__rcu_read_unlock();
 	free(items);
 	if (wait) {
-		pwb__completion_wait(&done);
+		pwb__blocked_completion_wait(bdi, NULL, &done, t0);
 		pwb__completion_destroy(&done);
 	}
 	free(works);

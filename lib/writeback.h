@@ -31,8 +31,13 @@ int pwb__sync_and_wait(struct pwb_bdi *bdi,
 		       struct pwb_inode *inode) PWB__INTERNAL;
 /* Flush the device cache unless every write tagged with flush epoch
  * @epoch or older is already covered by an earlier flush (0: nothing to
- * cover). Return 0 or -errno (also recorded). */
+ * cover). Return 0 or -errno (also recorded). The wait is counted as
+ * PWB_BLOCK_DEVICE_FLUSH of the bdi (a pwb_sync() or a close). */
 int pwb__bdi_flush_device(struct pwb_bdi *bdi, uint64_t epoch) PWB__INTERNAL;
+/* The same for the flush a pwb_fsync() or inode close of @caller owes:
+ * the wait is counted in @caller's context and tenant. */
+int pwb__bdi_flush_device_for(struct pwb_bdi *bdi, struct pwb_inode *caller,
+			      uint64_t epoch) PWB__INTERNAL;
 
 /* Take and release a slot of max_inflight before a backend submit. */
 void pwb__inflight_get(struct pwb__wb_ctx *wb) PWB__INTERNAL;
