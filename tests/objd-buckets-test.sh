@@ -27,6 +27,7 @@
 #    image is fallocate()d where the host file system can.
 # OBJD_BUCKETS_SHARED=1 is for checking the test itself: it runs the
 # same with one bucket for all keys (keys without '/'), which must fail.
+# In sanitizer builds (PWB_SANITIZERS) only the throttle checks are made.
 . "${top_srcdir:-.}/tests/objd-lib.sh"
 
 ROUNDS=${OBJD_BUCKETS_ROUNDS:-3}
@@ -166,8 +167,15 @@ a=$(p99 "$W/lat.alone")
 f=$(p99 "$W/lat.flood")
 echo "light bucket PUT p99: alone $a ms, under the flood $f ms" \
 	"($n_alone and $n_flood samples)"
-awk -v a="$a" -v f="$f" 'BEGIN { exit !(f <= 2 * a) }'
-check "light p99 under the flood within 2 x its p99 alone" 0 $?
+# A sanitizer build's daemon is several times slower on the CPU: its
+# latencies measure the sanitizer, so the comparison is not made there
+# (the throttle checks above still are).
+if [ -n "${PWB_SANITIZERS:-}" ]; then
+	echo "skip: the p99 comparison (sanitizer build: $PWB_SANITIZERS)"
+else
+	awk -v a="$a" -v f="$f" 'BEGIN { exit !(f <= 2 * a) }'
+	check "light p99 under the flood within 2 x its p99 alone" 0 $?
+fi
 
 objd_stop || { echo "FAIL: SIGTERM: exit status $?"; fails=$((fails + 1)); }
 if [ -s "$W/objd.err" ]; then

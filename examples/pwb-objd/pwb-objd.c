@@ -582,9 +582,9 @@ static int commit_batch_txn(MDB_txn *txn, struct commit_req *batch)
 		    REC_FORMAT(h.version) != REC_INLINE) {
 			q->old = h.ino;
 			q->old_dev = REC_DEV(h.version);
-		}
-		else if (rc && rc != MDB_NOTFOUND)
+		} else if (rc && rc != MDB_NOTFOUND) {
 			return rc;
+		}
 		if (q->del) {
 			/* In order: a PUT earlier in the batch is seen. */
 			if (rc == MDB_NOTFOUND)
