@@ -259,7 +259,7 @@ enum pwb__lock_rank {
 	PWB__LOCK_DOMAIN,	/* domain->lock (domain.c): members and
 				 * their shares; a leaf, tried (never
 				 * waited for) on the completion path */
-	PWB__LOCK_PAGE_WAIT,	/* pcache->wait[i].lock (pcache-wait.c):
+	PWB__LOCK_PAGE_WAIT,	/* pb->ra.wait[i].lock (pcache-wait.c):
 				 * threads waiting for a page under read;
 				 * a leaf */
 	PWB__LOCK_TENANT,	/* tenant_lock (tenant.c): the tenant lists

@@ -532,6 +532,10 @@ static Suite *domain_suite(void)
 	Suite *s = suite_create("domain");
 	TCase *tc = tcase_create("shares");
 
+	/* No case waits for time, but each clears and frees tens of MiB of
+	 * page stores: under ThreadSanitizer on a loaded machine that alone
+	 * took over Check's default 4 s. */
+	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, share_follows_completed_writeback_and_decays);
 	tcase_add_test(tc, share_bounds);
 	tcase_add_test(tc, share_keeps_the_page_cache_cap);

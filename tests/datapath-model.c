@@ -120,6 +120,7 @@
 #include <unistd.h>
 
 #include "pwb.h"
+#include "odirect-probe.h"
 
 #define PS 4096u
 #define CACHE_PAGES 64
@@ -1704,29 +1705,6 @@ static int crash_round(unsigned int round, uint64_t *r)
 
 /* ---------------------------------------------------------------------- */
 
-static int odirect_refused(void)
-{
-	char path[4200];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/pwb-model-probe-XXXXXX", cfg.dir);
-	fd = mkstemp(path);
-	if (fd < 0)
-		return 0;
-	close(fd);
-	fd = open(path, O_RDWR | O_DIRECT);
-	unlink(path);
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	if (errno != EINVAL)
-		return 0;
-	printf("SKIP: %s refuses O_DIRECT (tmpfs before Linux 6.6?); set "
-	       "PWB_TEST_DIR to a directory on a real file system\n", cfg.dir);
-	return 1;
-}
-
 int main(int argc, char **argv)
 {
 	const char *d = getenv("PWB_TEST_DIR"), *e;
@@ -1784,7 +1762,7 @@ int main(int argc, char **argv)
 		run_seed();
 		return atomic_load(&failed) ? 1 : 3;
 	}
-	if (odirect_refused())
+	if (tu_odirect_refused(cfg.dir))
 		return 77;
 	snprintf(cfg.img, sizeof(cfg.img), "%s/pwb-model-%d.img", cfg.dir,
 		 (int)getpid());

@@ -2,6 +2,7 @@
 /* test-util.c - helpers shared by the Check suites (see test-util.h) */
 #define _GNU_SOURCE
 #include "test-util.h"
+#include "odirect-probe.h"
 
 #include <check.h>
 #include <pthread.h>
@@ -25,26 +26,7 @@ const char *tu_test_dir(void)
 
 int tu_odirect_unsupported(void)
 {
-	char path[4096];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/pwb-probe-XXXXXX", tu_test_dir());
-	fd = mkstemp(path);
-	if (fd < 0)
-		return 0;
-	close(fd);
-	fd = open(path, O_RDWR | O_DIRECT);
-	unlink(path);
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	if (errno != EINVAL)
-		return 0;
-	fprintf(stderr, "SKIP: %s refuses O_DIRECT (tmpfs before Linux 6.6?); "
-		"set PWB_TEST_DIR "
-		"to a directory on a real file system\n", tu_test_dir());
-	return 1;
+	return tu_odirect_refused(tu_test_dir());
 }
 
 int tu_uring_unsupported(void)
