@@ -10,12 +10,16 @@
  *   GET /-/stats    libpwb's and the daemon's counters as JSON
  *   POST /-/sync    pwb_sync() and an LMDB sync
  *
- * Data lives on one bdi (a device or image) in allocator-mode inodes: each
- * object one inode, written with pwb_write() as the body arrives; objects
- * up to --inline-max live in their index record instead. The index (key
- * -> ino, size, CRC-32C, extents) lives in LMDB and is changed only after
- * the object's data is durable (one pwb_sync() per batch of PUTs, then
- * one LMDB commit per batch: the group commit): data before metadata. A PUT of an existing key writes a new inode and switches the
+ * Data lives on one or more bdis (devices or images, one libpwb domain)
+ * in allocator-mode inodes: each object one inode, on the device a hash
+ * of its key picks (devices.c), written with pwb_write() as the body
+ * arrives, in the tenant of its bucket, the key's first path segment
+ * (buckets.c); objects up to --inline-max live in their index record
+ * instead. The index (key -> device, ino, size, CRC-32C, extents) lives
+ * in LMDB and is changed only after the object's data is durable (a
+ * pwb_fsync() of its inode, then one LMDB commit per batch: the group
+ * commit): data before metadata. A PUT of an existing key writes a new
+ * inode and switches the
  * key to it in one LMDB transaction; the old inode is freed after that
  * commit, so a crash shows the old object or the new one, never a mix.
  * On start every object in the index gets its extents back
@@ -60,15 +64,16 @@
 #include "pwb.h"
 #include "crc32c.h"
 #include "hist.h"
+#include "buckets.h"
+#include "devices.h"
 #include "pwb-example-util.h"
 
 /* ---------------------------------------------------------------- options */
 
-/* The smallest --cache-size and device taken: 256 pages of 4 KiB. */
+/* The smallest --cache-size taken: 256 pages of 4 KiB. */
 #define OBJD_MIN_BYTES (1u << 20)
 
 static struct {
-	const char *device;
 	const char *index;	/* LMDB directory; default DEVICE.index */
 	const char *socket;	/* default DEVICE.sock */
 	int tcp_port;		/* 0: no TCP listener */
@@ -82,8 +87,12 @@ static struct {
 	unsigned int timeout_s;
 	uint64_t index_map;
 	uint64_t inline_max;	/* bodies up to this live in the index */
+	uint64_t dirty_limit;	/* 0: libpwb's */
+	uint64_t bucket_dirty;	/* each bucket's own; 0: none */
+	unsigned int max_buckets;
 	bool verbose;
 } opt = {
+	.max_buckets = 1000,
 	.max_object = 256ull << 20,
 	.max_key = 1024,
 	.max_conn = 1024,
@@ -102,9 +111,15 @@ static struct {
  * a portable format; the version word lets a later one convert). An
  * object of --inline-max bytes or less is kept in its record (REC_INLINE:
  * ino 0, no extents, the bytes after the head); a larger one on the
- * device (REC_VERSION: its inode and extents). */
+ * device (REC_VERSION: its inode and extents). The version word's high
+ * 16 bits are the object's device (the --device options in order, from
+ * 0): 0 on one device, so its records are those of a pwb-objd from before
+ * several devices, and a pwb-objd from then refuses a record of another
+ * device instead of reading the wrong one. */
 #define REC_VERSION 1u
 #define REC_INLINE 2u
+#define REC_FORMAT(v) ((v) & 0xffffu)
+#define REC_DEV(v) ((v) >> 16)
 struct rec {
 	uint32_t version;
 	uint32_t crc;		/* CRC-32C of the whole object */
@@ -127,8 +142,7 @@ static int rec_head(const MDB_val *v, struct rec *h)
 
 static MDB_env *env;
 static MDB_dbi db_obj;		/* key -> struct rec */
-static MDB_dbi db_meta;		/* "next_ino" -> uint64_t */
-static struct pwb_bdi *bdi;
+static MDB_dbi db_meta;		/* "next_ino" -> uint64_t, "devices" */
 static const struct pwb_inode_ops alloc_ops;	/* all NULL: allocator mode */
 
 /* The next inode number: read from the index at start, then handed out
@@ -210,7 +224,8 @@ enum obj_state { OBJ_OPENING, OBJ_OPEN, OBJ_CLOSING };
 
 struct obj {
 	struct obj *next;
-	uint64_t ino;
+	uint64_t ino;		/* unique over all the devices */
+	unsigned int dev;	/* the device it is on */
 	struct pwb_inode *inode;	/* NULL while OPENING */
 	unsigned int refs;
 	enum obj_state state;
@@ -240,7 +255,8 @@ static struct obj *find_locked(uint64_t ino)
 	return NULL;
 }
 
-static struct obj *insert_locked(uint64_t ino, struct pwb_inode *inode)
+static struct obj *insert_locked(unsigned int dev, uint64_t ino,
+				 struct pwb_inode *inode)
 {
 	struct obj *o = calloc(1, sizeof(*o));
 	unsigned int h = hash_ino(ino);
@@ -248,6 +264,7 @@ static struct obj *insert_locked(uint64_t ino, struct pwb_inode *inode)
 	if (!o)
 		return NULL;
 	o->ino = ino;
+	o->dev = dev;
 	o->inode = inode;
 	o->refs = 1;
 	o->state = inode ? OBJ_OPEN : OBJ_OPENING;
@@ -270,17 +287,19 @@ static void remove_locked(struct obj *o)
 
 /* Register an inode the caller opened (a new PUT's, or one loaded at
  * start); the caller holds the one reference. */
-static int table_insert(uint64_t ino, struct pwb_inode *inode, struct obj **op)
+static int table_insert(unsigned int dev, uint64_t ino,
+			struct pwb_inode *inode, struct obj **op)
 {
 	pthread_mutex_lock(&table_lock);
-	*op = insert_locked(ino, inode);
+	*op = insert_locked(dev, ino, inode);
 	pthread_mutex_unlock(&table_lock);
 	return *op ? 0 : -ENOMEM;
 }
 
-/* A reference to object @ino, its inode opened if no request has it
- * open: 0, -ENOENT if it is dead, or pwb_inode_open()'s error. */
-static int table_get(uint64_t ino, struct obj **op)
+/* A reference to object @ino of device @dev, its inode opened if no
+ * request has it open: 0, -ENOENT if it is dead, or pwb_inode_open()'s
+ * error. */
+static int table_get(unsigned int dev, uint64_t ino, struct obj **op)
 {
 	struct pwb_inode *inode;
 	struct obj *o;
@@ -303,11 +322,11 @@ static int table_get(uint64_t ino, struct obj **op)
 		}
 		pthread_cond_wait(&table_cond, &table_lock);
 	}
-	o = insert_locked(ino, NULL);
+	o = insert_locked(dev, ino, NULL);
 	pthread_mutex_unlock(&table_lock);
 	if (!o)
 		return -ENOMEM;
-	ret = pwb_inode_open(bdi, ino, &alloc_ops, NULL, &inode);
+	ret = pwb_inode_open(dev_bdi(dev), ino, &alloc_ops, NULL, &inode);
 	if (ret)
 		fprintf(stderr, "pwb-objd: open of inode %" PRIu64 ": %s\n",
 			ino, pwb_errmsg());
@@ -336,8 +355,10 @@ static int table_get(uint64_t ino, struct obj **op)
  * once the discard has returned, a cookie taken now covers only blocks
  * that no durable index entry names, and releasing it at once is safe.
  */
-static void inode_free(uint64_t ino, struct pwb_inode *inode, bool discard)
+static void inode_free(unsigned int dev, uint64_t ino, struct pwb_inode *inode,
+		       bool discard)
 {
+	struct pwb_bdi *bdi = dev_bdi(dev);
 	uint64_t cookie;
 	int ret;
 
@@ -373,7 +394,7 @@ static void table_put(struct obj *o)
 	o->state = OBJ_CLOSING;
 	dead = o->dead;
 	pthread_mutex_unlock(&table_lock);
-	inode_free(o->ino, o->inode, dead);
+	inode_free(o->dev, o->ino, o->inode, dead);
 	pthread_mutex_lock(&table_lock);
 	remove_locked(o);
 	pthread_mutex_unlock(&table_lock);
@@ -398,11 +419,11 @@ static void table_pin(struct obj *o)
 
 /* The key moved away from @ino (replaced or deleted): free its blocks once
  * the requests still reading it are done. */
-static void table_kill(uint64_t ino)
+static void table_kill(unsigned int dev, uint64_t ino)
 {
 	struct obj *o;
 
-	if (table_get(ino, &o))
+	if (table_get(dev, ino, &o))
 		return;		/* already dead, or cannot open: lost */
 	pthread_mutex_lock(&table_lock);
 	o->dead = true;
@@ -418,6 +439,7 @@ static void table_kill(uint64_t ino)
 
 struct objinfo {
 	uint64_t ino, size;	/* ino 0: inline */
+	unsigned int dev;	/* with ino */
 	uint32_t crc;
 	char *data;		/* inline and asked for: a malloc()ed copy */
 };
@@ -440,9 +462,12 @@ static int index_get(const char *key, size_t klen, struct objinfo *oi,
 	if (rc == 0) {
 		rc = rec_head(&v, &r);
 		oi->ino = r.ino;
+		oi->dev = REC_DEV(r.version);
 		oi->size = r.size;
 		oi->crc = r.crc;
-		if (!rc && r.version == REC_INLINE) {
+		if (!rc && oi->ino && oi->dev >= nr_devs)
+			rc = -EIO;	/* load_index() refused it at start */
+		if (!rc && REC_FORMAT(r.version) == REC_INLINE) {
 			oi->ino = 0;
 			if (v.mv_size != sizeof(r) + r.size)
 				rc = -EIO;
@@ -474,7 +499,7 @@ static int object_get(const char *key, size_t klen, struct objinfo *oi,
 
 		if (ret || !oi->ino)
 			return ret;
-		ret = table_get(oi->ino, op);
+		ret = table_get(oi->dev, oi->ino, op);
 		if (ret == -ENOENT)
 			continue;	/* killed since the look-up */
 		if (ret)
@@ -484,7 +509,7 @@ static int object_get(const char *key, size_t klen, struct objinfo *oi,
 		 * finds the reference. (An inode freed before our
 		 * table_get() was opened again empty: look again.) */
 		ret = index_get(key, klen, &again, false);
-		if (!ret && again.ino == oi->ino)
+		if (!ret && again.ino == oi->ino && again.dev == oi->dev)
 			return 0;
 		table_put(*op);
 		*op = NULL;
@@ -495,24 +520,23 @@ static int object_get(const char *key, size_t klen, struct objinfo *oi,
 }
 
 /*
- * Group commit, in two stages that run side by side:
+ * Group commit, data first:
  *
- *   PUT, body in the cache --> sync queue --[syncer: one pwb_sync(),
- *                                            then each inode's extents]
+ *   PUT, body in the cache --[its own thread: pwb_fsync() of its inode,
+ *                             then its extents into its record]
  *                                  |
  *   inline PUT, DELETE -------> commit queue --[committer: one LMDB
  *                                               transaction] --> replies
  *
- * The syncer takes every PUT whose body has been written, makes all their
- * data durable with one pwb_sync() (one device flush for the batch), puts
- * each inode's extents into its record and moves the whole batch to the
- * commit queue at once. The committer takes everything queued into one
- * LMDB transaction (which syncs twice) and wakes the requests. Neither
- * stage waits for company: on an idle daemon a lone PUT goes through at
- * once; under load each queue fills while its stage is busy, so batches
- * grow with the load, and the flush of the next batch runs while the
- * committer commits this one. Data is durable before the commit that
- * names it (README.md, "Group commit", argues the order).
+ * Each PUT makes its own data durable (put_durable()): concurrent ones
+ * share device flushes, and none waits for another's data. The committer
+ * takes everything queued into one LMDB transaction (which syncs twice)
+ * and wakes the requests. It does not wait for company: on an idle
+ * daemon a lone PUT goes through at once; under load the queue fills
+ * while it commits, so batches grow with the load, and the data of the
+ * next batch is flushed while it commits this one. Data is durable
+ * before the commit that names it (README.md, "Group commit", argues the
+ * order).
  */
 struct commit_req {
 	struct commit_req *next;
@@ -520,12 +544,14 @@ struct commit_req {
 	size_t klen;
 	bool del;		/* DELETE the key (r unused) */
 	struct pwb_inode *inode; /* data to make durable first, or NULL */
-	uint64_t ino, size;	/* with inode: what the syncer records */
+	unsigned int dev;	/* with inode: its device */
+	uint64_t ino, size;	/* with inode: what its record says */
 	uint32_t crc;
-	struct rec *r;		/* the record: the caller's, or the syncer's
-				 * (with inode; the caller frees it) */
+	struct rec *r;		/* the record: the caller's, or built from
+				 * the inode (the caller frees it) */
 	size_t rsz;
 	uint64_t old;		/* out: the ino the key named (0: none/inline) */
+	unsigned int old_dev;	/* out: with old, its device */
 	bool existed;		/* out: the key was there */
 	int ret;		/* out */
 	/* Posted once by the stage that finishes the request, after its
@@ -537,12 +563,10 @@ struct commit_req {
 
 static pthread_mutex_t commit_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t commit_work = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t sync_work = PTHREAD_COND_INITIALIZER;
 /* All commit_lock: */
 static struct commit_req *commit_head, **commit_tail = &commit_head;
-static struct commit_req *sync_head, **sync_tail = &sync_head;
-static bool sync_stop, commit_stop;
-static pthread_t committer, syncer;
+static bool commit_stop;
+static pthread_t committer;
 
 /* Put @batch's records into @txn: 0 or an LMDB error. */
 static int commit_batch_txn(MDB_txn *txn, struct commit_req *batch)
@@ -558,10 +582,13 @@ static int commit_batch_txn(MDB_txn *txn, struct commit_req *batch)
 		q->old = 0;
 		rc = mdb_get(txn, db_obj, &k, &v);
 		q->existed = rc == 0;
-		if (rc == 0 && !rec_head(&v, &h) && h.version != REC_INLINE)
+		if (rc == 0 && !rec_head(&v, &h) &&
+		    REC_FORMAT(h.version) != REC_INLINE) {
 			q->old = h.ino;
-		else if (rc && rc != MDB_NOTFOUND)
+			q->old_dev = REC_DEV(h.version);
+		} else if (rc && rc != MDB_NOTFOUND) {
 			return rc;
+		}
 		if (q->del) {
 			/* In order: a PUT earlier in the batch is seen. */
 			if (rc == MDB_NOTFOUND)
@@ -695,7 +722,7 @@ static int build_rec(struct commit_req *q)
 		free(ext);
 		return -ENOMEM;
 	}
-	r->version = REC_VERSION;
+	r->version = REC_VERSION | (uint32_t)q->dev << 16;
 	r->crc = q->crc;
 	r->ino = q->ino;
 	r->size = q->size;
@@ -707,80 +734,51 @@ static int build_rec(struct commit_req *q)
 	return 0;
 }
 
-static void *syncer_main(void *arg)
+/*
+ * The data stage of a PUT with an inode, on the request's own thread:
+ * its data durable, then its record built from its extents (final now:
+ * libpwb allocates at writeback). pwb_fsync() writes this object's pages
+ * and no other's, so a PUT never waits for the dirty data of another
+ * bucket (one pwb_sync() of the device for a batch did: a flooded
+ * bucket's PUTs stalled every other bucket's). Concurrent fsyncs still
+ * share device flushes: a flush that starts after a PUT's writes ended
+ * covers it (libpwb's flush epochs). 0 or -errno.
+ */
+static int put_durable(struct commit_req *q)
 {
-	struct commit_req *batch, *q, *next;
-	uint64_t t0, n;
-	int ret;
+	uint64_t t0 = now_ns();
+	int ret = pwb_fsync(q->inode);
 
-	pthread_mutex_lock(&commit_lock);
-	for (;;) {
-		while (!sync_head && !sync_stop)
-			pthread_cond_wait(&sync_work, &commit_lock);
-		if (!sync_head)
-			break;
-		batch = sync_head;
-		sync_head = NULL;
-		sync_tail = &sync_head;
-		pthread_mutex_unlock(&commit_lock);
-
-		/* Every body in the batch was written before it was queued:
-		 * one pwb_sync() makes them all durable (and whatever else
-		 * is dirty: bodies still arriving, written now, not later). */
-		t0 = now_ns();
-		ret = pwb_sync(bdi);
-		n = 0;
-		for (q = batch; q; q = q->next) {
-			/* A failed sync says neither which inode nor whether
-			 * it is still failing: each PUT asks for its own. */
-			q->ret = ret ? pwb_fsync(q->inode) : 0;
-			if (q->ret)
-				fprintf(stderr, "pwb-objd: fsync: %s\n",
-					errtext(q->ret));
-			if (!q->ret)
-				q->ret = build_rec(q);
-			n++;
-		}
-		CNT_ADD(data_syncs, 1);
-		CNT_ADD(data_sync_puts, n);
-		CNT_ADD(fsync_ns, (now_ns() - t0) * n);
-
-		pthread_mutex_lock(&commit_lock);
-		for (q = batch; q; q = next) {
-			next = q->next;
-			q->next = NULL;
-			if (q->ret) {
-				sem_post(&q->done);	/* may free q */
-				continue;
-			}
-			*commit_tail = q;
-			commit_tail = &q->next;
-		}
-		pthread_cond_signal(&commit_work);
+	CNT_ADD(data_syncs, 1);
+	CNT_ADD(data_sync_puts, 1);
+	CNT_ADD(fsync_ns, now_ns() - t0);
+	if (ret) {
+		fprintf(stderr, "pwb-objd: fsync: %s\n", errtext(ret));
+		return ret;
 	}
-	pthread_mutex_unlock(&commit_lock);
-	return NULL;
+	return build_rec(q);
 }
 
-/* Run @q through the group commit (the sync stage first if it has an
+/* Run @q through the group commit (the data stage first if it has an
  * inode) and wait for it: 0 or -errno; q->old, q->existed, q->r set. */
 static int commit_wait(struct commit_req *q)
 {
+	if (q->inode) {
+		q->ret = put_durable(q);
+		if (q->ret) {
+			q->old = 0;
+			return q->ret;
+		}
+	}
 	pthread_mutex_lock(&commit_lock);
-	if (q->inode ? sync_stop : commit_stop) {
+	if (commit_stop) {
 		pthread_mutex_unlock(&commit_lock);
 		return -ESHUTDOWN;
 	}
 	sem_init(&q->done, 0, 0);
-	if (q->inode) {
-		*sync_tail = q;
-		sync_tail = &q->next;
-		pthread_cond_signal(&sync_work);
-	} else {
-		*commit_tail = q;
-		commit_tail = &q->next;
-		pthread_cond_signal(&commit_work);
-	}
+	*commit_tail = q;
+	commit_tail = &q->next;
+	pthread_cond_signal(&commit_work);
 	pthread_mutex_unlock(&commit_lock);
 	while (sem_wait(&q->done))
 		;	/* EINTR */
@@ -792,30 +790,12 @@ static int commit_wait(struct commit_req *q)
 
 static int commit_start(void)
 {
-	int ret = pthread_create(&committer, NULL, committer_main, NULL);
-
-	if (ret)
-		return ret;
-	ret = pthread_create(&syncer, NULL, syncer_main, NULL);
-	if (ret) {
-		pthread_mutex_lock(&commit_lock);
-		sync_stop = commit_stop = true;
-		pthread_cond_signal(&commit_work);
-		pthread_mutex_unlock(&commit_lock);
-		pthread_join(committer, NULL);
-	}
-	return ret;
+	return pthread_create(&committer, NULL, committer_main, NULL);
 }
 
-/* The syncer drains its queue into the committer's, then the committer
- * drains its own. */
+/* The committer drains its queue, then stops. */
 static void commit_stop_all(void)
 {
-	pthread_mutex_lock(&commit_lock);
-	sync_stop = true;
-	pthread_cond_signal(&sync_work);
-	pthread_mutex_unlock(&commit_lock);
-	pthread_join(syncer, NULL);
 	pthread_mutex_lock(&commit_lock);
 	commit_stop = true;
 	pthread_cond_signal(&commit_work);
@@ -824,13 +804,15 @@ static void commit_stop_all(void)
 }
 
 /* DELETE @key through the group commit: 0, -ENOENT or -errno; the ino it
- * named in *@old (0: inline). */
-static int index_delete(const char *key, size_t klen, uint64_t *old)
+ * named in *@old (0: inline), on device *@old_dev. */
+static int index_delete(const char *key, size_t klen, uint64_t *old,
+			unsigned int *old_dev)
 {
 	struct commit_req q = { .key = key, .klen = klen, .del = true };
 	int ret = commit_wait(&q);
 
 	*old = q.old;
+	*old_dev = q.old_dev;
 	return ret;
 }
 
@@ -911,6 +893,8 @@ struct req {
 	/* REQ_PUT: */
 	char *key;
 	size_t klen;
+	struct bucket *bucket;	/* the key's */
+	unsigned int dev;	/* with inode: the device it is on */
 	uint64_t ino;		/* with inode */
 	struct pwb_inode *inode;	/* NULL while the body is inline */
 	char *buf;		/* the inline body so far */
@@ -959,22 +943,32 @@ static unsigned int check_key(const char *url, size_t *klen)
 	return 0;
 }
 
-/* A new inode for @p's body: 0 or -errno. */
+/* A new inode for @p's body, on the device its key hashes to, in its
+ * bucket's tenant: 0 or -errno. */
 static int put_open_inode(struct req *p)
 {
 	uint64_t t0 = now_ns();
+	struct pwb_bdi_info info;
 	int ret;
 
-	struct pwb_bdi_info info;
-
+	p->dev = devs_place(p->key, p->klen);
 	p->ino = __atomic_fetch_add(&next_ino, 1, __ATOMIC_RELAXED);
-	p->page = pwb_bdi_info(bdi, &info) ? 0 : info.page_size;
-	ret = pwb_inode_open(bdi, p->ino, &alloc_ops, NULL, &p->inode);
-	CNT_ADD(open_ns, now_ns() - t0);
-	if (ret) {
+	p->page = pwb_bdi_info(dev_bdi(p->dev), &info) ? 0 : info.page_size;
+	ret = pwb_inode_open(dev_bdi(p->dev), p->ino, &alloc_ops, NULL,
+			     &p->inode);
+	if (!ret) {
+		ret = bucket_attach(p->bucket, p->inode);
+		if (ret) {
+			fprintf(stderr, "pwb-objd: tenant of inode %" PRIu64
+				": %s\n", p->ino, pwb_errmsg());
+			inode_free(p->dev, p->ino, p->inode, false);
+		}
+	} else {
 		fprintf(stderr, "pwb-objd: inode open: %s\n", pwb_errmsg());
-		p->inode = NULL;
 	}
+	CNT_ADD(open_ns, now_ns() - t0);
+	if (ret)
+		p->inode = NULL;
 	return ret;
 }
 
@@ -1005,6 +999,7 @@ static unsigned int put_begin(struct MHD_Connection *c, const char *url,
 	unsigned long long v = 0;
 	unsigned int status;
 	size_t klen;
+	int ret;
 
 	if (cl) {
 		char *end;
@@ -1024,6 +1019,11 @@ static unsigned int put_begin(struct MHD_Connection *c, const char *url,
 		return status;
 	if (cl && v > opt.max_object)
 		return 413;
+	ret = bucket_of(url + 1, klen, &p->bucket);
+	if (ret == -ENOSPC)
+		return 507;	/* --max-buckets reached */
+	if (ret)
+		return 500;
 	if (!(p->key = strndup(url + 1, klen)))
 		return 500;
 	p->klen = klen;
@@ -1218,13 +1218,14 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 		}
 	} else {
 		q.inode = p->inode;
+		q.dev = p->dev;
 		q.ino = p->ino;
 		q.size = p->off;
 		q.crc = p->crc;
 		/* In the table before the key can name it: a GET right
 		 * after the commit finds it open. Nobody else knows the
 		 * ino yet. */
-		ret = table_insert(p->ino, p->inode, &o);
+		ret = table_insert(p->dev, p->ino, p->inode, &o);
 		if (ret) {
 			p->err = ret;
 			goto fail;
@@ -1236,7 +1237,7 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 	CNT_ADD(commit_ns, now_ns() - t0);
 	if (ret) {
 		if (o) {
-			table_kill(p->ino);
+			table_kill(p->dev, p->ino);
 			table_put(o);
 		}
 		p->err = ret;
@@ -1245,7 +1246,7 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 	p->committed = true;	/* inline: nothing to free any more */
 	t0 = now_ns();
 	if (q.old)
-		table_kill(q.old);
+		table_kill(q.old_dev, q.old);
 	if (o && keep_open)
 		table_pin(o);
 	else if (o)
@@ -1256,6 +1257,7 @@ static enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 	if (!o)
 		CNT_ADD(inline_puts, 1);
 	CNT_ADD(bytes_in, p->off);
+	bucket_put_done(p->bucket, p->off);
 	vlog("PUT %s: ino %" PRIu64 ", %" PRIu64 " bytes, crc %08x",
 	     p->key, p->ino, p->off, p->crc);
 	{
@@ -1291,14 +1293,19 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (!p)
 		return;
 	*con_cls = NULL;
-	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && p->op < OP_NR)
-		hist_add(&lat[p->op], now_ns() - p->t_begin);
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && p->op < OP_NR) {
+		uint64_t ns = now_ns() - p->t_begin;
+
+		hist_add(&lat[p->op], ns);
+		if (p->kind == REQ_PUT && p->committed)
+			bucket_put_latency(p->bucket, ns);
+	}
 	if (p->kind == REQ_PUT) {
 		/* Failed, refused, or the client went away mid-body. */
 		if (!p->committed) {
 			CNT_ADD(aborted_puts, 1);
 			if (p->inode)
-				inode_free(p->ino, p->inode, true);
+				inode_free(p->dev, p->ino, p->inode, true);
 		}
 	}
 	free(p->key);
@@ -1617,6 +1624,43 @@ static enum MHD_Result do_list(struct MHD_Connection *c)
 	C(batch_max) C(data_syncs) C(data_sync_puts) C(inline_puts)            \
 	C(connections) C(connections_closed)
 
+/*
+ * libpwb's counters of every device, added up into @sum (with one device,
+ * its own; with several, fields that are not counts, such as
+ * imbalance_milli or the auto_* choices, add up to nothing meaningful:
+ * the devices' own are in /-/stats "devices"). 0, or 1 with the
+ * failing device's message in pwb_errmsg().
+ */
+static int stats_sum(struct pwb_stats *sum)
+{
+	struct pwb_stats st;
+
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned int d = 0; d < nr_devs; d++) {
+		if (pwb_bdi_stats(dev_bdi(d), &st))
+			return 1;
+#define X(name) sum->name += st.name;
+		PWB_STATS_FIELDS
+#undef X
+	}
+	return 0;
+}
+
+/* @s as JSON string contents: '"', '\\' and control bytes escaped. */
+static void json_str(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+}
+
 /* One histogram snapshot at a time (they are large for a stack). */
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -1671,7 +1715,7 @@ static enum MHD_Result do_metrics(struct MHD_Connection *c)
 	char *buf = NULL;
 	FILE *f;
 
-	if (pwb_bdi_stats(bdi, &st))
+	if (stats_sum(&st))
 		return reply(c, 500, "stats: %s\n", pwb_errmsg());
 	count_objects(&objects, &open_now);
 	f = open_memstream(&buf, &sz);
@@ -1716,6 +1760,7 @@ static enum MHD_Result do_metrics(struct MHD_Connection *c)
 			" %" PRIu64 "\n", (uint64_t)st.name);
 	PWB_STATS_FIELDS
 #undef X
+	buckets_metrics(f);
 	if (fclose(f)) {
 		free(buf);
 		return MHD_NO;
@@ -1724,7 +1769,8 @@ static enum MHD_Result do_metrics(struct MHD_Connection *c)
 }
 
 /* GET /-/stats: {"objects": .., "objd": {..}, "latency": {..},
- * "pwb": {..}}. */
+ * "pwb": {..} (the devices' sum), "buckets": {NAME: {..}, ..},
+ * "devices": [{"path": .., "pwb": {..}}, ..]}. */
 static enum MHD_Result do_stats(struct MHD_Connection *c)
 {
 	struct pwb_stats st;
@@ -1734,7 +1780,7 @@ static enum MHD_Result do_stats(struct MHD_Connection *c)
 	FILE *f;
 	int ret;
 
-	ret = pwb_bdi_stats(bdi, &st);
+	ret = stats_sum(&st);
 	if (ret)
 		return reply(c, 500, "stats: %s\n", pwb_errmsg());
 	count_objects(&objects, &open_now);
@@ -1779,7 +1825,24 @@ static enum MHD_Result do_stats(struct MHD_Connection *c)
 		PWB_STATS_FIELDS
 #undef X
 	}
-	fprintf(f, "\n  }\n}\n");
+	fprintf(f, "\n  },\n  \"buckets\": {");
+	buckets_json(f);
+	fprintf(f, "\n  },\n  \"devices\": [");
+	for (unsigned int d = 0; d < nr_devs; d++) {
+		bool first = true;
+
+		if (pwb_bdi_stats(dev_bdi(d), &st))
+			memset(&st, 0, sizeof(st));
+		fprintf(f, "%s\n    {\"path\": \"", d ? "," : "");
+		json_str(f, devs[d].path);
+		fprintf(f, "\", \"pwb\": {");
+#define X(name) fprintf(f, "%s\"" #name "\": %" PRIu64, first ? "" : ", ",   \
+			(uint64_t)st.name), first = false;
+		PWB_STATS_FIELDS
+#undef X
+		fprintf(f, "}}");
+	}
+	fprintf(f, "\n  ]\n}\n");
 	if (fclose(f)) {
 		free(buf);
 		return MHD_NO;
@@ -1791,10 +1854,16 @@ static enum MHD_Result do_stats(struct MHD_Connection *c)
  * whatever else is dirty (nothing, normally) durable too. */
 static int sync_all(void)
 {
-	int ret = pwb_sync(bdi), rc;
+	int ret = 0, rc;
 
-	if (ret)
-		fprintf(stderr, "pwb-objd: sync: %s\n", pwb_errmsg());
+	for (unsigned int d = 0; d < nr_devs; d++) {
+		rc = pwb_sync(dev_bdi(d));
+		if (rc)
+			fprintf(stderr, "pwb-objd: sync of %s: %s\n",
+				devs[d].path, pwb_errmsg());
+		if (rc && !ret)
+			ret = rc;
+	}
 	rc = mdb_env_sync(env, 1);
 	if (rc) {
 		fprintf(stderr, "pwb-objd: index sync: %s\n", mdb_strerror(rc));
@@ -1806,7 +1875,7 @@ static int sync_all(void)
 
 static enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
 {
-	unsigned int status;
+	unsigned int status, old_dev = 0;
 	uint64_t old = 0;
 	size_t klen;
 	int ret;
@@ -1814,12 +1883,12 @@ static enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
 	status = check_key(url, &klen);
 	if (status)
 		return reply(c, status, "bad key\n");
-	ret = index_delete(url + 1, klen, &old);
+	ret = index_delete(url + 1, klen, &old, &old_dev);
 	if (ret)
 		return reply(c, errno_status(ret), "%s\n",
 			     ret == -ENOENT ? "no such key" : pwb_strerror(ret));
 	if (old)
-		table_kill(old);
+		table_kill(old_dev, old);
 	CNT_ADD(deletes, 1);
 	return reply(c, 204, "%s", "");
 }
@@ -2023,7 +2092,8 @@ static int load_index(void)
 	MDB_cursor *cur;
 	MDB_txn *txn;
 	MDB_val k, v, mk = { .mv_size = 8, .mv_data = "next_ino" };
-	uint64_t n = 0, max_ino = 0, stored = 1;
+	uint64_t n = 0, max_ino = 0, stored = 1, on_dev[OBJD_MAX_DEVICES] = { 0 };
+	unsigned int dev = 0;
 	int rc, ret = 0;
 
 	rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
@@ -2048,7 +2118,15 @@ static int load_index(void)
 			n++;	/* the bytes are in the record: nothing to load */
 			continue;
 		}
-		if (rec_head(&v, &h) || r->version != REC_VERSION ||
+		dev = REC_DEV(r->version);
+		if (!rec_head(&v, &h) && dev >= nr_devs) {
+			fprintf(stderr, "pwb-objd: index: key %.*s is on device "
+				"%u, and %u --device given\n", (int)k.mv_size,
+				(const char *)k.mv_data, dev + 1, nr_devs);
+			ret = -EINVAL;
+			break;
+		}
+		if (rec_head(&v, &h) || REC_FORMAT(r->version) != REC_VERSION ||
 		    r->nr_ext > (v.mv_size - sizeof(h)) / sizeof(r->ext[0]) ||
 		    v.mv_size != sizeof(h) + r->nr_ext * sizeof(r->ext[0])) {
 			fprintf(stderr, "pwb-objd: index: bad record for "
@@ -2057,7 +2135,8 @@ static int load_index(void)
 			ret = -EINVAL;
 			break;
 		}
-		ret = pwb_inode_open(bdi, r->ino, &alloc_ops, NULL, &inode);
+		ret = pwb_inode_open(dev_bdi(dev), r->ino, &alloc_ops, NULL,
+				     &inode);
 		if (!ret && r->nr_ext) {
 			struct pwb_extent *e = malloc(r->nr_ext * sizeof(*e));
 
@@ -2074,7 +2153,7 @@ static int load_index(void)
 		if (!ret && keep_open) {
 			struct obj *o;
 
-			ret = table_insert(r->ino, inode, &o);
+			ret = table_insert(dev, r->ino, inode, &o);
 			if (!ret)
 				o->pinned = true;
 		} else if (!ret) {
@@ -2083,13 +2162,15 @@ static int load_index(void)
 		}
 		if (ret) {
 			fprintf(stderr, "pwb-objd: loading key %.*s (inode %"
-				PRIu64 "): %s\n", (int)k.mv_size,
-				(const char *)k.mv_data, r->ino, pwb_errmsg());
+				PRIu64 " on %s): %s\n", (int)k.mv_size,
+				(const char *)k.mv_data, r->ino,
+				devs[dev].path, pwb_errmsg());
 			break;
 		}
 		if (r->ino > max_ino)
 			max_ino = r->ino;
 		n++;
+		on_dev[dev]++;
 	}
 	mdb_cursor_close(cur);
 	mdb_txn_abort(txn);
@@ -2097,16 +2178,21 @@ static int load_index(void)
 		return ret;
 	next_ino = stored > max_ino ? stored : max_ino + 1;
 	vlog("index: %" PRIu64 " objects, next inode %" PRIu64, n, next_ino);
+	for (unsigned int d = 0; d < nr_devs; d++)
+		vlog("%s: %" PRIu64 " objects", devs[d].path, on_dev[d]);
 	return 0;
 lmdb_fail:
 	fprintf(stderr, "pwb-objd: index: %s\n", mdb_strerror(rc));
 	return -EIO;
 }
 
+/* Open (or make) the index in @dir and check that it is the index of
+ * the devices given: 0, -1 (printed) or 2 (the devices do not match). */
 static int open_index(const char *dir)
 {
+	MDB_stat ms = { 0 };
 	MDB_txn *txn;
-	int rc;
+	int rc, ret;
 
 	if (mkdir(dir, 0700) && errno != EEXIST) {
 		fprintf(stderr, "pwb-objd: %s: %s\n", dir, strerror(errno));
@@ -2130,9 +2216,16 @@ static int open_index(const char *dir)
 	rc = mdb_dbi_open(txn, "objects", MDB_CREATE, &db_obj);
 	if (!rc)
 		rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &db_meta);
+	if (!rc)
+		rc = mdb_stat(txn, db_obj, &ms);
 	if (rc) {
 		mdb_txn_abort(txn);
 		goto fail;
+	}
+	ret = devs_check_index(txn, db_meta, ms.ms_entries > 0);
+	if (ret) {
+		mdb_txn_abort(txn);
+		return ret;
 	}
 	rc = mdb_txn_commit(txn);
 	if (rc)
@@ -2141,34 +2234,6 @@ static int open_index(const char *dir)
 fail:
 	fprintf(stderr, "pwb-objd: index %s: %s\n", dir, mdb_strerror(rc));
 	return -1;
-}
-
-/*
- * One daemon per device: an exclusive flock() on the device (or image)
- * file, held until the process ends, so a second pwb-objd on the same
- * file, under any path or socket, is refused before it touches anything.
- * The kernel drops the lock when the holder dies, SIGKILL included. Only
- * pwb-objd takes it: other programs writing the device are not stopped.
- */
-static int lock_device(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		fprintf(stderr, "pwb-objd: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		if (errno == EWOULDBLOCK)
-			fprintf(stderr, "pwb-objd: %s: in use by another "
-				"pwb-objd\n", path);
-		else
-			fprintf(stderr, "pwb-objd: %s: lock: %s\n", path,
-				strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;	/* kept open: the lock lives as long as the process */
 }
 
 /* The Unix socket: a stale one (nobody answers) is replaced, anything
@@ -2319,13 +2384,16 @@ static int close_all(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: pwb-objd --device PATH [options]\n"
+"Usage: pwb-objd --device PATH [--device PATH]... [options]\n"
 "An object store over HTTP/1.1 on libpwb: PUT, GET (Range), HEAD, DELETE\n"
 "/KEY; GET /?list; GET /-/stats; POST /-/sync. SIGTERM flushes everything\n"
 "and exits 0 (1 if that flush fails).\n"
 "\n"
-"  -d, --device PATH     block device or image file (required, must exist)\n"
-"  -i, --index DIR       LMDB directory of the index (default PATH.index)\n"
+"  -d, --device PATH     block device or image file (required, must exist);\n"
+"                        again for more devices (up to 64), in one memory\n"
+"                        domain, objects placed by a hash of the key\n"
+"  -i, --index DIR       LMDB directory of the index (default PATH.index,\n"
+"                        of the first --device)\n"
 "  -s, --socket PATH     Unix socket, mode 0600 (default PATH.sock)\n"
 "  -p, --tcp-port N      also listen on 127.0.0.1:N (default: no TCP)\n"
 "  -c, --contexts N      writeback contexts (default 0: libpwb chooses)\n"
@@ -2340,6 +2408,17 @@ static void usage(FILE *f)
 "                        demand, closed after the last request)\n"
 "  -I, --inline-max N    objects up to N bytes live in the index, not on\n"
 "                        the device (default 16K, at most 128K; 0: none)\n"
+"  -w, --bucket-weight NAME=W  weight of bucket NAME (the first segment of\n"
+"                        its keys), 1 to 10000; again for more buckets;\n"
+"                        the others weigh 100\n"
+"  -R, --bucket-rate NAME=N  cap on bucket NAME's writeback, bytes per\n"
+"                        second, K/M/G suffixes; again for more buckets\n"
+"  -B, --bucket-dirty N  each bucket's own limit on its dirty bytes, K/M/G\n"
+"                        suffixes (default 0: its share of --dirty-limit)\n"
+"  -L, --dirty-limit N   dirty bytes of all the devices together at which\n"
+"                        writers wait (default: libpwb's, 256M a device)\n"
+"  -M, --max-buckets N   buckets at most; a PUT that would make one more\n"
+"                        gets 507 (default 1000)\n"
 "  -v, --verbose         log requests and libmicrohttpd's errors\n"
 "  -h, --help            this text\n");
 }
@@ -2380,13 +2459,17 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "keep-open", no_argument, NULL, 'K' },
 		{ "inline-max", required_argument, NULL, 'I' },
+		{ "bucket-weight", required_argument, NULL, 'w' },
+		{ "bucket-rate", required_argument, NULL, 'R' },
+		{ "bucket-dirty", required_argument, NULL, 'B' },
+		{ "dirty-limit", required_argument, NULL, 'L' },
+		{ "max-buckets", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct MHD_Daemon *d_unix = NULL, *d_tcp = NULL;
 	struct pwb_bdi_config cfg;
-	struct pwb_bdi_info info;
 	char tcp_where[32];
 	char *index_dir = NULL, *sock_path = NULL;
 	unsigned int port = 0;
@@ -2394,10 +2477,14 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	int c, fd, tcp_fd = -1, sig, ret, status = 1;
 
-	while ((c = getopt_long(argc, argv, "d:i:s:p:c:P:b:C:m:k:n:t:KI:vh",
+	while ((c = getopt_long(argc, argv,
+				"d:i:s:p:c:P:b:C:m:k:n:t:KI:w:R:B:L:M:vh",
 				longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd': opt.device = optarg; break;
+		case 'd':
+			if (devs_add(optarg))
+				return 2;
+			break;
 		case 'i': opt.index = optarg; break;
 		case 's': opt.socket = optarg; break;
 		case 'p':
@@ -2439,6 +2526,27 @@ int main(int argc, char **argv)
 			    opt.inline_max > OBJD_MAX_INLINE)
 				goto bad;
 			break;
+		case 'w':
+			if (buckets_weight_arg(optarg))
+				return 2;
+			break;
+		case 'R':
+			if (buckets_rate_arg(optarg))
+				return 2;
+			break;
+		case 'B':
+			if (pwbex_parse_size(optarg, &opt.bucket_dirty))
+				goto bad;
+			break;
+		case 'L':
+			if (pwbex_parse_size(optarg, &opt.dirty_limit))
+				goto bad;
+			break;
+		case 'M':
+			if (parse_uint(optarg, 100000, &opt.max_buckets) ||
+			    !opt.max_buckets)
+				goto bad;
+			break;
 		case 'v': opt.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default:
@@ -2452,11 +2560,25 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!opt.device) {
+	if (!nr_devs) {
 		fprintf(stderr, "pwb-objd: --device is required\n");
 		usage(stderr);
 		return 2;
 	}
+	/* Below a few pages the throttle would stop every writer at once. */
+	if (opt.dirty_limit && opt.dirty_limit < OBJD_MIN_BYTES) {
+		fprintf(stderr, "pwb-objd: --dirty-limit %" PRIu64 " is below "
+			"the minimum of %u bytes (1M)\n", opt.dirty_limit,
+			OBJD_MIN_BYTES);
+		return 2;
+	}
+	if (opt.bucket_dirty && opt.bucket_dirty < (256u << 10)) {
+		fprintf(stderr, "pwb-objd: --bucket-dirty %" PRIu64 " is below "
+			"the minimum of %u bytes (256K)\n", opt.bucket_dirty,
+			256u << 10);
+		return 2;
+	}
+	buckets_config(opt.bucket_dirty, opt.max_buckets);
 	/* libpwb would take any size (raising it to 16 pages): a cache that
 	 * small makes every request wait for writeback. 0 is libpwb's
 	 * default. */
@@ -2474,9 +2596,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	index_dir = opt.index ? strdup(opt.index)
-			      : with_suffix(opt.device, ".index");
+			      : with_suffix(devs[0].path, ".index");
 	sock_path = opt.socket ? strdup(opt.socket)
-			       : with_suffix(opt.device, ".sock");
+			       : with_suffix(devs[0].path, ".sock");
 	if (!index_dir || !sock_path)
 		goto out;
 
@@ -2489,31 +2611,27 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	MHD_set_panic_func(mhd_panic, NULL);
 
-	if (lock_device(opt.device) < 0)
-		goto out;
 	pwb_bdi_config_init(&cfg);
 	cfg.nr_wb_ctx = opt.contexts;
 	cfg.policy = opt.policy;
 	cfg.backend = opt.backend;
 	cfg.cache_bytes = opt.cache_bytes;
-	ret = pwb_bdi_open(opt.device, &cfg, &bdi);
+	/* Writers wait for writeback at the dirty limits: each bucket's at
+	 * its tenant's, so that a flooded bucket holds up only itself. */
+	cfg.flags |= PWB_BDI_THROTTLE;
+	ret = devs_open(&cfg, opt.dirty_limit);
 	if (ret) {
-		fprintf(stderr, "pwb-objd: %s: %s\n", opt.device, pwb_errmsg());
-		goto out;
-	}
-	ret = pwb_bdi_info(bdi, &info);
-	if (ret) {
-		fprintf(stderr, "pwb-objd: %s: %s\n", opt.device, pwb_errmsg());
+		status = ret;
 		goto out_bdi;
 	}
-	if (info.capacity < OBJD_MIN_BYTES) {
-		fprintf(stderr, "pwb-objd: %s holds %" PRIu64 " bytes, below "
-			"the minimum of %u bytes (1M)\n", opt.device,
-			info.capacity, OBJD_MIN_BYTES);
-		status = 2;
+	if (buckets_start(devs_domain, dev_bdi(0)))
+		goto out_bdi;
+	ret = open_index(index_dir);
+	if (ret) {
+		status = ret > 0 ? ret : 1;
 		goto out_bdi;
 	}
-	if (open_index(index_dir) || load_index())
+	if (load_index())
 		goto out_bdi;
 	ret = commit_start();
 	if (ret) {
@@ -2538,8 +2656,11 @@ int main(int argc, char **argv)
 		if (!d_tcp)
 			goto out_mhd;
 	}
-	printf("pwb-objd: serving %s on %s%s%s\n", opt.device, sock_path,
-	       opt.tcp_port ? " and " : "", opt.tcp_port ? tcp_where : "");
+	printf("pwb-objd: serving ");
+	for (unsigned int d = 0; d < nr_devs; d++)
+		printf("%s%s", d ? ", " : "", devs[d].path);
+	printf(" on %s%s%s\n", sock_path, opt.tcp_port ? " and " : "",
+	       opt.tcp_port ? tcp_where : "");
 	fflush(stdout);
 
 	do
@@ -2564,11 +2685,9 @@ out_bdi:
 		status = 1;
 	if (env && sync_all())
 		status = 1;
-	ret = pwb_bdi_close(bdi);
-	if (ret) {
-		fprintf(stderr, "pwb-objd: close: %s\n", pwb_strerror(ret));
+	if (devs_close())
 		status = 1;
-	}
+	buckets_destroy();
 	if (env)
 		mdb_env_close(env);
 out:
