@@ -133,16 +133,24 @@ p99() {
 			printf "%.1f\n", v[i] * 1000 }'
 }
 
+# measure ATTEMPT: ROUNDS of light PUTs alone, then beside the flood, into
+# $W/lat.alone and $W/lat.flood (fresh for each attempt).
+measure() {
+	rm -f "$W/lat.alone" "$W/lat.flood"
+	r=1
+	while [ $r -le "$ROUNDS" ]; do
+		light_round alone "a$1.$r"
+		flood_start
+		light_round flood "f$1.$r"
+		flood_stop
+		r=$((r + 1))
+	done
+}
+
 light_round warm w
 rm -f "$W/lat.warm"
-r=1
-while [ $r -le "$ROUNDS" ]; do
-	light_round alone "a$r"
-	flood_start
-	light_round flood "f$r"
-	flood_stop
-	r=$((r + 1))
-done
+attempt=1
+measure $attempt
 
 n_alone=$(wc -l <"$W/lat.alone")
 n_flood=$(wc -l <"$W/lat.flood")
@@ -163,18 +171,37 @@ if [ "${OBJD_BUCKETS_SHARED:-0}" != 1 ]; then
 	check "the light bucket's writers never waited" 0 "$light_thr"
 fi
 
-a=$(p99 "$W/lat.alone")
-f=$(p99 "$W/lat.flood")
-echo "light bucket PUT p99: alone $a ms, under the flood $f ms" \
-	"($n_alone and $n_flood samples)"
 # A sanitizer build's daemon is several times slower on the CPU: its
 # latencies measure the sanitizer, so the comparison is not made there
 # (the throttle checks above still are).
+#
+# A p99 is the tail of a machine the test shares: a burst of other work
+# that lands in the flood's rounds and not in the alone ones (the rounds
+# alternate, but are seconds long) can double it once. So a comparison
+# that misses is measured again, up to 3 times in all, and one that holds
+# passes. Losing the isolation is not noise and fails every attempt:
+# with all buckets in one tenant the light p99 went 2.7x, with all keys
+# in one bucket (OBJD_BUCKETS_SHARED=1) 4x.
 if [ -n "${PWB_SANITIZERS:-}" ]; then
 	echo "skip: the p99 comparison (sanitizer build: $PWB_SANITIZERS)"
 else
-	awk -v a="$a" -v f="$f" 'BEGIN { exit !(f <= 2 * a) }'
-	check "light p99 under the flood within 2 x its p99 alone" 0 $?
+	while :; do
+		a=$(p99 "$W/lat.alone")
+		f=$(p99 "$W/lat.flood")
+		echo "attempt $attempt: light bucket PUT p99: alone $a ms," \
+			"under the flood $f ms" \
+			"($(wc -l <"$W/lat.alone") and" \
+			"$(wc -l <"$W/lat.flood") samples)"
+		if awk -v a="$a" -v f="$f" 'BEGIN { exit !(f <= 2 * a) }'; then
+			ok=0
+			break
+		fi
+		ok=1
+		[ $attempt -lt 3 ] || break
+		attempt=$((attempt + 1))
+		measure $attempt
+	done
+	check "light p99 under the flood within 2 x its p99 alone" 0 $ok
 fi
 
 objd_stop || { echo "FAIL: SIGTERM: exit status $?"; fails=$((fails + 1)); }
