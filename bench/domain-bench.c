@@ -446,9 +446,23 @@ int pwb_bench_domain(FILE *out, const struct pwb_bench_domain_opts *o)
 				median(mean[i], runs), median(max[i], runs),
 				median(last[i], runs), median(lim[i], runs),
 				median(share[i], runs));
-		if (i && median(fast[0], runs) > 0)
-			fprintf(out, "  fast x%.2f vs alone",
-				m / median(fast[0], runs));
+		if (i && median(fast[0], runs) > 0) {
+			double r[MAX_RUNS];
+
+			/* Each run's against the alone run next to it:
+			 * the disk's pace drifts between runs. */
+			for (k = 0; k < runs; k++)
+				r[k] = fast[0][k] > 0 ? fast[i][k] / fast[0][k]
+						      : 0;
+			fprintf(out, "  fast x%.2f vs alone (medians); run "
+				"by run median x%.2f (", m /
+				median(fast[0], runs), median(r, runs));
+			for (k = 0; k < runs; k++)
+				fprintf(out, "%sx%.2f", k ? ", " : "",
+					fast[i][k] / (fast[0][k] > 0 ?
+						      fast[0][k] : 1));
+			fprintf(out, "); goal >= 0.9");
+		}
 		fprintf(out, "\n");
 	}
 out:
@@ -462,6 +476,7 @@ int pwb_bench_multidev(FILE *out, const struct pwb_bench_domain_opts *o)
 	unsigned int n = o->devices, i, k, runs;
 	double one[MAX_RUNS], sep[MAX_RUNS], dom[MAX_RUNS];
 	double wone[MAX_RUNS], wsep[MAX_RUNS], wdom[MAX_RUNS];
+	double ceil[MAX_RUNS], csep[MAX_RUNS], cdom[MAX_RUNS];
 	struct dev devs[MAX_DEVS];
 	struct figures f;
 	int rc = setup();
@@ -509,10 +524,20 @@ int pwb_bench_multidev(FILE *out, const struct pwb_bench_domain_opts *o)
 			goto out;
 		dom[k] = f.fast_dev;
 		wdom[k] = f.fast;
+		/* The machine's ceiling for n threads, in the same run:
+		 * the aggregate's goal is 0.9 x it x one bdi's rate. */
+		ceil[k] = o->cpu_scaling ? o->cpu_scaling(n) : 0;
+		csep[k] = ceil[k] > 0 && one[k] > 0 ? sep[k] / (ceil[k] * one[k])
+						    : 0;
+		cdom[k] = ceil[k] > 0 && one[k] > 0 ? dom[k] / (ceil[k] * one[k])
+						    : 0;
 		if (o->verbose)
 			fprintf(stderr, "multidev run %u: devices wrote: one "
 				"%.1f, %u separate %.1f, %u in a domain %.1f "
-				"MiB/s\n", k, one[k], n, sep[k], n, dom[k]);
+				"MiB/s; machine x%.2f for %u threads: x%.2f, "
+				"x%.2f of ceiling x one\n", k, one[k], n,
+				sep[k], n, dom[k], ceil[k], n, csep[k],
+				cdom[k]);
 	}
 	fprintf(out, "\nmultidev: %u bdis on %s (%s, %u context%s each), a "
 		"throttled writer each, %g MiB dirty budget per bdi, %g s "
@@ -534,6 +559,13 @@ int pwb_bench_multidev(FILE *out, const struct pwb_bench_domain_opts *o)
 		fprintf(out, "%-18s %14.1f %14.1f  x%.2f vs one, x%.2f vs "
 			"separate\n", "one domain", md, median(wdom, runs),
 			m1 > 0 ? md / m1 : 0, ms > 0 ? md / ms : 0);
+		if (o->cpu_scaling)
+			fprintf(out, "machine: %u threads of a busy loop give "
+				"x%.2f of one (median of the runs); aggregate "
+				"against that ceiling x one bdi, run by run "
+				"medians: separate x%.2f, domain x%.2f (goal "
+				">= 0.9)\n", n, median(ceil, runs),
+				median(csep, runs), median(cdom, runs));
 	}
 out:
 	for (i = 0; i < n; i++)

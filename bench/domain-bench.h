@@ -20,6 +20,10 @@ struct pwb_bench_domain_opts {
 	uint64_t img_bytes;	/* each image */
 	unsigned int devices;	/* multidev: bdis, 2..16 */
 	bool verbose;		/* each run on stderr */
+	/* multidev: what N threads of a loop that shares nothing give
+	 * against one on this machine (the engine's scaling ceiling),
+	 * measured in every run; NULL: not shown. */
+	double (*cpu_scaling)(unsigned int threads);
 };
 
 /* Print the workload's table to @out. 0, or -errno on a failure (said on

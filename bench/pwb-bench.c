@@ -3379,6 +3379,7 @@ static void bench_dom_workload(enum workload wl)
 		.img_bytes = o.size,
 		.devices = o.devices ? o.devices : 4,
 		.verbose = o.verbose,
+		.cpu_scaling = cpu_scaling,
 	};
 	int rc = wl == WL_DOMAIN ? pwb_bench_domain(tbl, &d)
 				 : pwb_bench_multidev(tbl, &d);

@@ -342,8 +342,11 @@ struct pwb_bdi_config {
 	 *  for none. In a domain, the bdi's dirty thresholds are its share
 	 *  of the domain's dirty_bytes and dirty_background_bytes, and its
 	 *  own dirty_bytes and dirty_background_bytes are not used (they are
-	 *  still checked). The domain must outlive the bdi: destroy it only
-	 *  after every bdi in it is closed. Default NULL. */
+	 *  still checked). In a domain with a cache_bytes budget, the
+	 *  bdi's page cache draws from it: its own cache_bytes, if not 0,
+	 *  bounds it further and must not be above the budget. The domain
+	 *  must outlive the bdi: destroy it only after every bdi in it is
+	 *  closed. Default NULL. */
 	struct pwb_domain *domain;
 	/** With a domain: the smallest share of the domain's limits this
 	 *  bdi keeps, in parts per million, whatever its writeback; the
@@ -477,9 +480,22 @@ struct pwb_domain_config {
 	 *  bdi when its own dirty bytes exceed its share of this; 0 disables
 	 *  it (except above the throttle's set point). Default 64 MiB. */
 	uint64_t dirty_background_bytes;
-	/** Reserved for one page-cache budget over the domain's bdis; must
-	 *  be 0 in this release (each bdi keeps its own cache_bytes).
-	 *  Default 0. */
+	/** One page-cache budget, in bytes, for the library-owned pages
+	 *  (pwb_write(), pwb_read()) of all the domain's bdis together; 0
+	 *  means none (each bdi has its own cache_bytes). With a budget, a
+	 *  bdi whose own cache_bytes is 0 may use all of it, and one that
+	 *  finds it full takes room from the clean pages of any bdi of the
+	 *  domain, the bdi that brought a page into its cache least
+	 *  recently first (never a dirty page or one being written); if
+	 *  none is clean it waits, as for a full cache of its own, and is
+	 *  woken by any bdi of the domain freeing room. Free page buffers
+	 *  are shared by the bdis of one page size, so the memory held
+	 *  stays within the budget (plus a 2 MiB chunk per page size).
+	 *  dirty_background_bytes is lowered to half of it if above. The
+	 *  reclaim statistics of a bdi (pwb_stats.reclaimed_pages,
+	 *  direct_reclaimed_pages) count the pages its flushers and writers
+	 *  freed, of any bdi of the domain. At least 1 MiB, and 16 pages
+	 *  of each bdi that joins. Default 0. */
 	uint64_t cache_bytes;
 	/** Length in milliseconds of the period over which written pages
 	 *  are counted: the counts are halved at the end of each. 0 means
@@ -488,7 +504,7 @@ struct pwb_domain_config {
 	/** Clock of the periods, in nanoseconds, monotonic; NULL means
 	 *  CLOCK_MONOTONIC. Tests inject a fake clock here (use the same as
 	 *  the bdis'); it is called from any thread, under no libpwb lock
-	 *  but the domain's own. */
+	 *  but the domain's own and, with cache_bytes, a page's. */
 	uint64_t (*clock)(void *clock_arg);
 	void *clock_arg;
 };
@@ -523,8 +539,8 @@ PWB_API void pwb_domain_config_init(struct pwb_domain_config *cfg,
  *         dirty_background_bytes, period_ms outside 10..3600000, or
  *         @cfg_sz smaller than the first layout of the struct; -E2BIG:
  *         @cfg is larger than this library's struct and sets a field this
- *         library does not know; -EOPNOTSUPP: cache_bytes is not 0;
- *         -ENOMEM.
+ *         library does not know; -EINVAL also: cache_bytes neither 0 nor
+ *         at least 1 MiB; -ENOMEM.
  */
 PWB_API int pwb_domain_create(const struct pwb_domain_config *cfg,
 			      size_t cfg_sz, struct pwb_domain **domp);
@@ -745,7 +761,9 @@ PWB_API int pwb_tenant_stats(const struct pwb_tenant *tenant,
  *           min_share_ppm, max_share_ppm or PWB_BDI_STRICT_SHARE without
  *           a domain, a share bound above 1000000, max_share_ppm below
  *           min_share_ppm, or min_share_ppm that would bring the floors
- *           of the domain's bdis above 1000000 together;
+ *           of the domain's bdis above 1000000 together; in a domain
+ *           with a cache budget, cache_bytes above it, or a budget of
+ *           fewer than 16 pages;
  *  -E2BIG: @cfg is larger than this library's struct and sets a field
  *           this library does not know;
  *  -ENOENT: unknown policy or backend name, or @path does not exist;

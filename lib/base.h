@@ -180,8 +180,9 @@ static inline void pwb__rcu_callback_begin(void *obj)
  *   space_inode->lock -> busy_lock  (a truncate's freed blocks become
  *                                   busy; space.c)
  *   busy_lock    -> alloc_group->lock  (released busy blocks are freed)
- *   pool_lock    -> retain_lock    (a closing bdi handing its page-buffer
- *                                   chunks to the process; pcache-pool.c)
+ *   pool->lock   -> retain_lock    (a closing bdi, or a domain's last
+ *                                   one, handing its page-buffer chunks
+ *                                   to the process; pcache-pool.c)
  *   page->lock   -> page->lock     (a read filling a run of pages with
  *                                   one device read: the first page
  *                                   locked, the later ones, in rising
@@ -248,12 +249,14 @@ enum pwb__lock_rank {
 	PWB__LOCK_READ_RING,	/* ring->lock (io-uring.c): one read
 				 * ring; held while reads end (their pages
 				 * join reclaim lists, waiters are woken) */
-	PWB__LOCK_PAGE_POOL,	/* pcache->pool_lock: free page buffers
+	PWB__LOCK_PAGE_POOL,	/* pool->lock: free page buffers of a bdi,
+				 * or of a domain's bdis of one page size
 				 * (pcache-pool.c) */
 	PWB__LOCK_PAGE_LRU,	/* pcache->lru[i].lock: one context's
 				 * reclaim list (pcache-reclaim.c); a leaf */
-	PWB__LOCK_PAGE_ROOM,	/* pcache->room_lock: writers waiting for
-				 * room in the cache (pcache.h); a leaf */
+	PWB__LOCK_PAGE_ROOM,	/* room->lock: writers waiting for room in
+				 * a bdi's cache or a domain's budget
+				 * (pcache.h); a leaf */
 	PWB__LOCK_CHUNK_RETAIN,	/* retain_lock (pcache-pool.c): chunks of
 				 * closed bdis kept for reuse; a leaf */
 	PWB__LOCK_DOMAIN,	/* domain->lock (domain.c): members and

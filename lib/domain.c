@@ -45,6 +45,9 @@
 #define DEFAULT_PERIOD_MS 3000u
 #define MIN_PERIOD_MS 10u
 #define MAX_PERIOD_MS 3600000u
+/* The least cache_bytes of a domain: 16 pages of 64 KiB (a member's page
+ * size is checked against it when it joins). */
+#define MIN_CACHE_BYTES (1ull << 20)
 
 static uint64_t ppm_of(uint64_t v, uint64_t ppm)
 {
@@ -290,6 +293,21 @@ int pwb__domain_attach(struct pwb_bdi *bdi, const struct pwb_bdi_config *cfg)
 		return pwb__err(-EINVAL, "share bounds %u..%u ppm are not "
 					 "within 0..1000000 in that order",
 				cfg->min_share_ppm, cfg->max_share_ppm);
+	if (dom->cfg.cache_bytes) {
+		uint64_t budget = dom->cfg.cache_bytes;
+
+		if (cfg->cache_bytes > budget)
+			return pwb__err(-EINVAL, "cache_bytes %llu is above "
+						 "the domain's cache_bytes %llu",
+					(unsigned long long)cfg->cache_bytes,
+					(unsigned long long)budget);
+		if (budget >> bdi->page_shift < 16)
+			return pwb__err(-EINVAL, "the domain's cache_bytes "
+						 "%llu holds fewer than 16 "
+						 "pages of %u bytes",
+					(unsigned long long)budget,
+					pwb__page_size(bdi));
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return pwb__err(-ENOMEM, "out of memory");
@@ -397,14 +415,21 @@ int pwb__domain_create(const struct pwb_domain_config *cfg,
 	if (period < MIN_PERIOD_MS || period > MAX_PERIOD_MS)
 		return pwb__err(-EINVAL, "period_ms %u is outside %u..%u",
 				period, MIN_PERIOD_MS, MAX_PERIOD_MS);
-	if (cfg->cache_bytes)
-		return pwb__err(-EOPNOTSUPP, "a domain's cache_bytes is not "
-					     "supported yet: give each bdi "
-					     "its own");
+	if (cfg->cache_bytes && cfg->cache_bytes < MIN_CACHE_BYTES)
+		return pwb__err(-EINVAL, "cache_bytes %llu is below 1 MiB, "
+					 "the least a domain's page cache "
+					 "holds (0: no domain budget)",
+				(unsigned long long)cfg->cache_bytes);
 	dom = calloc(1, sizeof(*dom));
 	if (!dom)
 		return pwb__err(-ENOMEM, "out of memory");
 	dom->cfg = *cfg;
+	/* As for one bdi's cache (pcache-owner.c): background writeback
+	 * starts at half the budget at the latest, or the cache would fill
+	 * with dirty pages before it began. */
+	if (cfg->cache_bytes &&
+	    dom->cfg.dirty_background_bytes > cfg->cache_bytes / 2)
+		dom->cfg.dirty_background_bytes = cfg->cache_bytes / 2;
 	if (!dom->cfg.clock)
 		dom->cfg.clock = pwb__clock_monotonic;
 	dom->period_ns = period * PWB__NSEC_PER_MSEC;

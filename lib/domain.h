@@ -13,6 +13,7 @@
 
 struct pwb_bdi;
 struct pwb__throttle_state;
+struct pwb__pcache_dom;
 
 /* Parts per million: a whole share. */
 #define PWB__PPM 1000000u
@@ -35,6 +36,11 @@ struct pwb_domain {
 	uint64_t next_update;		/* uatomic: clock time of the next
 					 * recomputation */
 	struct pwb__tenant_scope tn;	/* tenants of the domain (tenant.h) */
+	/* The members' page caches' budget (cfg.cache_bytes, not 0):
+	 * created by the first member's cache, freed by the last one's
+	 * (pcache-domain.c). lock to set; members read it while they are
+	 * members. */
+	struct pwb__pcache_dom *pcache;
 };
 
 /* One bdi's place in its domain: bdi->dom. Allocated at open, freed at
@@ -58,6 +64,9 @@ struct pwb__dom_member {
 	 */
 	uint64_t events;
 	uint64_t share_ppm;		/* uatomic: written under dom->lock */
+	uint64_t cache_stamp;		/* uatomic: the domain's clock, in
+					 * ms, at the bdi's last page
+					 * charged (pcache-domain.c) */
 };
 
 /* Behind the sized entry points of abi.c: the library's full struct. */

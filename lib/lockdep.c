@@ -41,9 +41,9 @@ static const char *const rank_names[PWB__NR_LOCK_RANKS] = {
 	[PWB__LOCK_SPACE] = "space_inode->lock",
 	[PWB__LOCK_ALLOC_GROUP] = "alloc_group->lock",
 	[PWB__LOCK_REGISTRY] = "registry_lock",
-	[PWB__LOCK_PAGE_POOL] = "pcache->pool_lock",
+	[PWB__LOCK_PAGE_POOL] = "pool->lock",
 	[PWB__LOCK_PAGE_LRU] = "pcache->lru[i].lock",
-	[PWB__LOCK_PAGE_ROOM] = "pcache->room_lock",
+	[PWB__LOCK_PAGE_ROOM] = "room->lock",
 	[PWB__LOCK_CHUNK_RETAIN] = "pcache retain_lock",
 };
 

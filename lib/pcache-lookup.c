@@ -8,7 +8,8 @@
  * The other pieces, from the top: pcache-owner.c (set-up, and the ops
  * through which the engine reaches the cache), pcache-write.c (pwb_write,
  * the file size, truncate), pcache-read.c (pwb_read), this file,
- * pcache-reclaim.c (the memory bound and the reclaim lists) and
+ * pcache-reclaim.c (the memory bound and the reclaim lists),
+ * pcache-domain.c (a domain's budget over several bdis' caches) and
  * pcache-pool.c (page buffers). Each calls only the ones below it.
  */
 #include "pcache.h"
@@ -62,7 +63,7 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 			np = NULL;
 		}
 		if (!np) {
-			uatomic_dec(&bdi->pcache->nr_pages);
+			pwb__pcache_uncharge(bdi->pcache, 1);
 			return pwb__err(-ENOMEM, "page cache: out of memory");
 		}
 		np->index = index;
@@ -86,7 +87,7 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		pthread_mutex_destroy(&np->lock);
 		pwb__pcache_buf_free(bdi->pcache, np->data);
 		free(np);
-		uatomic_dec(&bdi->pcache->nr_pages);
+		pwb__pcache_uncharge(bdi->pcache, 1);
 	}
 }
 
@@ -113,7 +114,7 @@ static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p)
 	pwb__rcu_read_unlock();
 	PWB__TSAN_RELEASE(p);
 	pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
-	uatomic_dec(&pb->nr_pages);
+	pwb__pcache_uncharge(pb, 1);
 }
 
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived

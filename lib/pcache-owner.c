@@ -62,29 +62,32 @@ int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 
 	if (!pb)
 		return pwb__err(-ENOMEM, "out of memory");
+	/* In a domain with a cache budget, the bdi may use all of it
+	 * unless its own cache_bytes is less (pwb__domain_attach checked
+	 * it is not more). */
+	if (!bytes && bdi->dom && bdi->dom->dom->cfg.cache_bytes)
+		bytes = bdi->dom->dom->cfg.cache_bytes;
 	if (!bytes)
 		bytes = PWB__MAX(256ull << 20, 2 * bdi->cfg.dirty_bytes);
 	pb->limit_pages = PWB__MAX(bytes >> bdi->page_shift, 16u);
-	pb->chunk_bytes = PWB__MAX(PWB__PCACHE_CHUNK_BYTES,
-				   pwb__page_size(bdi));
-	pwb__mutex_init(&pb->pool_lock, PWB__LOCK_PAGE_POOL);
-	pwb__mutex_init(&pb->room_lock, PWB__LOCK_PAGE_ROOM);
+	pb->page_shift = bdi->page_shift;
+	pwb__page_pool_init(&pb->own_pool, pwb__page_size(bdi));
+	pb->pool = &pb->own_pool;
+	pwb__pcache_room_init(&pb->own_room);
+	pb->room = &pb->own_room;
 	for (unsigned int i = 0; i < PWB_MAX_WB_CTX; i++) {
 		pwb__mutex_init(&pb->lru[i].lock, PWB__LOCK_PAGE_LRU);
 		CDS_INIT_LIST_HEAD(&pb->lru[i].head);
-	}
-	{
-		pthread_condattr_t attr;
-
-		pthread_condattr_init(&attr);
-		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-		pthread_cond_init(&pb->room_cond, &attr);
-		pthread_condattr_destroy(&attr);
 	}
 	bdi->pcache = pb;
 	bdi->page_owner = &pcache_owner_ops;
 	/* Reads through the bdi's backend, readahead (readahead.c). */
 	if (pwb__ra_bdi_init(bdi)) {
+		pwb__pcache_bdi_fini(bdi);
+		return -ENOMEM;
+	}
+	if (bdi->dom && bdi->dom->dom->cfg.cache_bytes &&
+	    pwb__pcache_dom_join(bdi)) {
 		pwb__pcache_bdi_fini(bdi);
 		return -ENOMEM;
 	}
@@ -141,12 +144,12 @@ void pwb__pcache_bdi_fini(struct pwb_bdi *bdi)
 	if (!pb)
 		return;
 	pwb__ra_bdi_fini(bdi);
-	pwb__pcache_pool_fini(pb);
-	pthread_mutex_destroy(&pb->pool_lock);
-	pthread_mutex_destroy(&pb->room_lock);
+	if (pb->dom)
+		pwb__pcache_dom_leave(bdi);
+	pwb__page_pool_fini(&pb->own_pool);
+	pwb__pcache_room_fini(&pb->own_room);
 	for (unsigned int i = 0; i < PWB_MAX_WB_CTX; i++)
 		pthread_mutex_destroy(&pb->lru[i].lock);
-	pthread_cond_destroy(&pb->room_cond);
 	free(pb);
 	bdi->pcache = NULL;
 }

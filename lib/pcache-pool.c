@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * pcache-pool.c - library-owned pages: their buffers. Buffers are carved
- * from chunks mapped and faulted in at once and pooled for reuse
- * (struct pwb__pcache_bdi in pcache.h); the chunks of a closed bdi are
- * kept for the next one. Also the RCU callbacks that free removed pages.
+ * from chunks mapped and faulted in at once and pooled for reuse (struct
+ * pwb__page_pool in pcache.h: a bdi's own, or its domain's, shared by the
+ * members of one page size); the chunks of an ended pool are kept for the
+ * next one. Also the RCU callbacks that free removed pages.
  */
 #include "pcache.h"
 
 #include <sys/mman.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /*
@@ -124,64 +126,65 @@ static void chunk_release(char *c, size_t len)
 #endif
 }
 
-/* Map one chunk, keep one buffer of it for the caller and pool the rest.
- * NULL: out of memory. */
-static void *chunk_carve(struct pwb_bdi *bdi)
+/* Map one chunk of @pool, keep one buffer of @page_size bytes of it for
+ * the caller and pool the rest. NULL: out of memory. */
+static void *chunk_carve(struct pwb__page_pool *pool, size_t page_size)
 {
-	struct pwb__pcache_bdi *pb = bdi->pcache;
-	size_t ps = pwb__page_size(bdi), off;
-	char *c = chunk_reuse(pb->chunk_bytes);
+	size_t ps = page_size, off;
+	char *c = chunk_reuse(pool->chunk_bytes);
 
 	if (!c)
-		c = chunk_map(pb->chunk_bytes);
+		c = chunk_map(pool->chunk_bytes);
 	if (!c)
 		return NULL;
-	pthread_mutex_lock(&pb->pool_lock);
-	if (pb->nr_chunks == pb->cap_chunks) {
-		size_t cap = pb->cap_chunks ? 2 * pb->cap_chunks : 16;
-		void **v = realloc(pb->chunks, cap * sizeof(*v));
+	pthread_mutex_lock(&pool->lock);
+	if (pool->nr_chunks == pool->cap_chunks) {
+		size_t cap = pool->cap_chunks ? 2 * pool->cap_chunks : 16;
+		void **v = realloc(pool->chunks, cap * sizeof(*v));
 
 		if (!v) {
-			pthread_mutex_unlock(&pb->pool_lock);
-			chunk_release(c, pb->chunk_bytes);
+			pthread_mutex_unlock(&pool->lock);
+			chunk_release(c, pool->chunk_bytes);
 			return NULL;
 		}
-		pb->chunks = v;
-		pb->cap_chunks = cap;
+		pool->chunks = v;
+		pool->cap_chunks = cap;
 	}
-	pb->chunks[pb->nr_chunks++] = c;
-	for (off = ps; off + ps <= pb->chunk_bytes; off += ps) {
-		*(void **)(c + off) = pb->pool;
-		pb->pool = c + off;
-		pb->pool_len++;
+	pool->chunks[pool->nr_chunks++] = c;
+	for (off = ps; off + ps <= pool->chunk_bytes; off += ps) {
+		*(void **)(c + off) = pool->free;
+		pool->free = c + off;
+		pool->len++;
 	}
-	pthread_mutex_unlock(&pb->pool_lock);
+	pthread_mutex_unlock(&pool->lock);
 	return c;
 }
 
 /* A page buffer: from the pool, else a new chunk. NULL: out of memory. */
 void *pwb__pcache_buf_alloc(struct pwb_bdi *bdi)
 {
-	struct pwb__pcache_bdi *pb = bdi->pcache;
+	struct pwb__page_pool *pool = bdi->pcache->pool;
 	void *b;
 
-	pthread_mutex_lock(&pb->pool_lock);
-	b = pb->pool;
+	pthread_mutex_lock(&pool->lock);
+	b = pool->free;
 	if (b) {
-		pb->pool = *(void **)b;
-		pb->pool_len--;
+		pool->free = *(void **)b;
+		pool->len--;
 	}
-	pthread_mutex_unlock(&pb->pool_lock);
-	return b ? b : chunk_carve(bdi);
+	pthread_mutex_unlock(&pool->lock);
+	return b ? b : chunk_carve(pool, pwb__page_size(bdi));
 }
 
 void pwb__pcache_buf_free(struct pwb__pcache_bdi *pb, void *b)
 {
-	pthread_mutex_lock(&pb->pool_lock);
-	*(void **)b = pb->pool;
-	pb->pool = b;
-	pb->pool_len++;
-	pthread_mutex_unlock(&pb->pool_lock);
+	struct pwb__page_pool *pool = pb->pool;
+
+	pthread_mutex_lock(&pool->lock);
+	*(void **)b = pool->free;
+	pool->free = b;
+	pool->len++;
+	pthread_mutex_unlock(&pool->lock);
 }
 
 void pwb__pcache_page_free_rcu(struct rcu_head *head)
@@ -200,35 +203,47 @@ void pwb__pcache_page_free_rcu(struct rcu_head *head)
 void pwb__pcache_batch_free_rcu(struct rcu_head *head)
 {
 	struct pwb__page *first = caa_container_of(head, struct pwb__page, rcu);
-	struct pwb__pcache_bdi *pb;
+	struct pwb__page_pool *pool;
 	struct pwb__page *p, *tmp;
 	struct cds_list_head all;
 
 	/* Pairs with the release after the batch was linked. */
 	pwb__rcu_callback_begin(first);
-	pb = first->pb;
+	pool = first->pb->pool;
 	/* The list of the others, headed by the first page's lru. */
 	cds_list_add(&all, &first->lru);
-	pthread_mutex_lock(&pb->pool_lock);
+	pthread_mutex_lock(&pool->lock);
 	cds_list_for_each_entry_safe(p, tmp, &all, lru) {
-		*(void **)p->data = pb->pool;
-		pb->pool = p->data;
-		pb->pool_len++;
+		*(void **)p->data = pool->free;
+		pool->free = p->data;
+		pool->len++;
 	}
-	pthread_mutex_unlock(&pb->pool_lock);
+	pthread_mutex_unlock(&pool->lock);
 	cds_list_for_each_entry_safe(p, tmp, &all, lru) {
 		pthread_mutex_destroy(&p->lock);
 		free(p);
 	}
 }
 
-void pwb__pcache_pool_fini(struct pwb__pcache_bdi *pb)
+void pwb__page_pool_init(struct pwb__page_pool *pool, size_t page_size)
+{
+	memset(pool, 0, sizeof(*pool));
+	pool->chunk_bytes = PWB__MAX((size_t)PWB__PCACHE_CHUNK_BYTES,
+				     page_size);
+	pwb__mutex_init(&pool->lock, PWB__LOCK_PAGE_POOL);
+}
+
+void pwb__page_pool_fini(struct pwb__page_pool *pool)
 {
 	/* The lock only for TSan, which does not see rcu_barrier(). */
-	pthread_mutex_lock(&pb->pool_lock);
-	while (pb->nr_chunks)
-		chunk_release(pb->chunks[--pb->nr_chunks], pb->chunk_bytes);
-	free(pb->chunks);
-	pb->pool = NULL;
-	pthread_mutex_unlock(&pb->pool_lock);
+	pthread_mutex_lock(&pool->lock);
+	while (pool->nr_chunks)
+		chunk_release(pool->chunks[--pool->nr_chunks],
+			      pool->chunk_bytes);
+	free(pool->chunks);
+	pool->chunks = NULL;
+	pool->free = NULL;
+	pool->len = 0;
+	pthread_mutex_unlock(&pool->lock);
+	pthread_mutex_destroy(&pool->lock);
 }

@@ -8,7 +8,9 @@
  * waits, up to throttle_timeout_ms of cfg.clock, then fails with
  * -ETIMEDOUT. So the cache never holds more than cache_bytes. Above a
  * high watermark every context's flusher frees clean pages of its own
- * reclaim list (pcache.h) down to a low one.
+ * reclaim list (pcache.h) down to a low one. In a domain with a cache
+ * budget the same holds for the members together, and room is taken
+ * from the clean pages of any member (pcache-domain.c gives the order).
  */
 #include "probes.h"
 #include "pcache.h"
@@ -165,7 +167,7 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 	 * (a reader filling it, say, before dropping its reference). */
 	pwb__pcache_lru_del(p->pb, p);
 	cds_lfht_del(pages, &p->node);
-	uatomic_dec(&p->pb->nr_pages);
+	pwb__pcache_uncharge(p->pb, 1);
 	return V_FREED;		/* the caller frees it, in a batch */
 }
 
@@ -275,6 +277,45 @@ static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
 	return freed;
 }
 
+/*
+ * Free up to @want clean pages of the members of @bdi's domain, the
+ * member that charged least recently first (pcache-domain.c). Return
+ * the pages freed (each uncharged from its own member and the budget).
+ */
+static uint64_t dom_reclaim(struct pwb_bdi *bdi, uint64_t want)
+{
+	struct pwb_bdi *order[64];
+	uint64_t freed = 0;
+	unsigned int n, i;
+
+	/* The members found stay whole while we are in the section (a
+	 * closing one leaves the list before its grace period). */
+	rcu_read_lock();
+	n = pwb__pcache_dom_order_rcu(bdi, order, 64);
+	for (i = 0; i < n && freed < want; i++)
+		freed += reclaim(order[i], -1, want - freed);
+	pwb__rcu_read_unlock();
+	return freed;
+}
+
+/* Above the domain's high watermark: free clean pages of the members
+ * down to its low one (a flusher of a member, after its passes). */
+static void dom_reclaim_bg(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_dom *pd = bdi->pcache->dom;
+	uint64_t low = pd->limit - pd->limit / 8;
+	uint64_t used = pwb__aread(&pd->used);
+
+	if (used > pd->limit - pd->limit / 16)
+		pwb__aset(&pd->reclaiming, 1);
+	if (!pwb__aread(&pd->reclaiming))
+		return;
+	if (used > low && dom_reclaim(bdi, (used - low) >> bdi->page_shift))
+		pwb__pcache_room(bdi);
+	if (pwb__aread(&pd->used) <= low)
+		pwb__aset(&pd->reclaiming, 0);
+}
+
 /* Wake the flusher of every context but @except, to reclaim. */
 static void kick_flushers(struct pwb_bdi *bdi, int except)
 {
@@ -303,6 +344,8 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 
 	if (!pb || idx >= PWB_MAX_WB_CTX)
 		return;
+	if (caa_unlikely(pb->dom))
+		dom_reclaim_bg(bdi);
 	n = pwb__aread(&pb->nr_pages);
 	low = pb->limit_pages - pb->limit_pages / 8;
 	/* Hysteresis: reclaim starts above 15/16 of the limit and every
@@ -336,25 +379,23 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
  * 10 ms of real time: the clock may be a test's, which does not move by
  * itself, and a sweep can miss what a concurrent CLOCK pass skipped.
  */
-static void room_wait(struct pwb_bdi *bdi, uint64_t seq)
+static void room_wait(struct pwb__pcache_room *r, uint64_t seq)
 {
-	struct pwb__pcache_bdi *pb = bdi->pcache;
 	struct timespec ts;
 
-	uatomic_inc(&pb->room_waiters);	/* a full barrier: see room() */
+	uatomic_inc(&r->waiters);	/* a full barrier: see room() */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_nsec += 10 * 1000000;
 	if (ts.tv_nsec >= 1000000000) {
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
-	pthread_mutex_lock(&pb->room_lock);
-	while (pwb__aread(&pb->room_seq) == seq &&
-	       pthread_cond_timedwait(&pb->room_cond, &pb->room_lock, &ts) !=
-		       ETIMEDOUT)
+	pthread_mutex_lock(&r->lock);
+	while (pwb__aread(&r->seq) == seq &&
+	       pthread_cond_timedwait(&r->cond, &r->lock, &ts) != ETIMEDOUT)
 		;
-	pthread_mutex_unlock(&pb->room_lock);
-	uatomic_dec(&pb->room_waiters);
+	pthread_mutex_unlock(&r->lock);
+	uatomic_dec(&r->waiters);
 }
 
 /* Charge one page against cache_bytes: reclaim, or start writeback and
@@ -371,17 +412,39 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 	for (;;) {
 		uint64_t n = pwb__aread(&pb->nr_pages);
 		uint64_t freed, seq;
+		bool own_full = n >= pb->limit_pages;
 
-		if (n < pb->limit_pages) {
-			if (uatomic_cmpxchg(&pb->nr_pages, n, n + 1) != n)
-				continue;
-			if (n + 1 > pb->limit_pages - pb->limit_pages / 16)
-				kick_reclaim(bdi);
-			return 0;
+		if (!own_full) {
+			int r = 0;
+
+			/* In a domain, its budget first: so the members'
+			 * counts never add up to more than it. */
+			if (caa_unlikely(pb->dom)) {
+				r = pwb__pcache_dom_charge(bdi);
+				if (r > 0)
+					kick_flushers(bdi, -1);
+			}
+			if (caa_likely(r >= 0)) {
+				if (uatomic_cmpxchg(&pb->nr_pages, n, n + 1) !=
+				    n) {
+					if (caa_unlikely(pb->dom))
+						uatomic_sub(&pb->dom->used,
+							    1ull << pb->page_shift);
+					continue;
+				}
+				if (n + 1 > pb->limit_pages -
+						    pb->limit_pages / 16)
+					kick_reclaim(bdi);
+				return 0;
+			}
 		}
 		/* Read before looking: what ends after this wakes us. */
-		seq = pwb__aread(&pb->room_seq);
-		freed = reclaim(bdi, -1, 32);
+		seq = pwb__aread(&pb->room->seq);
+		/* The bdi's own bound, or else its domain's budget. */
+		if (caa_likely(!pb->dom) || own_full)
+			freed = reclaim(bdi, -1, 32);
+		else
+			freed = dom_reclaim(bdi, 32);
 		if (freed) {
 			uatomic_add(&pb->direct_reclaims, freed);
 			continue;
@@ -392,27 +455,38 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 			deadline = pwb__now(bdi) + timeout;
 		else if (timeout && pwb__now(bdi) >= deadline)
 			return pwb__err(-ETIMEDOUT,
-					"page cache full (cache_bytes %llu) "
+					"page cache full (cache_bytes %llu%s) "
 					"and nothing written back within "
 					"throttle_timeout_ms",
-					(unsigned long long)
-						bdi->cfg.cache_bytes);
+					(unsigned long long)(pb->dom && !own_full
+						? pb->dom->limit
+						: bdi->cfg.cache_bytes),
+					pb->dom && !own_full ? " of the domain"
+							     : "");
 		/* Everything cached is dirty or in flight: have it written
 		 * and wait for a write to end. Background writeback starts
 		 * at half the cache (pwb__pcache_inode_init); below that, a
-		 * pass over everything, asked again after 10 idle ms. */
+		 * pass over everything, asked again after 10 idle ms. In a
+		 * domain the other members' dirty pages may fill the budget:
+		 * their background writeback too. */
 		if (!asked) {
 			pwb__bdi_writeback(bdi, PWB_WB_ALL, 0);
+			if (pb->dom) {
+				rcu_read_lock();
+				pwb__pcache_dom_kick_rcu(bdi);
+				pwb__rcu_read_unlock();
+			}
 			asked = true;
 		}
-		/* The cache is the bdi's: the wait is counted as the bdi's
-		 * and the writer's tenant's, not a context's. */
+		/* The cache is the bdi's (or its domain's): the wait is
+		 * counted as the bdi's and the writer's tenant's, not a
+		 * context's. */
 		t_wait = pwb__now(bdi);
-		room_wait(bdi, seq);
+		room_wait(pb->room, seq);
 		pwb__blocked_since(bdi, NULL, pwb__aread(&inode->tenant),
 				   PWB_BLOCK_CACHE_FULL, t_wait);
 		/* Nothing happened for 10 ms: ask again. */
-		if (pwb__aread(&pb->room_seq) == seq)
+		if (pwb__aread(&pb->room->seq) == seq)
 			asked = false;
 	}
 }

@@ -101,6 +101,38 @@ struct pwb__pcache_lru {
 	uint64_t len;			/* uatomic, changed under lock */
 } __attribute__((aligned(64)));
 
+/*
+ * Writers waiting for room in a cache: a count of the events (pages
+ * freed, writes ended) they sleep until the next of.
+ */
+struct pwb__pcache_room {
+	uint64_t seq;			/* uatomic: bumped at each event */
+	unsigned int waiters;		/* uatomic */
+	pthread_mutex_t lock;		/* cond */
+	pthread_cond_t cond;		/* CLOCK_MONOTONIC */
+};
+
+/*
+ * Page buffers come from chunks of chunk_bytes mapped and faulted in at
+ * once (an aligned malloc and a page fault per page were most of the
+ * cost of a cold write); free buffers wait in the pool for reuse and the
+ * chunks are given back when the pool ends. Buffers in use never exceed
+ * the cache's limit, so the memory held is at most cache_bytes plus the
+ * chunk being carved (pcache-pool.c).
+ */
+struct pwb__page_pool {
+	pthread_mutex_t lock;
+	void *free;			/* lock: a stack linked through each
+					 * buffer's first word */
+	uint64_t len;			/* lock */
+	void **chunks;			/* lock: the mapped chunks */
+	size_t nr_chunks, cap_chunks;	/* lock */
+	size_t chunk_bytes;		/* read-only */
+};
+
+/* Page sizes are powers of two up to 1 MiB: a pool per shift. */
+#define PWB__PAGE_POOLS 21
+
 struct pwb__pcache_bdi {
 	struct pwb__pcache_lru lru[PWB_MAX_WB_CTX];
 	uint64_t limit_pages;		/* read-only: cache_bytes in pages */
@@ -117,25 +149,38 @@ struct pwb__pcache_bdi {
 	uint64_t sweep_start;		/* uatomic: rotates the list a
 					 * writer's direct reclaim starts at */
 	/* Writers waiting for room (charge_page): woken when pages are
-	 * freed or a write of a page ends, instead of polling. */
-	uint64_t room_seq;		/* uatomic: bumped at each such event */
-	unsigned int room_waiters;	/* uatomic */
-	pthread_mutex_t room_lock;	/* room_cond */
-	pthread_cond_t room_cond;	/* CLOCK_MONOTONIC */
-	/* Page buffers come from chunks of PWB__PCACHE_CHUNK_BYTES mapped
-	 * and faulted in at once (an aligned malloc and a page fault per
-	 * page were most of the cost of a cold write); free buffers wait in
-	 * the pool for reuse and the chunks are unmapped at close. Buffers
-	 * in use never exceed the cache's limit, so the memory held is at
-	 * most cache_bytes plus the chunk being carved. */
-	pthread_mutex_t pool_lock;
-	void *pool;			/* pool_lock: a stack linked through
-					 * each buffer's first word */
-	uint64_t pool_len;		/* pool_lock */
-	void **chunks;			/* pool_lock: the mapped chunks */
-	size_t nr_chunks, cap_chunks;	/* pool_lock */
-	size_t chunk_bytes;		/* read-only */
+	 * freed or a write of a page ends, instead of polling. The bdi's
+	 * own, or in a domain with a cache budget the domain's, which every
+	 * member wakes (read-only pointer). */
+	struct pwb__pcache_room own_room, *room;
+	/* Page buffers: the bdi's own pool, or in a domain with a cache
+	 * budget the domain's pool of this page size (read-only pointer). */
+	struct pwb__page_pool own_pool, *pool;
 	struct pwb__ra_bdi ra;		/* reads and readahead (readahead.c) */
+	/* In a domain with a cache budget (pcache-domain.c), else NULL:
+	 * every page charged to nr_pages is also charged, in bytes, to
+	 * the domain's budget. Read-only. */
+	struct pwb__pcache_dom *dom;
+	unsigned int page_shift;	/* read-only: the bdi's */
+};
+
+/*
+ * A domain's page-cache budget (struct pwb_domain_config.cache_bytes),
+ * shared by its members' caches (pcache-domain.c). Created when the first
+ * member with a page cache opens, freed when the last one closes
+ * (pwb_domain.pcache, under dom->lock).
+ */
+struct pwb__pcache_dom {
+	struct pwb_domain *domain;	/* read-only */
+	uint64_t limit;			/* read-only: cache_bytes */
+	uint64_t used;			/* uatomic: bytes charged by members */
+	int reclaiming;			/* uatomic: above the high watermark,
+					 * not yet down to the low one */
+	unsigned int users;		/* dom->lock: member caches */
+	struct pwb__pcache_room room;	/* every member's waiters */
+	/* Free buffers for the members, one pool per page size (by its
+	 * shift), so memory freed by one member serves the others. */
+	struct pwb__page_pool pools[PWB__PAGE_POOLS];
 };
 
 /* Bytes mapped at once for page buffers (at least one page): one
@@ -150,17 +195,28 @@ struct pwb__pcache_bdi {
 static inline void pwb__pcache_room(struct pwb_bdi *bdi)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
+	struct pwb__pcache_room *r;
 
 	if (!pb)
 		return;
-	uatomic_inc(&pb->room_seq);	/* a full barrier: pairs with the
-					 * waiter's increment of
-					 * room_waiters */
-	if (pwb__aread(&pb->room_waiters)) {
-		pthread_mutex_lock(&pb->room_lock);
-		pthread_cond_broadcast(&pb->room_cond);
-		pthread_mutex_unlock(&pb->room_lock);
+	r = pb->room;
+	uatomic_inc(&r->seq);		/* a full barrier: pairs with the
+					 * waiter's increment of waiters */
+	if (pwb__aread(&r->waiters)) {
+		pthread_mutex_lock(&r->lock);
+		pthread_cond_broadcast(&r->cond);
+		pthread_mutex_unlock(&r->lock);
 	}
+}
+
+/* @n pages of @pb's cache were freed: uncharge them, from the domain's
+ * budget too. */
+static inline void pwb__pcache_uncharge(struct pwb__pcache_bdi *pb,
+					uint64_t n)
+{
+	uatomic_sub(&pb->nr_pages, n);
+	if (caa_unlikely(pb->dom))
+		uatomic_sub(&pb->dom->used, n << pb->page_shift);
 }
 
 /*
@@ -401,6 +457,31 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi,
 			     unsigned int idx) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
+/* pcache-domain.c: a domain's budget                                     */
+
+void pwb__pcache_room_init(struct pwb__pcache_room *r) PWB__INTERNAL;
+void pwb__pcache_room_fini(struct pwb__pcache_room *r) PWB__INTERNAL;
+/* Set-up of a bdi in a domain with a cache budget: its cache draws from
+ * the budget, waits on the domain's room and takes buffers from the
+ * domain's pool. 0 or -ENOMEM (message set). */
+int pwb__pcache_dom_join(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* Tear-down, after the bdi's last page was freed. */
+void pwb__pcache_dom_leave(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* Charge a page of @bdi to its domain's budget: 0; 1 if this charge
+ * crossed the high watermark (wake reclaim); -ENOBUFS: the budget is
+ * full, nothing charged. */
+int pwb__pcache_dom_charge(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* The members of @bdi's domain that have pages cached, in the order they
+ * give pages back (at most @max, into @out).
+ * The caller stays in its read-side section while it uses them. */
+unsigned int pwb__pcache_dom_order_rcu(struct pwb_bdi *bdi,
+				       struct pwb_bdi **out,
+				       unsigned int max) PWB__INTERNAL;
+/* Start background writeback on the other members with dirty pages.
+ * Caller in a read-side section. */
+void pwb__pcache_dom_kick_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
+
+/* ---------------------------------------------------------------------- */
 /* pcache-pool.c: page buffers                                            */
 
 /* A page buffer: from the pool, else a new chunk. NULL: out of memory. */
@@ -410,7 +491,11 @@ void pwb__pcache_buf_free(struct pwb__pcache_bdi *pb, void *b) PWB__INTERNAL;
  * first page's rcu_head, the others linked through their lru heads). */
 void pwb__pcache_page_free_rcu(struct rcu_head *head) PWB__INTERNAL;
 void pwb__pcache_batch_free_rcu(struct rcu_head *head) PWB__INTERNAL;
-/* bdi close, after the last page was freed: give back every chunk. */
-void pwb__pcache_pool_fini(struct pwb__pcache_bdi *pb) PWB__INTERNAL;
+/* A pool, empty, of buffers of @page_size bytes. */
+void pwb__page_pool_init(struct pwb__page_pool *pool,
+			 size_t page_size) PWB__INTERNAL;
+/* After the last buffer of @pool went back to it (its bdi's close, after
+ * rcu_barrier; a domain's last member's): give back every chunk. */
+void pwb__page_pool_fini(struct pwb__page_pool *pool) PWB__INTERNAL;
 
 #endif /* PWB_PCACHE_H */

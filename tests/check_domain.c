@@ -292,9 +292,15 @@ START_TEST(domain_bad_inputs)
 	pwb_domain_config_init(&dc);
 	dc.period_ms = 5;
 	ck_assert_int_eq(pwb_domain_create(&dc, &dom), -EINVAL);
+	/* A cache budget is taken (check_domain_cache.c), a tiny one is
+	 * refused. */
 	pwb_domain_config_init(&dc);
 	dc.cache_bytes = 64 * MIB;
-	ck_assert_int_eq(pwb_domain_create(&dc, &dom), -EOPNOTSUPP);
+	ck_assert_int_eq(pwb_domain_create(&dc, &dom), 0);
+	ck_assert_int_eq(pwb_domain_destroy(dom), 0);
+	dc.cache_bytes = 4096;
+	ck_assert_int_eq(pwb_domain_create(&dc, &dom), -EINVAL);
+	ck_assert_ptr_ne(strstr(pwb_errmsg(), "below 1 MiB"), NULL);
 	/* A size below the first layout. */
 	pwb_domain_config_init(&dc);
 	ck_assert_int_eq((pwb_domain_create)(&dc, 8, &dom), -EINVAL);
