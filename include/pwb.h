@@ -1303,6 +1303,74 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
  */
 PWB_API int pwb_fadvise(struct pwb_inode *inode, uint64_t off, uint64_t len,
 			int advice);
+/** pwb_write2() and pwb_read2() flag: never wait (preadv2's RWF_NOWAIT). */
+#define PWB_RW_NOWAIT 0x1u
+/** pwb_write2() and pwb_read2() flag: do not keep the pages cached
+ *  (RWF_DONTCACHE). */
+#define PWB_RW_DONTCACHE 0x2u
+/** pwb_write2() flag: durable on return (RWF_SYNC); pwb_read2() ignores
+ *  it. */
+#define PWB_RW_SYNC 0x4u
+
+/**
+ * pwb_write2() - pwb_write() with per-call flags, as pwritev2()
+ * @inode: an inode opened without get_page
+ * @buf: the bytes
+ * @len: how many; any length (at most SSIZE_MAX are taken)
+ * @off: file offset of the first byte; any offset
+ * @flags: 0 or PWB_RW_* flags, or-ed
+ *
+ * With @flags 0 it is pwb_write(). The flags:
+ *
+ * PWB_RW_NOWAIT: never sleep. Where pwb_write() would wait (for a page's
+ * lock, for the device read of a page written in part that lies below
+ * the size, for a write in flight of a page it changes, for room in a
+ * full cache, or in the dirty throttle of PWB_BDI_THROTTLE, checked before
+ * each page as pwb_balance_dirty_nowait() does) it stops instead: the
+ * bytes already written are returned, -EAGAIN if none. For an event
+ * loop, which hands the rest to a thread that may sleep.
+ *
+ * PWB_RW_DONTCACHE: the pages this call dirties leave the cache once
+ * written back (and clean; a page dirtied again stays until a write of it
+ * ends clean), and the call starts writeback on every context
+ * (PWB_WB_ALL, as pwb_bdi_writeback() without waiting) instead of
+ * writing itself. For data written once and not read soon.
+ *
+ * PWB_RW_SYNC: on return the bytes are durable, as after pwb_fsync() of
+ * @inode (which it runs: concurrent callers share device flushes).
+ *
+ * Context: any thread but a flusher (not from an ops callback); sleeps
+ *          unless PWB_RW_NOWAIT.
+ * Return: as pwb_write(); -EINVAL also for unknown @flags; -EAGAIN with
+ *         PWB_RW_NOWAIT when it would wait before writing a byte; with
+ *         PWB_RW_SYNC, the error pwb_fsync() gives (the bytes are then
+ *         written to the cache, but not known to be durable).
+ */
+PWB_API ssize_t pwb_write2(struct pwb_inode *inode, const void *buf,
+			   size_t len, uint64_t off, unsigned int flags);
+
+/**
+ * pwb_read2() - pwb_read() with per-call flags, as preadv2()
+ * @inode: an inode opened without get_page
+ * @buf: where to copy
+ * @len: how many; any length
+ * @off: file offset; any offset
+ * @flags: 0 or PWB_RW_* flags, or-ed
+ *
+ * With @flags 0 it is pwb_read(). PWB_RW_NOWAIT: serve only pages cached
+ * and up to date whose lock is free; stop at the first other page (its
+ * read from the device would wait) and return the bytes copied, -EAGAIN
+ * if none. PWB_RW_DONTCACHE: pages not cached are read from the device
+ * through a bounce buffer and not cached; pages cached stay. PWB_RW_SYNC
+ * changes nothing for a read.
+ *
+ * Context: any thread but a flusher (not from an ops callback); sleeps
+ *          unless PWB_RW_NOWAIT.
+ * Return: as pwb_read(); -EINVAL also for unknown @flags; -EAGAIN with
+ *         PWB_RW_NOWAIT when it would wait before copying a byte.
+ */
+PWB_API ssize_t pwb_read2(struct pwb_inode *inode, void *buf, size_t len,
+			  uint64_t off, unsigned int flags);
 
 /**
  * pwb_inode_size() - the size of a library-owned inode

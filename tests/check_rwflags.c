@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * check_rwflags.c - pwb_write2() and pwb_read2(): PWB_RW_NOWAIT,
+ * PWB_RW_DONTCACHE and PWB_RW_SYNC on library-owned pages (issue 26)
+ *
+ * The inodes map page i to device byte i * page_size of a real image file
+ * opened O_DIRECT by the bdi, so the device can be checked with plain
+ * reads. The bdi's clock is the test's and stands still: a call that
+ * waited for cache room or a timeout would never return, so a call that
+ * must not wait runs in a thread under a watchdog.
+ */
+#include "pwb-internal.h"
+#include "pcache.h"
+#include "test-util.h"
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PS 4096u
+#define IMG_PAGES 1024u
+
+static int ident_map(struct pwb_inode *inode, uint64_t index,
+		     uint64_t *dev_off)
+{
+	(void)inode;
+	if (index >= IMG_PAGES)
+		return -ERANGE;
+	*dev_off = index * PS;
+	return 0;
+}
+
+static const struct pwb_inode_ops lib_ops = { .map_page = ident_map };
+
+static struct pwb_inode *open_lib(struct tu_env *e, uint64_t ino)
+{
+	struct pwb_inode *inode = NULL;
+
+	ck_assert_int_eq(pwb_inode_open(e->bdi, ino, &lib_ops, NULL, &inode),
+			 0);
+	return inode;
+}
+
+static uint64_t real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static struct pwb_stats bdi_stats(struct pwb_bdi *bdi)
+{
+	struct pwb_stats st;
+
+	ck_assert_int_eq(pwb_bdi_stats(bdi, &st), 0);
+	return st;
+}
+
+/* One pwb_write2() or pwb_read2() on a thread of its own. */
+struct call {
+	struct pwb_inode *inode;
+	bool write;
+	void *buf;
+	size_t len;
+	uint64_t off;
+	unsigned int flags;
+	ssize_t ret;
+	int done;		/* uatomic */
+	uint64_t ms;		/* how long it took */
+};
+
+static void *call_main(void *arg)
+{
+	struct call *c = arg;
+	uint64_t t0 = real_ms();
+
+	if (c->write)
+		c->ret = pwb_write2(c->inode, c->buf, c->len, c->off,
+				    c->flags);
+	else
+		c->ret = pwb_read2(c->inode, c->buf, c->len, c->off, c->flags);
+	c->ms = real_ms() - t0;
+	pwb__aset(&c->done, 1);
+	return NULL;
+}
+
+/*
+ * Run the call under a watchdog of @bound_ms (real time) and return what
+ * it returned. A call still running at the bound fails the test (the
+ * forked test process takes the stuck thread with it).
+ */
+static ssize_t run_bounded(struct pwb_inode *inode, bool write, void *buf,
+			   size_t len, uint64_t off, unsigned int flags,
+			   unsigned int bound_ms)
+{
+	struct call c = { .inode = inode, .write = write, .buf = buf,
+			  .len = len, .off = off, .flags = flags };
+	uint64_t t0 = real_ms();
+	pthread_t t;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, call_main, &c), 0);
+	while (!pwb__aread(&c.done) && real_ms() - t0 < bound_ms)
+		sleep_ms(1);
+	ck_assert_msg(pwb__aread(&c.done),
+		      "%s of %zu bytes at %llu (flags 0x%x) still waits after "
+		      "%u ms",
+		      write ? "pwb_write2" : "pwb_read2", len,
+		      (unsigned long long)off, flags, bound_ms);
+	pthread_join(t, NULL);
+	return c.ret;
+}
+
+/* Hold the device: every write of the bdi sleeps @ms first (at most
+ * @max_hits writes; 0: all). */
+static void delay_writes(struct pwb_bdi *bdi, unsigned int ms,
+			 uint64_t max_hits)
+{
+	struct pwb_fault f;
+
+	memset(&f, 0, sizeof(f));
+	f.kind = ms ? PWB_FAULT_DELAY : PWB_FAULT_NONE;
+	f.every = 1;
+	f.delay_ms = ms;
+	f.max_hits = max_hits;
+	ck_assert_int_eq(pwb_bdi_inject_fault(bdi, &f), 0);
+}
+
+/* Wait (real time, bounded) until page @index of @inode is in flight. */
+static void wait_in_flight(struct pwb_inode *inode, uint64_t index)
+{
+	uint64_t t0 = real_ms();
+
+	while (!(pwb_page_state(inode, index) & PWB_PAGE_WRITEBACK) &&
+	       real_ms() - t0 < 10000)
+		sleep_ms(1);
+	ck_assert(pwb_page_state(inode, index) & PWB_PAGE_WRITEBACK);
+}
+
+START_TEST(test_unknown_flags)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	char b[16] = "0123456789abcdef";
+
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, IMG_PAGES);
+	inode = open_lib(&e, 1);
+	ck_assert_int_eq(pwb_write2(inode, b, 16, 0, 0x80), -EINVAL);
+	ck_assert_int_eq(pwb_read2(inode, b, 16, 0, 0x80), -EINVAL);
+	/* Flags 0 is the plain call. */
+	ck_assert_int_eq(pwb_write2(inode, b, 16, 0, 0), 16);
+	memset(b, 0, sizeof(b));
+	ck_assert_int_eq(pwb_read2(inode, b, 16, 0, 0), 16);
+	ck_assert(!memcmp(b, "0123456789abcdef", 16));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * NOWAIT reads serve only what is cached: a page that must come from
+ * the device gives -EAGAIN at once (no device read, no new page), a read
+ * that reaches one after cached pages returns what it copied.
+ */
+START_TEST(test_nowait_read_uncached)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char ref[4 * PS], buf[4 * PS];
+	struct pwb_stats st0, st1;
+	uint64_t seed = 26;
+	size_t i;
+
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, IMG_PAGES);
+	for (i = 0; i < sizeof(ref); i++)
+		ref[i] = (unsigned char)tu_rand(&seed);
+	inode = open_lib(&e, 1);
+	ck_assert_int_eq(pwb_write(inode, ref, sizeof(ref), 0),
+			 (ssize_t)sizeof(ref));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);	/* written, dropped */
+	inode = open_lib(&e, 1);
+	ck_assert_int_eq(pwb_inode_set_size(inode, sizeof(ref)), 0);
+	st0 = bdi_stats(e.bdi);
+	ck_assert_int_eq(run_bounded(inode, false, buf, PS, PS,
+				     PWB_RW_NOWAIT, 5000),
+			 -EAGAIN);
+	st1 = bdi_stats(e.bdi);
+	ck_assert_uint_eq(st1.read_ios, st0.read_ios);
+	ck_assert_uint_eq(st1.cache_pages, st0.cache_pages);
+	/* Cached by a plain read: served. */
+	ck_assert_int_eq(pwb_read(inode, buf, 10, PS), 10);
+	memset(buf, 0, sizeof(buf));
+	ck_assert_int_eq(run_bounded(inode, false, buf, PS, PS,
+				     PWB_RW_NOWAIT, 5000),
+			 PS);
+	ck_assert(!memcmp(buf, ref + PS, PS));
+	/* Cached page 1 and part of page 2 (not cached): a short count. */
+	st0 = bdi_stats(e.bdi);
+	if (st0.cache_pages == 1) {	/* no run filled page 2 with 1 */
+		ck_assert_int_eq(run_bounded(inode, false, buf, PS + 100,
+					     PS + 10, PWB_RW_NOWAIT, 5000),
+				 PS - 10);
+		ck_assert(!memcmp(buf, ref + PS + 10, PS - 10));
+	}
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * NOWAIT writes: a page under writeback (the device held) and a partial
+ * write of a page that must be read first give -EAGAIN quickly; a range
+ * whose first page can be written returns that page (a short count); the
+ * bytes of a refused page are left as they were.
+ */
+START_TEST(test_nowait_write_in_flight)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char a[3 * PS], b[3 * PS], out[PS];
+	static unsigned char dev[PS] __attribute__((aligned(PS)));
+
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, IMG_PAGES);
+	inode = open_lib(&e, 1);
+	memset(a, 'A', sizeof(a));
+	memset(b, 'B', sizeof(b));
+	ck_assert_int_eq(pwb_write(inode, a, PS, 2 * PS), PS);
+	delay_writes(e.bdi, 3000, 1);
+	ck_assert_int_eq(pwb_bdi_writeback(e.bdi, PWB_WB_ALL, 0), 0);
+	wait_in_flight(inode, 2);
+	/* Page 2 is being written for 3 s: a NOWAIT write does not wait. */
+	ck_assert_int_eq(run_bounded(inode, true, b, 10, 2 * PS + 5,
+				     PWB_RW_NOWAIT, 1500),
+			 -EAGAIN);
+	/* Page 1, dirty and idle, then page 2: only page 1 is written. */
+	ck_assert_int_eq(pwb_write(inode, a, PS, PS), PS);
+	ck_assert_int_eq(run_bounded(inode, true, b, 2 * PS, PS,
+				     PWB_RW_NOWAIT, 1500),
+			 PS);
+	ck_assert(pwb_page_state(inode, 2) & PWB_PAGE_WRITEBACK);
+	ck_assert_int_eq(pwb_read(inode, out, PS, 2 * PS), PS);
+	ck_assert(!memcmp(out, a, PS));
+	ck_assert_int_eq(pwb_read(inode, out, PS, PS), PS);
+	ck_assert(!memcmp(out, b, PS));
+	/* The plain call waits for the write in flight, and then NOWAIT
+	 * goes through too. */
+	ck_assert_int_eq(pwb_wait_writeback(inode, 0, 3 * PS), 0);
+	ck_assert_int_eq(run_bounded(inode, true, b, 10, 2 * PS + 5,
+				     PWB_RW_NOWAIT, 5000),
+			 10);
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(tu_read_device(e.img, 2 * PS, dev, PS), 0);
+	ck_assert(!memcmp(dev, a, 5));
+	ck_assert(!memcmp(dev + 5, b, 10));
+	ck_assert(!memcmp(dev + 15, a, PS - 15));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+
+	/* A partial write of a page below the size and not cached needs a
+	 * device read first: -EAGAIN, no read made. */
+	inode = open_lib(&e, 1);
+	ck_assert_int_eq(pwb_inode_set_size(inode, 3 * PS), 0);
+	{
+		struct pwb_stats st0 = bdi_stats(e.bdi), st1;
+
+		ck_assert_int_eq(run_bounded(inode, true, b, 10, 5,
+					     PWB_RW_NOWAIT, 5000),
+				 -EAGAIN);
+		st1 = bdi_stats(e.bdi);
+		ck_assert_uint_eq(st1.read_ios, st0.read_ios);
+	}
+	/* A whole page needs no read. */
+	ck_assert_int_eq(run_bounded(inode, true, b, PS, 0, PWB_RW_NOWAIT,
+				     5000),
+			 PS);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * NOWAIT into a full cache: -EAGAIN at once, where the plain call waits
+ * for room (with this clock standing, for ever). Nothing becomes clean:
+ * every write fails.
+ */
+START_TEST(test_nowait_full_cache)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct pwb_fault f;
+	static unsigned char w[PS];
+	int i;
+
+	tu_env_config(&e, 1, "psync");
+	e.cfg.cache_bytes = 16 * PS;
+	tu_env_open(&e, IMG_PAGES);
+	inode = open_lib(&e, 1);
+	memset(&f, 0, sizeof(f));
+	f.kind = PWB_FAULT_EIO;
+	f.every = 1;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	for (i = 0; i < 16; i++)
+		ck_assert_int_eq(pwb_write(inode, w, PS, (uint64_t)i * PS), PS);
+	ck_assert_int_eq(run_bounded(inode, true, w, PS, 40 * PS,
+				     PWB_RW_NOWAIT, 5000),
+			 -EAGAIN);
+	ck_assert_uint_le(pwb__aread(&e.bdi->pcache->nr_pages), 16);
+	f.kind = PWB_FAULT_NONE;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	ck_assert_int_eq(pwb_inode_discard(inode, 0, UINT64_MAX), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	/* Whether a flusher tried (and failed) a write meanwhile. */
+	tu_env_close_expect(&e, bdi_stats(e.bdi).io_errors ? -EIO : 0);
+}
+END_TEST
+
+/*
+ * NOWAIT and the dirty throttle (the kernel's BDP_ASYNC): writes stop
+ * with -EAGAIN once a dirtier would sleep, and no dirtier slept.
+ */
+START_TEST(test_nowait_dirty_throttle)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct pwb_fault f;
+	struct pwb_stats st;
+	static unsigned char w[PS];
+	ssize_t r = 0;
+	int i;
+
+	tu_env_config(&e, 1, "psync");
+	e.cfg.flags |= PWB_BDI_THROTTLE;
+	e.cfg.dirty_background_bytes = 16 * PS;
+	e.cfg.dirty_bytes = 32 * PS;
+	tu_env_open(&e, IMG_PAGES);
+	inode = open_lib(&e, 1);
+	memset(&f, 0, sizeof(f));
+	f.kind = PWB_FAULT_EIO;	/* dirty pages stay dirty */
+	f.every = 1;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	for (i = 0; i < 256; i++) {
+		r = run_bounded(inode, true, w, PS, (uint64_t)i * PS,
+				PWB_RW_NOWAIT, 5000);
+		if (r != PS)
+			break;
+	}
+	ck_assert_int_eq(r, -EAGAIN);
+	ck_assert_int_le(i, 64);
+	ck_assert_int_eq(pwb_balance_dirty_nowait(e.bdi), -EAGAIN);
+	st = bdi_stats(e.bdi);
+	ck_assert_uint_eq(st.throttle_events, 0);
+	ck_assert_uint_eq(st.throttle_ns, 0);
+	f.kind = PWB_FAULT_NONE;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	ck_assert_int_eq(pwb_inode_discard(inode, 0, UINT64_MAX), 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close_expect(&e, bdi_stats(e.bdi).io_errors ? -EIO : 0);
+}
+END_TEST
+
+/*
+ * DONTCACHE writes: the call returns without writing (the device is held
+ * for 3 s: a writer that wrote inline would take that long), the flushers
+ * write the pages without being asked by the test, and once written they
+ * are gone from the cache, the bytes on the device. A DONTCACHE read of
+ * pages not cached caches none.
+ */
+START_TEST(test_dontcache)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char ref[8 * PS], buf[8 * PS];
+	static unsigned char dev[8 * PS] __attribute__((aligned(PS)));
+	struct pwb_stats st;
+	uint64_t seed = 7, t0, hits = 0;
+	size_t i;
+
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, IMG_PAGES);
+	for (i = 0; i < sizeof(ref); i++)
+		ref[i] = (unsigned char)tu_rand(&seed);
+	inode = open_lib(&e, 1);
+	delay_writes(e.bdi, 3000, 1);
+	ck_assert_int_eq(run_bounded(inode, true, ref, sizeof(ref), 0,
+				     PWB_RW_DONTCACHE, 1500),
+			 (ssize_t)sizeof(ref));
+	/* Kicked by the call: a flusher's write reaches the held device. */
+	t0 = real_ms();
+	while (!hits && real_ms() - t0 < 10000) {
+		sleep_ms(1);
+		ck_assert_int_eq(pwb_bdi_fault_hits(e.bdi, &hits), 0);
+	}
+	ck_assert_uint_eq(hits, 1);
+	/* Until the held write ends its pages stay cached and readable. */
+	ck_assert_int_eq(pwb_read(inode, buf, PS, 0), PS);
+	ck_assert(!memcmp(buf, ref, PS));
+	/* Then they leave (the test never asks for writeback). */
+	t0 = real_ms();
+	do {
+		sleep_ms(2);
+		st = bdi_stats(e.bdi);
+	} while ((st.cache_pages || st.dirty_pages || st.writeback_pages) &&
+		 real_ms() - t0 < 20000);
+	ck_assert_uint_eq(st.dirty_pages, 0);
+	ck_assert_uint_eq(st.writeback_pages, 0);
+	ck_assert_uint_eq(st.cache_pages, 0);
+	ck_assert_int_eq(tu_read_device(e.img, 0, dev, sizeof(dev)), 0);
+	ck_assert(!memcmp(dev, ref, sizeof(ref)));
+	/* A DONTCACHE read brings nothing in; the data is right. */
+	memset(buf, 0, sizeof(buf));
+	ck_assert_int_eq(pwb_read2(inode, buf, sizeof(buf), 0,
+				   PWB_RW_DONTCACHE),
+			 (ssize_t)sizeof(buf));
+	ck_assert(!memcmp(buf, ref, sizeof(ref)));
+	st = bdi_stats(e.bdi);
+	ck_assert_uint_eq(st.cache_pages, 0);
+	/* A page cached already stays cached. */
+	ck_assert_int_eq(pwb_read(inode, buf, PS, PS), PS);
+	ck_assert_int_eq(pwb_read2(inode, buf, 2 * PS, 0, PWB_RW_DONTCACHE),
+			 2 * PS);
+	ck_assert(!memcmp(buf, ref, 2 * PS));
+	st = bdi_stats(e.bdi);
+	ck_assert_uint_eq(st.cache_pages, 1);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * SYNC writes: each returns with its bytes on the device, and writers on
+ * several threads share device flushes (fewer flushes than calls).
+ */
+#define SYNC_THREADS 4
+#define SYNC_ROUNDS 8
+
+struct sync_arg {
+	struct tu_env *e;
+	struct pwb_inode *inode;
+	pthread_barrier_t *bar;
+	unsigned int id;
+	long bad;
+};
+
+static void *sync_main(void *arg)
+{
+	struct sync_arg *a = arg;
+	unsigned char w[PS], *dev;
+	unsigned int r;
+
+	if (posix_memalign((void **)&dev, PS, PS)) {
+		a->bad = -1;
+		return NULL;
+	}
+
+	for (r = 0; r < SYNC_ROUNDS; r++) {
+		uint64_t off = ((uint64_t)a->id * SYNC_ROUNDS + r) * PS;
+
+		memset(w, (int)(a->id * 16 + r + 1), PS);
+		pthread_barrier_wait(a->bar);
+		if (pwb_write2(a->inode, w, PS, off, PWB_RW_SYNC) != PS) {
+			a->bad++;
+			continue;
+		}
+		if (tu_read_device(a->e->img, off, dev, PS) ||
+		    memcmp(dev, w, PS))
+			a->bad++;
+	}
+	free(dev);
+	return NULL;
+}
+
+START_TEST(test_sync_writers_share_flushes)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct sync_arg a[SYNC_THREADS];
+	pthread_t t[SYNC_THREADS];
+	pthread_barrier_t bar;
+	struct pwb_stats st0, st1;
+	unsigned int i;
+
+	tu_env_config(&e, 1, "psync");
+	tu_env_open(&e, IMG_PAGES);
+	inode = open_lib(&e, 1);
+	/* Slow writes, so the callers of a round overlap. */
+	delay_writes(e.bdi, 20, 0);
+	ck_assert_int_eq(pthread_barrier_init(&bar, NULL, SYNC_THREADS), 0);
+	st0 = bdi_stats(e.bdi);
+	for (i = 0; i < SYNC_THREADS; i++) {
+		a[i] = (struct sync_arg){ .e = &e, .inode = inode,
+					  .bar = &bar, .id = i };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, sync_main, &a[i]),
+				 0);
+	}
+	for (i = 0; i < SYNC_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(a[i].bad, 0);
+	}
+	st1 = bdi_stats(e.bdi);
+	ck_assert_uint_gt(st1.device_flushes, st0.device_flushes);
+	ck_assert_uint_lt(st1.device_flushes - st0.device_flushes,
+			  SYNC_THREADS * SYNC_ROUNDS);
+	pthread_barrier_destroy(&bar);
+	delay_writes(e.bdi, 0, 0);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+static Suite *rwflags_suite(void)
+{
+	Suite *s = suite_create("rwflags");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_unknown_flags);
+	tcase_add_test(tc, test_nowait_read_uncached);
+	tcase_add_test(tc, test_nowait_write_in_flight);
+	tcase_add_test(tc, test_nowait_full_cache);
+	tcase_add_test(tc, test_nowait_dirty_throttle);
+	tcase_add_test(tc, test_dontcache);
+	tcase_add_test(tc, test_sync_writers_share_flushes);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(rwflags_suite(), true);
+}
