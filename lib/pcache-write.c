@@ -113,9 +113,10 @@ static void size_raise(struct pwb__pcache_inode *pc, uint64_t end)
  * page was changed and dirtied (also when pwb_mark_dirty then failed
  * with -ETIMEDOUT).
  */
-static int write_page(struct pwb_inode *inode, uint64_t index,
-		      unsigned int pgoff, unsigned int n, const void *src,
-		      bool grow, unsigned int flags, bool *dirtied)
+static inline __attribute__((always_inline)) int
+write_page(struct pwb_inode *inode, uint64_t index, unsigned int pgoff,
+	   unsigned int n, const void *src, bool grow, unsigned int flags,
+	   bool *dirtied)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	unsigned int ps = pwb__page_size(bdi);
@@ -273,12 +274,13 @@ write_fast(struct pwb_inode *inode, const void *buf, size_t len,
 }
 
 /*
- * The slow path of pwb_write() and pwb_write2(): out of line, so that
- * the hit path saves no registers for it.
+ * The slow path of pwb_write() and pwb_write2(), in two out-of-line
+ * copies (write_slow_plain(), write_slow()): the hit path saves no
+ * registers for it, and pwb_write()'s copy folds @flags (0) away.
  */
-static __attribute__((noinline)) ssize_t
-write_slow(struct pwb_inode *inode, const void *buf, size_t len,
-	   uint64_t off, unsigned int flags, const char *who)
+static inline __attribute__((always_inline)) ssize_t
+write_slow_body(struct pwb_inode *inode, const void *buf, size_t len,
+		uint64_t off, unsigned int flags, const char *who)
 {
 	size_t done = 0;
 	unsigned int shift, ps;
@@ -341,6 +343,20 @@ write_slow(struct pwb_inode *inode, const void *buf, size_t len,
 	return ret;
 }
 
+static __attribute__((noinline)) ssize_t
+write_slow_plain(struct pwb_inode *inode, const void *buf, size_t len,
+		 uint64_t off)
+{
+	return write_slow_body(inode, buf, len, off, 0, "pwb_write");
+}
+
+static __attribute__((noinline)) ssize_t
+write_slow(struct pwb_inode *inode, const void *buf, size_t len,
+	   uint64_t off, unsigned int flags)
+{
+	return write_slow_body(inode, buf, len, off, flags, "pwb_write2");
+}
+
 PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
 			  size_t len, uint64_t off)
 {
@@ -351,7 +367,7 @@ PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
 		if (r != -EAGAIN)
 			return r;
 	}
-	return write_slow(inode, buf, len, off, 0, "pwb_write");
+	return write_slow_plain(inode, buf, len, off);
 }
 
 PWB_API ssize_t pwb_write2(struct pwb_inode *inode, const void *buf,
@@ -374,7 +390,7 @@ PWB_API ssize_t pwb_write2(struct pwb_inode *inode, const void *buf,
 		if (r != -EAGAIN)
 			return r;
 	}
-	return write_slow(inode, buf, len, off, flags, "pwb_write2");
+	return write_slow(inode, buf, len, off, flags);
 }
 
 PWB_API int pwb_inode_size(struct pwb_inode *inode, uint64_t *size)
