@@ -1357,12 +1357,19 @@ PWB_API ssize_t pwb_write2(struct pwb_inode *inode, const void *buf,
  * @off: file offset; any offset
  * @flags: 0 or PWB_RW_* flags, or-ed
  *
- * With @flags 0 it is pwb_read(). PWB_RW_NOWAIT: serve only pages cached
- * and up to date whose lock is free; stop at the first other page (its
- * read from the device would wait) and return the bytes copied, -EAGAIN
- * if none. PWB_RW_DONTCACHE: pages not cached are read from the device
- * through a bounce buffer and not cached; pages cached stay. PWB_RW_SYNC
- * changes nothing for a read.
+ * With @flags 0 it is pwb_read(). With any flag no readahead is started.
+ *
+ * PWB_RW_NOWAIT: serve only pages cached and up to date whose lock is
+ * free; stop at the first other page (one not cached, one whose read from
+ * the device is in flight, one being changed) and return the bytes
+ * copied, -EAGAIN if none. Nothing is read from the device: a caller that
+ * gets -EAGAIN hands the read to a thread that may sleep, whose
+ * pwb_read() reads the page (and what readahead adds).
+ *
+ * PWB_RW_DONTCACHE: pages not cached are read from the device through a
+ * bounce buffer and not cached; pages cached stay (a page under read by
+ * another caller is waited for and copied). PWB_RW_SYNC changes nothing
+ * for a read.
  *
  * Context: any thread but a flusher (not from an ops callback); sleeps
  *          unless PWB_RW_NOWAIT.
@@ -1582,6 +1589,9 @@ enum pwb_fault_kind {
 	PWB_FAULT_READ_EIO = 5,	/* a device read of library-owned pages
 				 * (pwb_read(), readahead) fails with -EIO;
 				 * it counts and hits reads only */
+	PWB_FAULT_READ_DELAY = 6, /* such a read is delayed by delay_ms
+				   * (a device that stalls reads); it
+				   * counts and hits reads only */
 };
 
 /**
@@ -1633,7 +1643,8 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 /**
  * pwb_fault_parse() - turn a PWB_FAULT-style string into a rule
  * @spec: "kind[:key=value,...]", kind one of eio, enospc, short, delay,
- *        none; keys nth, every, ppm, seed, start, end, delay_ms, max_hits
+ *        read_eio, read_delay, none; keys nth, every, ppm, seed, start,
+ *        end, delay_ms, max_hits
  * @fault: filled on success
  * @fault_sz: sizeof(struct pwb_fault) as the caller was compiled; the
  *            macro of the same name passes it
