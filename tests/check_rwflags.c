@@ -778,6 +778,48 @@ START_TEST(test_dontcache_read)
 END_TEST
 
 /*
+ * A SYNC write is on the device when it returns, with a device flush,
+ * both when it dirties a page (the slow path) and when it changes a page
+ * dirty already (the hit path).
+ */
+START_TEST(test_sync_durable)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char a[2 * PS], b[PS];
+	static unsigned char dev[2 * PS] __attribute__((aligned(PS)));
+	struct pwb_stats st0, st1;
+
+	tu_env_config(&e, 1, backend());
+	tu_env_open(&e, IMG_PAGES);
+	inode = open_lib(&e, 1);
+	memset(a, 'a', sizeof(a));
+	memset(b, 'b', sizeof(b));
+	st0 = bdi_stats(e.bdi);
+	ck_assert_int_eq(pwb_write2(inode, a, 2 * PS, 0, PWB_RW_SYNC), 2 * PS);
+	st1 = bdi_stats(e.bdi);
+	ck_assert_uint_gt(st1.device_flushes, st0.device_flushes);
+	ck_assert_int_eq(tu_read_device(e.img, 0, dev, sizeof(dev)), 0);
+	ck_assert(!memcmp(dev, a, sizeof(a)));
+	/* Page 1 dirty again, then 10 bytes of it with SYNC. */
+	ck_assert_int_eq(pwb_write(inode, b, 5, PS), 5);
+	ck_assert(pwb_page_state(inode, 1) & PWB_PAGE_DIRTY);
+	st0 = bdi_stats(e.bdi);
+	ck_assert_int_eq(pwb_write2(inode, b, 10, PS + 100, PWB_RW_SYNC), 10);
+	st1 = bdi_stats(e.bdi);
+	ck_assert_uint_gt(st1.device_flushes, st0.device_flushes);
+	ck_assert(!(pwb_page_state(inode, 1) & PWB_PAGE_DIRTY));
+	ck_assert_int_eq(tu_read_device(e.img, PS, dev, PS), 0);
+	ck_assert(!memcmp(dev, b, 5));
+	ck_assert(!memcmp(dev + 5, a, 95));
+	ck_assert(!memcmp(dev + 100, b, 10));
+	ck_assert(!memcmp(dev + 110, a, PS - 110));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
  * SYNC writes: each returns with its bytes on the device, and writers on
  * several threads share device flushes (fewer flushes than calls).
  */
@@ -873,6 +915,7 @@ static Suite *rwflags_suite(void)
 	tcase_add_test(tc, test_nowait_dirty_throttle);
 	tcase_add_test(tc, test_dontcache_write);
 	tcase_add_test(tc, test_dontcache_read);
+	tcase_add_test(tc, test_sync_durable);
 	tcase_add_test(tc, test_sync_writers_share_flushes);
 	suite_add_tcase(s, tc);
 	return s;
