@@ -422,6 +422,8 @@ PWB_API ssize_t pwb_read2(struct pwb_inode *inode, void *buf, size_t len,
 	if (flags & ~PWB__RW_FLAGS)
 		return pwb__err(-EINVAL, "pwb_read2: unknown flags 0x%x",
 				flags & ~PWB__RW_FLAGS);
+	/* PWB_RW_SYNC means nothing to a read: alone, it is pwb_read(). */
+	flags &= PWB_RW_NOWAIT | PWB_RW_DONTCACHE;
 	/* The hit path never waits and brings nothing in: every flag takes
 	 * it. */
 	if (caa_likely(inode && len)) {

@@ -772,6 +772,10 @@ START_TEST(test_dontcache_read)
 			 8 * PS);
 	ck_assert(!memcmp(buf, ref, 8 * PS));
 	ck_assert_uint_eq(bdi_stats(e.bdi).cache_pages, st2.cache_pages);
+	/* PWB_RW_SYNC alone is a plain read: it caches. */
+	ck_assert_int_eq(pwb_read2(inode, buf, PS, 60 * PS, PWB_RW_SYNC), PS);
+	ck_assert(!memcmp(buf, ref + 60 * PS, PS));
+	ck_assert_uint_gt(bdi_stats(e.bdi).cache_pages, st2.cache_pages);
 	ck_assert_int_eq(pwb_inode_close(inode), 0);
 	tu_env_close(&e);
 }
