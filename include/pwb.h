@@ -1491,6 +1491,81 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
  */
 PWB_API int pwb_fadvise(struct pwb_inode *inode, uint64_t off, uint64_t len,
 			int advice);
+/** pwb_write2() and pwb_read2() flag: never wait (preadv2's RWF_NOWAIT). */
+#define PWB_RW_NOWAIT 0x1u
+/** pwb_write2() and pwb_read2() flag: do not keep the pages cached
+ *  (RWF_DONTCACHE). */
+#define PWB_RW_DONTCACHE 0x2u
+/** pwb_write2() flag: durable on return (RWF_SYNC); pwb_read2() ignores
+ *  it. */
+#define PWB_RW_SYNC 0x4u
+
+/**
+ * pwb_write2() - pwb_write() with per-call flags, as pwritev2()
+ * @inode: an inode opened without get_page
+ * @buf: the bytes
+ * @len: how many; any length (at most SSIZE_MAX are taken)
+ * @off: file offset of the first byte; any offset
+ * @flags: 0 or PWB_RW_* flags, or-ed
+ *
+ * With @flags 0 it is pwb_write(). The flags:
+ *
+ * PWB_RW_NOWAIT: never sleep. Where pwb_write() would wait (for a page's
+ * lock, for the device read of a page written in part that lies below
+ * the size, for a write in flight of a page it changes, for room in a
+ * full cache, or in the dirty throttle of PWB_BDI_THROTTLE, checked before
+ * each page as pwb_balance_dirty_nowait() does) it stops instead: the
+ * bytes already written are returned, -EAGAIN if none. For an event
+ * loop, which hands the rest to a thread that may sleep.
+ *
+ * PWB_RW_DONTCACHE: the pages this call dirties leave the cache once
+ * written back (and clean; a page dirtied again stays until a write of it
+ * ends clean), and the call starts writeback on every context
+ * (PWB_WB_ALL, as pwb_bdi_writeback() without waiting) instead of
+ * writing itself. For data written once and not read soon.
+ *
+ * PWB_RW_SYNC: on return the bytes are durable, as after pwb_fsync() of
+ * @inode (which it runs: concurrent callers share device flushes).
+ *
+ * Context: any thread but a flusher (not from an ops callback); sleeps
+ *          unless PWB_RW_NOWAIT.
+ * Return: as pwb_write(); -EINVAL also for unknown @flags; -EAGAIN with
+ *         PWB_RW_NOWAIT when it would wait before writing a byte; with
+ *         PWB_RW_SYNC, the error pwb_fsync() gives (the bytes are then
+ *         written to the cache, but not known to be durable).
+ */
+PWB_API ssize_t pwb_write2(struct pwb_inode *inode, const void *buf,
+			   size_t len, uint64_t off, unsigned int flags);
+
+/**
+ * pwb_read2() - pwb_read() with per-call flags, as preadv2()
+ * @inode: an inode opened without get_page
+ * @buf: where to copy
+ * @len: how many; any length
+ * @off: file offset; any offset
+ * @flags: 0 or PWB_RW_* flags, or-ed
+ *
+ * With @flags 0 it is pwb_read(). With any flag no readahead is started.
+ *
+ * PWB_RW_NOWAIT: serve only pages cached and up to date whose lock is
+ * free; stop at the first other page (one not cached, one whose read from
+ * the device is in flight, one being changed) and return the bytes
+ * copied, -EAGAIN if none. Nothing is read from the device: a caller that
+ * gets -EAGAIN hands the read to a thread that may sleep, whose
+ * pwb_read() reads the page (and what readahead adds).
+ *
+ * PWB_RW_DONTCACHE: pages not cached are read from the device through a
+ * bounce buffer and not cached; pages cached stay (a page under read by
+ * another caller is waited for and copied). PWB_RW_SYNC changes nothing
+ * for a read.
+ *
+ * Context: any thread but a flusher (not from an ops callback); sleeps
+ *          unless PWB_RW_NOWAIT.
+ * Return: as pwb_read(); -EINVAL also for unknown @flags; -EAGAIN with
+ *         PWB_RW_NOWAIT when it would wait before copying a byte.
+ */
+PWB_API ssize_t pwb_read2(struct pwb_inode *inode, void *buf, size_t len,
+			  uint64_t off, unsigned int flags);
 
 /**
  * pwb_inode_size() - the size of a library-owned inode
@@ -1702,6 +1777,9 @@ enum pwb_fault_kind {
 	PWB_FAULT_READ_EIO = 5,	/* a device read of library-owned pages
 				 * (pwb_read(), readahead) fails with -EIO;
 				 * it counts and hits reads only */
+	PWB_FAULT_READ_DELAY = 6, /* such a read is delayed by delay_ms
+				   * (a device that stalls reads); it
+				   * counts and hits reads only */
 };
 
 /**
@@ -1753,7 +1831,8 @@ PWB_API int pwb_bdi_inject_fault(struct pwb_bdi *bdi,
 /**
  * pwb_fault_parse() - turn a PWB_FAULT-style string into a rule
  * @spec: "kind[:key=value,...]", kind one of eio, enospc, short, delay,
- *        none; keys nth, every, ppm, seed, start, end, delay_ms, max_hits
+ *        read_eio, read_delay, none; keys nth, every, ppm, seed, start,
+ *        end, delay_ms, max_hits
  * @fault: filled on success
  * @fault_sz: sizeof(struct pwb_fault) as the caller was compiled; the
  *            macro of the same name passes it

@@ -794,18 +794,12 @@ static int slices_failed_err(struct pwb_inode *inode)
 	return err;
 }
 
-PWB_API int pwb_fsync(struct pwb_inode *inode)
+int pwb__fsync(struct pwb_inode *inode)
 {
 	pwb__errseq_t since;
 	int err, ferr, werr;
 	uint64_t ino, t0, start;
 
-	pwb__err_clear();
-	if (!inode)
-		return pwb__err(-EINVAL, "pwb_fsync: NULL inode");
-	err = pwb__no_flusher("pwb_fsync");
-	if (err)
-		return err;
 	if (pwb__inode_enter(inode, PWB__HOLD_REF, "pwb_fsync"))
 		return -EBADF;
 	ino = inode->ino;	/* a closing inode is not ours to read after */
@@ -852,6 +846,19 @@ PWB_API int pwb_fsync(struct pwb_inode *inode)
 	PWB_PROBE3(fsync_end, ino, err, pwb__clock_monotonic(NULL) - t0);
 	(void)t0;
 	return err;
+}
+
+PWB_API int pwb_fsync(struct pwb_inode *inode)
+{
+	int err;
+
+	pwb__err_clear();
+	if (!inode)
+		return pwb__err(-EINVAL, "pwb_fsync: NULL inode");
+	err = pwb__no_flusher("pwb_fsync");
+	if (err)
+		return err;
+	return pwb__fsync(inode);
 }
 
 void pwb__inode_unlink(struct pwb_inode *inode)

@@ -182,6 +182,9 @@ int pwb__mark_dirty_tail(struct pwb_inode *inode, int64_t n) PWB__INTERNAL;
  * lock in turn: caller holds no inode->lock, and @inode cannot be freed
  * under it (a reference, a close, or a read-side section). */
 uint64_t pwb__inode_write_epoch(struct pwb_inode *inode) PWB__INTERNAL;
+/* pwb_fsync() for lib/'s own callers, who pass an inode and are not
+ * flushers (PWB_RW_SYNC writes). */
+int pwb__fsync(struct pwb_inode *inode) PWB__INTERNAL;
 /* Take @inode off its context's lists and counters for good (close):
  * waits for a flusher holding it. A no-op if it was never affined. */
 void pwb__inode_unlink(struct pwb_inode *inode) PWB__INTERNAL;

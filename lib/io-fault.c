@@ -6,8 +6,8 @@
  * request's first write reaches the device (through pwb__io_fault_check in
  * io.c), so one rule wraps psync and io_uring alike. Reads of
  * library-owned pages ask pwb__fault_check_read() the same way, once per
- * device read; only a read rule (PWB_FAULT_READ_EIO) hits them, and it
- * hits no write. The rule and its
+ * device read; only a read rule (PWB_FAULT_READ_EIO, PWB_FAULT_READ_DELAY)
+ * hits them, and it hits no write. The rule and its
  * counters live in one struct pwb__fault_state, published in bdi->fault
  * with RCU:
  *
@@ -129,7 +129,8 @@ enum pwb__fault_action pwb__fault_check(struct pwb_bdi *bdi, uint64_t dev_off,
 		goto out;	/* [dev_off, dev_off + len) misses the range */
 	if (fs->rule.kind == PWB_FAULT_SHORT && len <= bdi->lbs)
 		goto out;	/* cannot be split: not a candidate */
-	if (fs->rule.kind == PWB_FAULT_READ_EIO)
+	if (fs->rule.kind == PWB_FAULT_READ_EIO ||
+	    fs->rule.kind == PWB_FAULT_READ_DELAY)
 		goto out;	/* a rule for reads */
 	n = uatomic_add_return(&fs->matches, 1);
 	if (!fault_selects(&fs->rule, n) || !fault_take_hit(fs))
@@ -167,22 +168,30 @@ out:
 int pwb__fault_check_read(struct pwb_bdi *bdi, uint64_t dev_off, uint64_t len)
 {
 	struct pwb__fault_state *fs;
+	unsigned int delay_ms = 0;
 	int err = 0;
 
 	if (caa_likely(!pwb__aread(&bdi->fault)))
 		return 0;
 	rcu_read_lock();
 	fs = PWB__RCU_DEREF(bdi->fault);
-	if (!fs || fs->rule.kind != PWB_FAULT_READ_EIO ||
+	if (!fs || (fs->rule.kind != PWB_FAULT_READ_EIO &&
+		    fs->rule.kind != PWB_FAULT_READ_DELAY) ||
 	    dev_off >= fs->rule.dev_end || dev_off + len <= fs->rule.dev_start)
 		goto out;
 	if (fault_selects(&fs->rule, uatomic_add_return(&fs->matches, 1)) &&
 	    fault_take_hit(fs)) {
 		uatomic_inc(&bdi->fault_hits);
-		err = -EIO;
+		if (fs->rule.kind == PWB_FAULT_READ_EIO)
+			err = -EIO;
+		else
+			delay_ms = fs->rule.delay_ms;
 	}
 out:
 	pwb__rcu_read_unlock();
+	/* Outside the section, as a write's delay. */
+	if (delay_ms)
+		fault_sleep_ms(delay_ms);
 	return err;
 }
 
@@ -211,6 +220,7 @@ static const char *const kind_names[] = {
 	[PWB_FAULT_SHORT] = "short",
 	[PWB_FAULT_DELAY] = "delay",
 	[PWB_FAULT_READ_EIO] = "read_eio",
+	[PWB_FAULT_READ_DELAY] = "read_delay",
 };
 #define NR_KINDS (sizeof(kind_names) / sizeof(kind_names[0]))
 

@@ -209,6 +209,11 @@ void pwb__io_complete(struct pwb__io *io, int err)
 	 * requeue and the region slice's report) ends them only after that
 	 * work, as nr_ending tells the waiters.
 	 */
+	/* The section keeps the inode for the page owner below: once its
+	 * writes are ended a close may begin and free it after a grace
+	 * period. */
+	if (lib_pages)
+		rcu_read_lock();
 	if (ending || err)
 		uatomic_inc(&inode->nr_ending);
 	else
@@ -217,8 +222,11 @@ void pwb__io_complete(struct pwb__io *io, int err)
 
 	uatomic_sub(&wb->stats.writeback_pages, io->nr);
 	/* Clean pages a writer waiting for cache room may take. */
-	if (lib_pages)
-		bdi->page_owner->writes_ended(bdi);
+	if (lib_pages) {
+		bdi->page_owner->writes_ended(pwb__inode_app(inode), io->index,
+					      last);
+		pwb__rcu_read_unlock();
+	}
 	if (err) {
 		uatomic_inc(&wb->stats.io_errors);
 	} else {

@@ -61,10 +61,14 @@ struct pwb__page_owner_ops {
 	 * (message set). Caller holds a reference (HOLD_REF). */
 	int (*discarded)(struct pwb_inode *inode, uint64_t off, uint64_t len,
 			 uint64_t first, uint64_t last);
-	/* Writes of a library-owned inode's pages ended: pages may have
-	 * become reclaimable, wake writers waiting for room. Any thread, no
-	 * lock held but inode->lock or less. */
-	void (*writes_ended)(struct pwb_bdi *bdi);
+	/* Writes of pages [first, last] of a library-owned inode ended
+	 * (@inode is the application's, not a region slice): pages may have
+	 * become reclaimable, wake writers waiting for room, free the pages
+	 * a PWB_RW_DONTCACHE write left to drop. Any thread, no lock held;
+	 * in a read-side section that keeps @inode (its close may have
+	 * begun). */
+	void (*writes_ended)(struct pwb_inode *inode, uint64_t first,
+			     uint64_t last);
 	/* Reclaim clean pages of context @idx's inodes down to the low
 	 * watermark (its flusher, after its passes). */
 	void (*reclaim)(struct pwb_bdi *bdi, unsigned int idx);

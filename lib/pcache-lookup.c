@@ -117,6 +117,49 @@ static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p)
 	pwb__pcache_uncharge(pb, 1);
 }
 
+/*
+ * The end of a write of [first, last]: free the pages a PWB_RW_DONTCACHE
+ * write marked, if they are clean and idle now. As in reclaim, dead
+ * first and checked after: a writer needs a reference to dirty a page,
+ * which it cannot take meanwhile. A page in use, dirtied again or in
+ * flight again stays, for the end of its next write or for reclaim.
+ */
+void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
+				  uint64_t last)
+{
+	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
+	struct cds_lfht *pages = PWB__RCU_DEREF(inode->pcache->pages);
+	struct cds_lfht_iter iter;
+	struct pwb__page *p;
+	uint64_t index;
+	bool freed = false;
+
+	if (!pages)
+		return;		/* closing: the close frees them */
+	for (index = first; index <= last; index++) {
+		cds_lfht_lookup(pages, pwb__page_hash(index), pwb__page_match,
+				&index, &iter);
+		p = pwb__page_of(cds_lfht_iter_get_node(&iter));
+		if (!p || !(pwb__aread(&p->flags) & PWB__PG_DROP))
+			continue;
+		if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
+			continue;
+		if (pwb__page_state(inode, index) &
+		    (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK)) {
+			__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
+			continue;
+		}
+		pwb__pcache_lru_del(pb, p);
+		cds_lfht_del(pages, &p->node);
+		PWB__TSAN_RELEASE(p);
+		pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
+		uatomic_dec(&pb->nr_pages);
+		freed = true;
+	}
+	if (freed)
+		pwb__pcache_room(inode->bdi);
+}
+
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
  * references (a reader's copy, a read in flight). */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,

@@ -38,6 +38,17 @@ void pwb__pcache_stats(struct pwb_bdi *bdi, int idx, struct pwb_stats *st)
 	pwb__ra_stats(bdi, st);
 }
 
+/* Writes of pages [first, last] of @inode ended: wake the writers
+ * waiting for room, and free the pages a PWB_RW_DONTCACHE write left to
+ * drop once written. */
+void pwb__pcache_writes_ended(struct pwb_inode *inode, uint64_t first,
+			      uint64_t last)
+{
+	pwb__pcache_room(inode->bdi);
+	if (caa_unlikely(inode->pcache && pwb__aread(&inode->pcache->dontcache)))
+		pwb__pcache_drop_written_rcu(inode, first, last);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Set-up and tear-down                                                   */
 
@@ -50,7 +61,7 @@ static const struct pwb__page_owner_ops pcache_owner_ops = {
 	.size = pwb__pcache_size,
 	.size_load = pwb__pcache_size_load,
 	.discarded = pwb__pcache_discarded,
-	.writes_ended = pwb__pcache_room,
+	.writes_ended = pwb__pcache_writes_ended,
 	.reclaim = pwb__pcache_reclaim_ctx,
 	.stats = pwb__pcache_stats,
 };

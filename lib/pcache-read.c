@@ -7,7 +7,9 @@
  * pages reads around it. A miss first goes through readahead
  * (readahead.c), which reads the page with those a sequential reader will
  * want next; the fills here are what is left (a read that failed, a page
- * readahead found no room for).
+ * readahead found no room for). pwb_read2()'s flags read nothing ahead:
+ * PWB_RW_NOWAIT reads nothing from the device at all, PWB_RW_DONTCACHE
+ * reads what is not cached through a bounce buffer.
  */
 #include "pcache.h"
 #include "io.h"
@@ -240,6 +242,40 @@ static int read_uncached(struct pwb_inode *inode, uint64_t index,
 }
 
 /*
+ * pwb_read2()'s look-up of page @index with @flags (NOWAIT, DONTCACHE or
+ * both): it makes no page and starts no read and no readahead. 0: *@pp
+ * is locked and up to date, a reference held. -EAGAIN (NOWAIT): the page
+ * is not cached or not up to date, its lock is taken or a read of it is
+ * in flight. -ENOENT (DONTCACHE): not cached, or not up to date and so
+ * not dirty (a page is filled before it is dirtied): the device has it,
+ * read it around the cache.
+ */
+static int rw_page_get_locked(struct pwb_inode *inode, uint64_t index,
+			      unsigned int flags, struct pwb__page **pp)
+{
+	struct pwb__page *p;
+	int ret;
+
+	ret = pwb__pcache_page_find(inode, index, false, false, &p);
+	if (ret)
+		return ret == -ENOENT && (flags & PWB_RW_NOWAIT) ? -EAGAIN
+								 : ret;
+	if (!(flags & PWB_RW_NOWAIT)) {
+		pwb__page_lock_settled(inode, p);
+	} else if (!pwb__page_trylock_settled(p)) {
+		pwb__page_put(p);
+		return -EAGAIN;
+	}
+	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
+		pthread_mutex_unlock(&p->lock);
+		pwb__page_put(p);
+		return (flags & PWB_RW_NOWAIT) ? -EAGAIN : -ENOENT;
+	}
+	*pp = p;
+	return 0;
+}
+
+/*
  * The hit path of pwb_read(): a range inside one cached, up-to-date page
  * whose lock is free. No inode lock and no reference on the inode: the
  * read-side section keeps the inode and its index (a close unpublishes
@@ -247,8 +283,8 @@ static int read_uncached(struct pwb_inode *inode, uint64_t index,
  * page reference keeps the page once the section ends. Return the bytes
  * copied, or -EAGAIN to take the slow path (which does the checks).
  */
-static ssize_t read_fast(struct pwb_inode *inode, void *buf, size_t len,
-			 uint64_t off)
+static inline __attribute__((always_inline)) ssize_t
+read_fast(struct pwb_inode *inode, void *buf, size_t len, uint64_t off)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
 	struct pwb__page *p;
@@ -280,8 +316,14 @@ static ssize_t read_fast(struct pwb_inode *inode, void *buf, size_t len,
 	return (ssize_t)len;
 }
 
-PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
-			 uint64_t off)
+/* The slow path of pwb_read() and pwb_read2(): out of line, so that the
+ * hit path saves no registers for it. With @flags no readahead: NOWAIT
+ * stops (-EAGAIN) where a page is not cached and up to date, its lock is
+ * taken or a read of it is in flight; DONTCACHE reads pages not cached
+ * around the cache. */
+static __attribute__((noinline)) ssize_t
+read_slow(struct pwb_inode *inode, void *buf, size_t len, uint64_t off,
+	  unsigned int flags, const char *who)
 {
 	struct pwb__pcache_inode *pc;
 	size_t done = 0;
@@ -289,16 +331,9 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 	uint64_t size, last;
 	int ret;
 
-	pwb__err_clear();
-	if (caa_likely(inode && len)) {
-		ssize_t r = read_fast(inode, buf, len, off);
-
-		if (r != -EAGAIN)
-			return r;
-	}
 	if (!buf && len)
-		return pwb__err(-EINVAL, "pwb_read: NULL buf");
-	ret = pwb__pcache_enter(inode, "pwb_read");
+		return pwb__err(-EINVAL, "%s: NULL buf", who);
+	ret = pwb__pcache_enter(inode, who);
 	if (ret)
 		return ret;
 	pc = inode->pcache;
@@ -320,20 +355,29 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 		uint64_t index = pos >> shift, want = last - index + 1;
 		struct pwb__page *p;
 
-		/* Not cached: read it with what readahead adds
-		 * (readahead.c); the marker: start the next window. */
-		ret = pwb__pcache_page_find(inode, index, false, false, &p);
-		if (ret == -ENOENT) {
-			pwb__ra_miss(inode, index, want);
-			ret = pwb__pcache_page_find(inode, index, true, false,
-						    &p);
-		} else if (!ret && (pwb__aread(&p->flags) &
-				    PWB__PG_READAHEAD)) {
-			pwb__ra_marker(inode, p, want);
+		if (caa_unlikely(flags)) {
+			/* pwb_read2(): no page made, no read started, no
+			 * readahead. */
+			ret = rw_page_get_locked(inode, index, flags, &p);
+		} else {
+			/* Not cached: read it with what readahead adds
+			 * (readahead.c); the marker: start the next
+			 * window. */
+			ret = pwb__pcache_page_find(inode, index, false,
+						    false, &p);
+			if (ret == -ENOENT) {
+				pwb__ra_miss(inode, index, want);
+				ret = pwb__pcache_page_find(inode, index, true,
+							    false, &p);
+			} else if (!ret && (pwb__aread(&p->flags) &
+					    PWB__PG_READAHEAD)) {
+				pwb__ra_marker(inode, p, want);
+			}
 		}
-		if (ret == -ENOBUFS) {
-			/* The cache is full of dirty pages: read around it
-			 * (the page is not cached, so the device has it). */
+		if (ret == -ENOBUFS || ret == -ENOENT) {
+			/* The cache is full of dirty pages, or
+			 * PWB_RW_DONTCACHE: read around it (the page is
+			 * not cached, so the device has it). */
 			ret = read_uncached(inode, pos >> shift, pgoff, n,
 					    (char *)buf + done,
 					    pwb__aread(&pc->size));
@@ -345,8 +389,10 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 		if (ret)
 			break;
 		/* Waits for a read in flight; a failed one left the page
-		 * not up to date, and the fill below reports the error. */
-		pwb__page_lock_settled(inode, p);
+		 * not up to date, and the fill below reports the error.
+		 * pwb_read2() has its page locked and up to date. */
+		if (!flags)
+			pwb__page_lock_settled(inode, p);
 		if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE))
 			ret = page_fill_run_locked(inode, p,
 						   pwb__aread(&pc->size), last);
@@ -363,5 +409,40 @@ PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	if (done || !ret)
 		return (ssize_t)done;
+	if (ret == -EAGAIN)
+		return pwb__err(-EAGAIN, "%s: would wait (PWB_RW_NOWAIT)", who);
 	return ret;
+}
+
+PWB_API ssize_t pwb_read(struct pwb_inode *inode, void *buf, size_t len,
+			 uint64_t off)
+{
+	pwb__err_clear();
+	if (caa_likely(inode && len)) {
+		ssize_t r = read_fast(inode, buf, len, off);
+
+		if (r != -EAGAIN)
+			return r;
+	}
+	return read_slow(inode, buf, len, off, 0, "pwb_read");
+}
+
+PWB_API ssize_t pwb_read2(struct pwb_inode *inode, void *buf, size_t len,
+			  uint64_t off, unsigned int flags)
+{
+	pwb__err_clear();
+	if (flags & ~PWB__RW_FLAGS)
+		return pwb__err(-EINVAL, "pwb_read2: unknown flags 0x%x",
+				flags & ~PWB__RW_FLAGS);
+	/* PWB_RW_SYNC means nothing to a read: alone, it is pwb_read(). */
+	flags &= PWB_RW_NOWAIT | PWB_RW_DONTCACHE;
+	/* The hit path never waits and brings nothing in: every flag takes
+	 * it. */
+	if (caa_likely(inode && len)) {
+		ssize_t r = read_fast(inode, buf, len, off);
+
+		if (r != -EAGAIN)
+			return r;
+	}
+	return read_slow(inode, buf, len, off, flags, "pwb_read2");
 }

@@ -102,6 +102,16 @@ void pwb__page_lock_settled(struct pwb_inode *inode, struct pwb__page *p)
 	}
 }
 
+bool pwb__page_trylock_settled(struct pwb__page *p)
+{
+	if (pthread_mutex_trylock(&p->lock))
+		return false;
+	if (!(pwb__page_flags(p) & PWB__PG_READING))
+		return true;
+	pthread_mutex_unlock(&p->lock);
+	return false;
+}
+
 void pwb__ra_reap(struct pwb_bdi *bdi)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;

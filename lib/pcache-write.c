@@ -105,13 +105,18 @@ static void size_raise(struct pwb__pcache_inode *pc, uint64_t end)
 
 /*
  * Change bytes [pgoff, pgoff + n) of page @index to @src (NULL: zeros)
- * and dirty it. @grow: raise the size to the end of the change. 0 or a
- * negative errno; *@dirtied tells whether the page was changed and
- * dirtied (also when pwb_mark_dirty then failed with -ETIMEDOUT).
+ * and dirty it. @grow: raise the size to the end of the change. @flags:
+ * PWB_RW_* (pwb_write2()): with NOWAIT, -EAGAIN and nothing changed
+ * where it would wait (the page's lock, a read of the page, its write in
+ * flight, room in the cache); with DONTCACHE the page is marked to be
+ * freed once written. 0 or a negative errno; *@dirtied tells whether the
+ * page was changed and dirtied (also when pwb_mark_dirty then failed
+ * with -ETIMEDOUT).
  */
-static int write_page(struct pwb_inode *inode, uint64_t index,
-		      unsigned int pgoff, unsigned int n, const void *src,
-		      bool grow, bool *dirtied)
+static inline __attribute__((always_inline)) int
+write_page(struct pwb_inode *inode, uint64_t index, unsigned int pgoff,
+	   unsigned int n, const void *src, bool grow, unsigned int flags,
+	   bool *dirtied)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	unsigned int ps = pwb__page_size(bdi);
@@ -121,11 +126,19 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	int ret;
 
 	*dirtied = false;
-	ret = pwb__pcache_page_find(inode, index, true, true, &p);
+	ret = pwb__pcache_page_find(inode, index, true,
+				    !(flags & PWB_RW_NOWAIT), &p);
 	if (ret)
-		return ret;
+		return ret == -ENOBUFS ? -EAGAIN : ret;
 	/* Not while a read fills it (it would land on the new data). */
-	pwb__page_lock_settled(inode, p);
+	if (!(flags & PWB_RW_NOWAIT)) {
+		pwb__page_lock_settled(inode, p);
+	} else if (!pwb__page_trylock_settled(p)) {
+		pwb__pcache_lru_add(inode->bdi->pcache, p,
+				    pwb__pcache_owner_ctx(inode));
+		pwb__page_put(p);
+		return -EAGAIN;
+	}
 	/* Filled before its space is reserved: a page without a block gets
 	 * none until it is reserved, so the fill reads zeros for it, and a
 	 * block allocated meanwhile reads as zeros until written (space.c,
@@ -135,6 +148,12 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 			/* Up to date once copied: a write that stops before
 			 * leaves the buffer's old bytes unreadable. */
 			whole = true;
+		} else if ((flags & PWB_RW_NOWAIT) &&
+			   start < pwb__aread(&inode->pcache->size)) {
+			/* The device may hold it: a read (conservative for
+			 * holes, which read as zeros). */
+			ret = -EAGAIN;
+			goto out;
 		} else {
 			ret = pwb__pcache_fill_locked(
 				inode, p, pwb__aread(&inode->pcache->size));
@@ -149,7 +168,10 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 	 * flight; a flusher that tags the page from now on sees the latch
 	 * in get_page and leaves the page for later. */
 	uatomic_or(&p->flags, PWB__PG_WLATCH);
-	ret = pwb__wait_writeback(inode, start, ps);
+	if (!(flags & PWB_RW_NOWAIT))
+		ret = pwb__wait_writeback(inode, start, ps);
+	else if (pwb__page_state(inode, index) & PWB_PAGE_WRITEBACK)
+		ret = -EAGAIN;
 	if (!ret)
 		ret = pcache_unzero(inode, index);
 	if (ret) {
@@ -162,6 +184,12 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 		memset((char *)p->data + pgoff, 0, n);
 	if (whole)
 		uatomic_or(&p->flags, PWB__PG_UPTODATE);
+	if (flags & PWB_RW_DONTCACHE) {
+		/* Before it is dirtied: the end of its write sees the mark. */
+		uatomic_or(&p->flags, PWB__PG_DROP);
+		if (!pwb__aread(&inode->pcache->dontcache))
+			uatomic_set(&inode->pcache->dontcache, 1);
+	}
 	uatomic_and(&p->flags, ~PWB__PG_WLATCH);
 	uatomic_or(&p->flags, PWB__PG_REF);
 	pthread_mutex_unlock(&p->lock);
@@ -169,7 +197,15 @@ static int write_page(struct pwb_inode *inode, uint64_t index,
 		size_raise(inode->pcache, start + pgoff + n);
 	/* Dirtied while we hold the reference: reclaim cannot drop the
 	 * page in between (it needs the count at 0). */
-	ret = pwb__mark_dirty(inode, start, ps);
+	if (flags & PWB_RW_NOWAIT) {
+		/* Checked before the page (write_range()): the debt of this
+		 * one waits for a call that may sleep. */
+		pwb__throttle_set_nowait(true);
+		ret = pwb__mark_dirty(inode, start, ps);
+		pwb__throttle_set_nowait(false);
+	} else {
+		ret = pwb__mark_dirty(inode, start, ps);
+	}
 	*dirtied = !ret || ret == -ETIMEDOUT || ret == -ESHUTDOWN;
 	if (!*dirtied && reserved &&
 	    !(pwb__page_state(inode, index) & PWB_PAGE_DIRTY))
@@ -201,8 +237,9 @@ out:
  * check (WRITEBACK), and the slow path waits for its write. -EAGAIN: take
  * the slow path.
  */
-static ssize_t write_fast(struct pwb_inode *inode, const void *buf,
-			  size_t len, uint64_t off)
+static inline __attribute__((always_inline)) ssize_t
+write_fast(struct pwb_inode *inode, const void *buf, size_t len,
+	   uint64_t off)
 {
 	struct pwb__page *p;
 	unsigned int pgoff;
@@ -236,34 +273,35 @@ static ssize_t write_fast(struct pwb_inode *inode, const void *buf,
 	return (ssize_t)len;
 }
 
-PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
-			  size_t len, uint64_t off)
+/*
+ * The slow path of pwb_write() and pwb_write2(), in two out-of-line
+ * copies (write_slow_plain(), write_slow()): the hit path saves no
+ * registers for it, and pwb_write()'s copy folds @flags (0) away.
+ */
+static inline __attribute__((always_inline)) ssize_t
+write_slow_body(struct pwb_inode *inode, const void *buf, size_t len,
+		uint64_t off, unsigned int flags, const char *who)
 {
 	size_t done = 0;
 	unsigned int shift, ps;
+	bool throttle;
 	int ret;
 
-	pwb__err_clear();
-	if (caa_likely(inode && len)) {
-		ssize_t r = write_fast(inode, buf, len, off);
-
-		if (r != -EAGAIN)
-			return r;
-	}
 	if (!buf && len)
-		return pwb__err(-EINVAL, "pwb_write: NULL buf");
+		return pwb__err(-EINVAL, "%s: NULL buf", who);
 	/* The whole range asked for, before it is cut to SSIZE_MAX. */
 	if (len && off > UINT64_MAX - len)
-		return pwb__err(-EFBIG, "pwb_write: range %llu+%zu wraps past "
-					"2^64",
-				(unsigned long long)off, len);
+		return pwb__err(-EFBIG, "%s: range %llu+%zu wraps past 2^64",
+				who, (unsigned long long)off, len);
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
-	ret = pwb__pcache_enter(inode, "pwb_write");
+	ret = pwb__pcache_enter(inode, who);
 	if (ret)
 		return ret;
 	shift = inode->bdi->page_shift;
 	ps = 1u << shift;
+	throttle = (flags & PWB_RW_NOWAIT) &&
+		   (inode->bdi->cfg.flags & PWB_BDI_THROTTLE);
 	while (done < len) {
 		uint64_t pos = off + done;
 		unsigned int pgoff = (unsigned int)(pos & (ps - 1));
@@ -271,17 +309,88 @@ PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
 							len - done);
 		bool dirtied;
 
+		/* The kernel's BDP_ASYNC: stop where the throttle would
+		 * make a dirtier sleep. */
+		if (throttle && pwb__balance_dirty_nowait(inode->bdi)) {
+			ret = -EAGAIN;
+			break;
+		}
 		ret = write_page(inode, pos >> shift, pgoff, n,
-				 (const char *)buf + done, true, &dirtied);
+				 (const char *)buf + done, true, flags,
+				 &dirtied);
 		if (dirtied)
 			done += n;
 		if (ret)
 			break;
 	}
+	/* Written back by the flushers, not by this thread: the pages
+	 * leave the cache as their writes end. */
+	if ((flags & PWB_RW_DONTCACHE) && done)
+		pwb__bdi_writeback(inode->bdi, PWB_WB_ALL, 0);
+	if ((flags & PWB_RW_SYNC) && done) {
+		int err = pwb__fsync(inode);
+
+		if (err) {
+			pwb__inode_exit(inode, PWB__HOLD_REF);
+			return err;
+		}
+	}
 	pwb__inode_exit(inode, PWB__HOLD_REF);
 	if (done)
 		return (ssize_t)done;
+	if (ret == -EAGAIN)
+		return pwb__err(-EAGAIN, "%s: would wait (PWB_RW_NOWAIT)", who);
 	return ret;
+}
+
+static __attribute__((noinline)) ssize_t
+write_slow_plain(struct pwb_inode *inode, const void *buf, size_t len,
+		 uint64_t off)
+{
+	return write_slow_body(inode, buf, len, off, 0, "pwb_write");
+}
+
+static __attribute__((noinline)) ssize_t
+write_slow(struct pwb_inode *inode, const void *buf, size_t len,
+	   uint64_t off, unsigned int flags)
+{
+	return write_slow_body(inode, buf, len, off, flags, "pwb_write2");
+}
+
+PWB_API ssize_t pwb_write(struct pwb_inode *inode, const void *buf,
+			  size_t len, uint64_t off)
+{
+	pwb__err_clear();
+	if (caa_likely(inode && len)) {
+		ssize_t r = write_fast(inode, buf, len, off);
+
+		if (r != -EAGAIN)
+			return r;
+	}
+	return write_slow_plain(inode, buf, len, off);
+}
+
+PWB_API ssize_t pwb_write2(struct pwb_inode *inode, const void *buf,
+			   size_t len, uint64_t off, unsigned int flags)
+{
+	pwb__err_clear();
+	if (flags & ~PWB__RW_FLAGS)
+		return pwb__err(-EINVAL, "pwb_write2: unknown flags 0x%x",
+				flags & ~PWB__RW_FLAGS);
+	/* The hit path never waits; DONTCACHE marks every page it dirties,
+	 * which the slow path does. */
+	if (caa_likely(inode && len && !(flags & PWB_RW_DONTCACHE))) {
+		ssize_t r = write_fast(inode, buf, len, off);
+
+		if (r >= 0 && (flags & PWB_RW_SYNC)) {
+			int err = pwb__fsync(inode);
+
+			return err ? err : r;
+		}
+		if (r != -EAGAIN)
+			return r;
+	}
+	return write_slow(inode, buf, len, off, flags);
 }
 
 PWB_API int pwb_inode_size(struct pwb_inode *inode, uint64_t *size)
@@ -347,7 +456,7 @@ static int zero_tail(struct pwb_inode *inode, uint64_t off)
 	    !(pwb__page_state(inode, index) &
 	      (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK)))
 		return 0;
-	ret = write_page(inode, index, pgoff, ps - pgoff, NULL, false,
+	ret = write_page(inode, index, pgoff, ps - pgoff, NULL, false, 0,
 			 &dirtied);
 	return dirtied ? 0 : ret;
 }

@@ -37,6 +37,9 @@
 
 #define PWB__PAGE_DEAD (-(1 << 30))
 
+/* The flags pwb_write2() and pwb_read2() know. */
+#define PWB__RW_FLAGS (PWB_RW_NOWAIT | PWB_RW_DONTCACHE | PWB_RW_SYNC)
+
 #define PWB__PG_UPTODATE 0x1u	/* data valid (page->lock) */
 #define PWB__PG_WLATCH 0x2u	/* a writer changes the data (uatomic) */
 #define PWB__PG_REF 0x4u	/* referenced since the last CLOCK sweep */
@@ -47,6 +50,8 @@
 				 * (uatomic; readahead.c) */
 #define PWB__PG_FRESH 0x20u	/* read from the device, not yet copied
 				 * out (uatomic; readahead.c) */
+#define PWB__PG_DROP 0x40u	/* a PWB_RW_DONTCACHE write dirtied it: freed
+				 * once a write of it ends clean (uatomic) */
 
 struct pwb__page {
 	struct cds_lfht_node node;	/* pcache->pages: RCU */
@@ -83,6 +88,9 @@ struct pwb__pcache_inode {
 	struct cds_lfht *dead_pages;
 	struct pwb__pcache_inode *dead_next;
 	struct pwb__ra_inode ra;	/* readahead streams (readahead.c) */
+	/* uatomic: set once a PWB_RW_DONTCACHE write dirtied a page here,
+	 * so the end of a write looks for PWB__PG_DROP pages only then. */
+	int dontcache;
 };
 
 /*
@@ -321,9 +329,9 @@ static inline void pwb__page_put(struct pwb__page *p)
  * path); *@pgoff is the range's offset in it. NULL: not cached, dying,
  * locked, spanning pages, or the inode is closing.
  */
-static inline struct pwb__page *pwb__fast_lock_page(struct pwb_inode *inode,
-						    size_t len, uint64_t off,
-						    unsigned int *pgoff)
+static inline __attribute__((always_inline)) struct pwb__page *
+pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
+		    unsigned int *pgoff)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
 	struct cds_lfht_iter iter;
@@ -373,6 +381,11 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
  * stay. */
 void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
 			    uint64_t last) PWB__INTERNAL;
+/* Free the clean, idle pages of [first, last] of @inode marked
+ * PWB__PG_DROP (PWB_RW_DONTCACHE): the end of their write. Any thread; in
+ * a read-side section that keeps @inode; no lock held. */
+void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
+				  uint64_t last) PWB__INTERNAL;
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
  * references (a reader's copy, a read in flight). */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
@@ -405,6 +418,11 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 int pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 			  uint64_t len, uint64_t first,
 			  uint64_t last) PWB__INTERNAL;
+
+/* pcache-owner.c: writes of pages [first, last] of @inode ended (the
+ * page owner's writes_ended op). */
+void pwb__pcache_writes_ended(struct pwb_inode *inode, uint64_t first,
+			      uint64_t last) PWB__INTERNAL;
 
 /* Fill the page-cache fields of @st: context @idx's, or the bdi's (-1). */
 void pwb__pcache_stats(struct pwb_bdi *bdi, int idx,

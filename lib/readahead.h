@@ -108,6 +108,10 @@ void pwb__page_wake_waiters(struct pwb__pcache_bdi *pb) PWB__INTERNAL;
  * its ring, with the lock not held). */
 void pwb__page_lock_settled(struct pwb_inode *inode,
 			    struct pwb__page *p) PWB__INTERNAL;
+/* The same without waiting (PWB_RW_NOWAIT): true with @p->lock taken and
+ * no read of @p in flight, false (lock not held) if the lock is taken or
+ * a read is in flight. */
+bool pwb__page_trylock_settled(struct pwb__page *p) PWB__INTERNAL;
 /* Reap the read rings of @bdi without waiting (a thread that waits for
  * references of pages under read to go). No lock held. */
 void pwb__ra_reap(struct pwb_bdi *bdi) PWB__INTERNAL;

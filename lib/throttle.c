@@ -50,6 +50,13 @@
 static __thread uint64_t dirtied_since_balance;
 static __thread const struct pwb_bdi *counted_bdi;
 static __thread uint64_t counted_window;
+/* pwb__throttle_set_nowait(): pay no debt by sleeping. */
+static PWB__TLS_FAST bool balance_nowait;
+
+void pwb__throttle_set_nowait(bool nowait)
+{
+	balance_nowait = nowait;
+}
 
 void pwb__throttle_account(uint64_t pages)
 {
@@ -246,26 +253,48 @@ out:
 	return pause;
 }
 
-PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
+/* Whether a dirtier would sleep now (-EAGAIN; background writeback is
+ * started) or may go on (0). Caller is in a read-side section. */
+static int balance_nowait_rcu(struct pwb_bdi *bdi)
 {
 	uint64_t pause;
 	bool hard;
 
-	pwb__err_clear();
-	if (!bdi)
-		return pwb__err(-EINVAL, "pwb_balance_dirty_nowait: NULL bdi");
-	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_balance_dirty_nowait"))
-		return -ESHUTDOWN;
 	pause = next_pause(bdi, NULL, dirtied_since_balance, &hard, NULL);
-	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
 	if (!pause) {
 		dirtied_since_balance = 0;
 		return 0;
 	}
 	if (!hard && pause < MIN_PAUSE_NS)
 		return 0;	/* the debt is kept for the next check */
-	return pwb__err(-EAGAIN, "dirty memory is above the set point: "
-				 "writeback started, try again later");
+	return -EAGAIN;
+}
+
+int pwb__balance_dirty_nowait(struct pwb_bdi *bdi)
+{
+	int ret;
+
+	rcu_read_lock();
+	ret = balance_nowait_rcu(bdi);
+	pwb__rcu_read_unlock();
+	return ret;
+}
+
+PWB_API int pwb_balance_dirty_nowait(struct pwb_bdi *bdi)
+{
+	int ret;
+
+	pwb__err_clear();
+	if (!bdi)
+		return pwb__err(-EINVAL, "pwb_balance_dirty_nowait: NULL bdi");
+	if (pwb__bdi_enter(bdi, PWB__HOLD_RCU, "pwb_balance_dirty_nowait"))
+		return -ESHUTDOWN;
+	ret = balance_nowait_rcu(bdi);
+	pwb__bdi_exit(bdi, PWB__HOLD_RCU);
+	if (ret)
+		return pwb__err(ret, "dirty memory is above the set point: "
+				     "writeback started, try again later");
+	return 0;
 }
 
 int pwb__balance_dirty(struct pwb_bdi *bdi, struct pwb_tenant *t)
@@ -340,6 +369,11 @@ int pwb__balance_dirty_rcu(struct pwb_bdi *bdi, struct pwb_tenant *t)
 	if (!next_pause(bdi, t, dirtied_since_balance, &hard, NULL)) {
 		pwb__rcu_read_unlock();
 		dirtied_since_balance = 0;
+		return 0;
+	}
+	if (balance_nowait) {
+		/* PWB_RW_NOWAIT: the debt waits for a call that may sleep. */
+		pwb__rcu_read_unlock();
 		return 0;
 	}
 	/* About to sleep: hold the bdi by reference instead of RCU. */

@@ -41,6 +41,12 @@ int pwb__balance_dirty(struct pwb_bdi *bdi,
  * pause takes one. Drops rcu_read_lock before it returns. */
 int pwb__balance_dirty_rcu(struct pwb_bdi *bdi,
 			   struct pwb_tenant *t) PWB__INTERNAL;
+/* pwb_balance_dirty_nowait() for lib/'s own callers, who hold the bdi
+ * (a reference on one of its inodes): 0 or -EAGAIN, no message. */
+int pwb__balance_dirty_nowait(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* While set on this thread, dirtying never sleeps in the throttle: the
+ * debt is kept for the next call that may (PWB_RW_NOWAIT writes). */
+void pwb__throttle_set_nowait(bool nowait) PWB__INTERNAL;
 
 #define PWB__THROTTLE_MAX_PAUSE_NS (200 * PWB__NSEC_PER_MSEC)
 #define PWB__THROTTLE_MIN_PAUSE_NS (1 * PWB__NSEC_PER_MSEC)
