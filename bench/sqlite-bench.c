@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,27 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds of this process (every thread: SQLite's and libpwb's, not
+ * the busy-loop children). Less moved by other load than the wall clock. */
+static double cpu_now(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void print_loadavg(FILE *out, const char *when)
+{
+	double la[3];
+
+	if (getloadavg(la, 3) == 3)
+		fprintf(out, "load average %s: %.2f %.2f %.2f (%ld CPUs)\n",
+			when, la[0], la[1], la[2],
+			sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 static int run_sql(sqlite3 *db, const char *sql)
@@ -82,14 +104,15 @@ static sqlite3 *open_db(const char *dir, int pwb)
 	return db;
 }
 
-/* One timed run; transactions per second, or -1. */
+/* One timed run; transactions per second, or -1; *@cpu_txn gets the
+ * process's CPU seconds per transaction. */
 static double one_run(const char *dir, int pwb, const char *mode,
-		      const char *sync, double seconds)
+		      const char *sync, double seconds, double *cpu_txn)
 {
 	char sql[256];
 	sqlite3 *db = open_db(dir, pwb);
 	sqlite3_stmt *ins, *upd;
-	double t0, t = 0;
+	double t0, t = 0, c0;
 	long n = 0, id = 2000;
 	unsigned int seed = 12345;
 
@@ -110,6 +133,7 @@ static double one_run(const char *dir, int pwb, const char *mode,
 		sqlite3_close(db);
 		return -1;
 	}
+	c0 = cpu_now();
 	t0 = now();
 	do {
 		if (run_sql(db, "BEGIN"))
@@ -130,6 +154,7 @@ static double one_run(const char *dir, int pwb, const char *mode,
 		n++;
 		t = now();
 	} while (t - t0 < seconds);
+	*cpu_txn = (cpu_now() - c0) / (double)(n ? n : 1);
 	sqlite3_finalize(ins);
 	sqlite3_finalize(upd);
 	if (sqlite3_close(db))
@@ -164,7 +189,7 @@ int pwb_bench_sqlite(FILE *out, const char *dir, double seconds,
 					      {"DELETE", "NORMAL"},
 					      {"WAL", "FULL"},
 					      {"WAL", "NORMAL"}};
-	double p[16], u[16];
+	double p[16], u[16], pc[16], uc[16];
 	int ret = 0;
 
 	if (runs < 1)
@@ -177,28 +202,35 @@ int pwb_bench_sqlite(FILE *out, const char *dir, double seconds,
 	}
 	fprintf(out, "sqlite: txn = 10 INSERTs + 1 UPDATE, 4096-byte pages, "
 		"%.1f s per run, median of %u\n", seconds, runs);
-	fprintf(out, "%-8s %-7s %12s %12s %7s %s\n", "journal", "sync",
-		"pwb txn/s", "unix txn/s", "pwb/unix", "goal");
+	print_loadavg(out, "at start");
+	fprintf(out, "%-8s %-7s %12s %12s %7s %-6s %9s %9s %7s\n", "journal",
+		"sync", "pwb txn/s", "unix txn/s", "pwb/unix", "goal",
+		"pwb cpu", "unix cpu", "cpu u/p");
 	for (unsigned int r = 0; r < 4; r++) {
-		double mp, mu;
+		double mp, mu, mpc, muc;
 		bool full = !strcmp(rows[r][1], "FULL");
 
 		for (unsigned int k = 0; k < runs; k++) {
 			u[k] = one_run(dir, 0, rows[r][0], rows[r][1],
-				       seconds);
+				       seconds, &uc[k]);
 			p[k] = one_run(dir, 1, rows[r][0], rows[r][1],
-				       seconds);
+				       seconds, &pc[k]);
 			if (u[k] < 0 || p[k] < 0)
 				return -1;
 		}
 		mp = median(p, runs);
 		mu = median(u, runs);
-		fprintf(out, "%-8s %-7s %12.0f %12.0f %7.2f %s\n", rows[r][0],
-			rows[r][1], mp, mu, mp / mu,
-			full ? ">= 1.2" : ">= 0.9");
+		mpc = median(pc, runs) * 1e3;
+		muc = median(uc, runs) * 1e3;
+		fprintf(out, "%-8s %-7s %12.0f %12.0f %7.2f %-6s %6.3f ms "
+			"%6.3f ms %7.2f\n", rows[r][0], rows[r][1], mp, mu,
+			mp / mu, full ? ">= 1.2" : ">= 0.9", mpc, muc,
+			muc / mpc);
+		fflush(out);
 		if (mp / mu < (full ? 1.2 : 0.9))
 			ret = 1;
 	}
+	print_loadavg(out, "at end");
 	return ret;
 }
 
@@ -213,9 +245,10 @@ int pwb_bench_sqlite(FILE *out, const char *dir, double seconds,
 #define BULK_ROWS 50000
 #define BULK_TXNS 5
 
-/* One timed bulk run; rows per second, or -1. */
+/* One timed bulk run; rows per second, or -1; *@cpu_txn gets the
+ * process's CPU seconds per transaction. */
 static double bulk_run(const char *dir, int pwb, const char *mode,
-		       int indexes)
+		       int indexes, double *cpu_txn)
 {
 	static const char *const idx[] = {
 		"CREATE INDEX t_a ON t(a)", "CREATE INDEX t_b ON t(b)",
@@ -225,7 +258,7 @@ static double bulk_run(const char *dir, int pwb, const char *mode,
 	sqlite3 *db = open_db(dir, pwb);
 	sqlite3_stmt *ins = NULL;
 	unsigned int seed = 4242;
-	double t0, t;
+	double t0, t, c0;
 
 	if (!db)
 		return -1;
@@ -241,6 +274,7 @@ static double bulk_run(const char *dir, int pwb, const char *mode,
 	if (sqlite3_prepare_v2(db, "INSERT INTO t(a, b, c, v) VALUES(?, ?, ?,"
 			       " ?)", -1, &ins, NULL))
 		goto fail;
+	c0 = cpu_now();
 	t0 = now();
 	for (int k = 0; k < BULK_TXNS; k++) {
 		if (run_sql(db, "BEGIN"))
@@ -261,6 +295,7 @@ static double bulk_run(const char *dir, int pwb, const char *mode,
 			goto fail;
 	}
 	t = now();
+	*cpu_txn = (cpu_now() - c0) / BULK_TXNS;
 	sqlite3_finalize(ins);
 	if (sqlite3_close(db))
 		return -1;
@@ -305,7 +340,7 @@ int pwb_bench_sqlite_bulk(FILE *out, const char *dir, unsigned int runs)
 {
 	static const char *const modes[] = {"DELETE", "WAL"};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	double p[16], u[16];
+	double p[16], u[16], pc[16], uc[16];
 	pid_t pids[64] = {0};
 	int ret = 0;
 
@@ -324,13 +359,15 @@ int pwb_bench_sqlite_bulk(FILE *out, const char *dir, unsigned int runs)
 	fprintf(out, "sqlite-bulk: %d txns of %d INSERTs (~100-byte rows, "
 		"random index keys), synchronous=FULL, 4096-byte pages, "
 		"median of %u\n", BULK_TXNS, BULK_ROWS, runs);
-	fprintf(out, "%-8s %-4s %-9s %11s %11s %7s %s\n", "journal", "idx",
-		"cpu load", "pwb rows/s", "unix rows/s", "pwb/unix", "goal");
+	print_loadavg(out, "at start");
+	fprintf(out, "%-8s %-4s %-9s %11s %11s %7s %-6s %9s %9s %7s\n",
+		"journal", "idx", "cpu load", "pwb rows/s", "unix rows/s",
+		"pwb/unix", "goal", "pwb cpu", "unix cpu", "cpu u/p");
 	for (int load = 0; load < 2; load++) {
 		for (unsigned int r = 0; r < 4; r++) {
 			const char *mode = modes[r / 2];
 			int indexes = r % 2 ? 3 : 1;
-			double mp, mu, goal = load ? 1.0 : 1.2;
+			double mp, mu, mpc, muc, goal = load ? 1.0 : 1.2;
 
 			for (unsigned int k = 0; k < runs; k++) {
 				if (load && load_start(pids, (int)ncpu)) {
@@ -339,11 +376,15 @@ int pwb_bench_sqlite_bulk(FILE *out, const char *dir, unsigned int runs)
 				}
 				/* Taking turns at going first. */
 				if (k % 2) {
-					p[k] = bulk_run(dir, 1, mode, indexes);
-					u[k] = bulk_run(dir, 0, mode, indexes);
+					p[k] = bulk_run(dir, 1, mode, indexes,
+							&pc[k]);
+					u[k] = bulk_run(dir, 0, mode, indexes,
+							&uc[k]);
 				} else {
-					u[k] = bulk_run(dir, 0, mode, indexes);
-					p[k] = bulk_run(dir, 1, mode, indexes);
+					u[k] = bulk_run(dir, 0, mode, indexes,
+							&uc[k]);
+					p[k] = bulk_run(dir, 1, mode, indexes,
+							&pc[k]);
 				}
 				load_stop(pids, (int)ncpu);
 				if (u[k] < 0 || p[k] < 0)
@@ -351,13 +392,17 @@ int pwb_bench_sqlite_bulk(FILE *out, const char *dir, unsigned int runs)
 			}
 			mp = median(p, runs);
 			mu = median(u, runs);
+			mpc = median(pc, runs) * 1e3;
+			muc = median(uc, runs) * 1e3;
 			fprintf(out, "%-8s %-4d %-9s %11.0f %11.0f %7.2f >= %.1f"
-				"\n", mode, indexes, load ? "1/CPU" : "none",
-				mp, mu, mp / mu, goal);
+				" %6.0f ms %6.0f ms %7.2f\n", mode, indexes,
+				load ? "1/CPU" : "none", mp, mu, mp / mu, goal,
+				mpc, muc, muc / mpc);
 			fflush(out);
 			if (mp / mu < goal)
 				ret = 1;
 		}
 	}
+	print_loadavg(out, "at end");
 	return ret;
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -584,6 +585,63 @@ START_TEST(test_big_txn)
 }
 END_TEST
 
+/* The image's epoch (IMAGE.pwb-lock, 64 bits at offset 0): bumped before
+ * every directory write (and when the image lock changes hands, which a
+ * WAL database's connection does not do while it stays open). */
+static uint64_t image_epoch(void)
+{
+	char path[600];
+	uint64_t v = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.pwb-lock", img);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &v, sizeof(v), 0), (ssize_t)sizeof(v));
+	close(fd);
+	return v;
+}
+
+/*
+ * Small WAL commits: a WAL grows in 1 MiB steps of zeros (README.md), so
+ * 200 commits that append about 1.6 MB of frames write the directory a
+ * few times, not once per commit (each such write costs a flush of its
+ * own). The WAL's size is a multiple of 1 MiB, and a new mount reads
+ * every commit back.
+ */
+START_TEST(test_wal_growth)
+{
+	sqlite3_file *wal = NULL;
+	sqlite3_int64 size = 0;
+	uint64_t e0, e1;
+	sqlite3 *db;
+
+	ck_assert_int_eq(open_db("walgrow.db", img, NULL, &db), SQLITE_OK);
+	exec_ok(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+		    "CREATE TABLE t(v BLOB); INSERT INTO t VALUES(1)");
+	e0 = image_epoch();
+	for (int i = 0; i < 200; i++)
+		exec_ok(db, "INSERT INTO t VALUES(randomblob(6000))");
+	e1 = image_epoch();
+	ck_assert_msg(e1 - e0 <= 10, "%llu directory writes for 200 commits",
+		      (unsigned long long)(e1 - e0));
+	ck_assert_int_eq(sqlite3_file_control(db, "main",
+					      SQLITE_FCNTL_JOURNAL_POINTER,
+					      &wal),
+			 SQLITE_OK);
+	ck_assert_ptr_nonnull(wal);
+	ck_assert_int_eq(wal->pMethods->xFileSize(wal, &size), SQLITE_OK);
+	ck_assert_int_ge(size, 200 * 6000);
+	ck_assert_int_eq(size % (1 << 20), 0);
+	ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+
+	ck_assert_int_eq(open_db("walgrow.db", img, NULL, &db), SQLITE_OK);
+	ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t"), 201);
+	check_integrity(db);
+	ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("sqlite_vfs");
@@ -600,6 +658,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_device_full);
 	tcase_add_test(tc, test_many_files);
 	tcase_add_test(tc, test_big_txn);
+	tcase_add_test(tc, test_wal_growth);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -69,6 +69,8 @@ SQLITE_EXTENSION_INIT1
 #define MAX_NAME 255
 #define DEFAULT_IMAGE_BYTES (256ull << 20)
 #define LAZY_LOCK_MS 10000
+/* A WAL grows in steps of this many bytes of written zeros (wal_grow()). */
+#define WAL_CHUNK_BYTES (1u << 20)
 /* Bounds of the bdi's cache (cache_config()). */
 #define CACHE_MIN_BYTES (64ull << 20)
 #define CACHE_MAX_BYTES (512ull << 20)
@@ -1285,17 +1287,66 @@ static bool is_wal(struct pfile *p)
 	return pwb_read(p->e->inode, v, 2, 18) == 2 && v[0] == 2 && v[1] == 2;
 }
 
+/*
+ * A WAL that grew past its durable size grows to the next multiple of
+ * WAL_CHUNK_BYTES, the new part written with zeros, before it is synced.
+ * Otherwise every commit that appends frames moves the WAL's size and
+ * extents, and its xSync pays a directory write and a second flush after
+ * pwb_fsync(); with the chunk, only the commit that crosses into a new
+ * chunk does. The zeros are data like any other (written and flushed
+ * before the directory names them), and SQLite reads a WAL only up to its
+ * first frame that does not check (zeros never do: page number 0, salts
+ * and checksums that do not match), as it does when it reuses a WAL after
+ * a checkpoint and old frames follow the new ones. Caller holds m->lock.
+ */
+static int wal_grow(struct pfile *p)
+{
+	static const unsigned char zeros[64 * 1024];
+	struct ent *e = p->e;
+	uint64_t cur, end;
+	ssize_t n = 0;
+	int ret;
+
+	pthread_rwlock_rdlock(&p->m->reload_lock);
+	ret = pwb_inode_size(e->inode, &cur);
+	if (ret || cur <= e->size) {
+		pthread_rwlock_unlock(&p->m->reload_lock);
+		return ret ? SQLITE_IOERR_FSTAT : SQLITE_OK;
+	}
+	end = (cur + WAL_CHUNK_BYTES - 1) / WAL_CHUNK_BYTES * WAL_CHUNK_BYTES;
+	while (cur < end) {
+		size_t len = end - cur < sizeof(zeros) ? (size_t)(end - cur)
+						       : sizeof(zeros);
+
+		n = pwb_write(e->inode, zeros, len, cur);
+		if (n <= 0)
+			break;
+		cur += (uint64_t)n;
+	}
+	pthread_rwlock_unlock(&p->m->reload_lock);
+	if (n < 0) {
+		if (n != -ENOSPC)
+			vlog(SQLITE_IOERR, "write of %s: %s (%s)", e->name,
+			     pwb_strerror((int)n), pwb_errmsg());
+		return map_err((int)n, SQLITE_IOERR_WRITE);
+	}
+	return n ? SQLITE_OK : SQLITE_FULL;
+}
+
 /* Data first (pwb_fsync), then the directory if the size or the extents
  * moved (its own write + fdatasync). */
 static int x_sync(sqlite3_file *f, int flags)
 {
 	struct pfile *p = (struct pfile *)f;
 	struct mount *m = p->m;
-	int rc;
+	int rc = SQLITE_OK;
 
 	(void)flags;
 	pthread_mutex_lock(&m->lock);
-	rc = ent_sync(m, p->e);
+	if (p->flags & SQLITE_OPEN_WAL)
+		rc = wal_grow(p);
+	if (!rc)
+		rc = ent_sync(m, p->e);
 	if (rc == SQLITE_DONE || (!rc && m->dir_dirty)) {
 		/*
 		 * A rollback-mode database's new size and extents need no
