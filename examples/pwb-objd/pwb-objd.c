@@ -90,9 +90,11 @@ static struct {
 	uint64_t dirty_limit;	/* 0: libpwb's */
 	uint64_t bucket_dirty;	/* each bucket's own; 0: none */
 	unsigned int max_buckets;
+	unsigned int idle_open;	/* inodes kept open with no request */
 	bool verbose;
 } opt = {
 	.max_buckets = 1000,
+	.idle_open = 256,
 	.max_object = 256ull << 20,
 	.max_key = 1024,
 	.max_conn = 1024,
@@ -219,6 +221,13 @@ static const char *errtext(int err)
  * a reference of the index's own. A killed object (its key now names
  * another inode, or none) is dead: the last reference gives its blocks
  * back (discard) before the close. All fields: table_lock.
+ *
+ * Idle objects: the last reference of a live object does not close it at
+ * once. The object stays open, with no reference, on a list of at most
+ * --idle-open (the least recently used closed first), so that the pages
+ * libpwb caches for it survive until the next request: a hot object's
+ * GETs are served from the cache. A request takes it off the list; a
+ * kill does too (table_kill() holds a reference while it marks it).
  */
 enum obj_state { OBJ_OPENING, OBJ_OPEN, OBJ_CLOSING };
 
@@ -231,6 +240,8 @@ struct obj {
 	enum obj_state state;
 	bool dead;
 	bool pinned;		/* one of refs is the index's (--keep-open) */
+	bool idle;		/* on the idle list: OPEN, no reference */
+	struct obj *idle_prev, *idle_next;	/* newer, older */
 };
 
 #define TABLE_BITS 16
@@ -239,6 +250,9 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t table_cond = PTHREAD_COND_INITIALIZER;	/* state */
 static uint64_t nr_open;	/* table_lock */
 static bool keep_open;		/* set before the first request */
+/* Idle objects, the most recently used first (all: table_lock). */
+static struct obj *idle_head, *idle_tail;
+static unsigned int nr_idle;
 
 static unsigned int hash_ino(uint64_t ino)
 {
@@ -285,6 +299,34 @@ static void remove_locked(struct obj *o)
 	pthread_cond_broadcast(&table_cond);
 }
 
+static void idle_del_locked(struct obj *o)
+{
+	if (o->idle_prev)
+		o->idle_prev->idle_next = o->idle_next;
+	else
+		idle_head = o->idle_next;
+	if (o->idle_next)
+		o->idle_next->idle_prev = o->idle_prev;
+	else
+		idle_tail = o->idle_prev;
+	o->idle_prev = o->idle_next = NULL;
+	o->idle = false;
+	nr_idle--;
+}
+
+static void idle_add_locked(struct obj *o)
+{
+	o->idle = true;
+	o->idle_prev = NULL;
+	o->idle_next = idle_head;
+	if (idle_head)
+		idle_head->idle_prev = o;
+	else
+		idle_tail = o;
+	idle_head = o;
+	nr_idle++;
+}
+
 /* Register an inode the caller opened (a new PUT's, or one loaded at
  * start); the caller holds the one reference. */
 static int table_insert(unsigned int dev, uint64_t ino,
@@ -315,6 +357,8 @@ static int table_get(unsigned int dev, uint64_t ino, struct obj **op)
 			return -ENOENT;
 		}
 		if (o->state == OBJ_OPEN) {
+			if (o->idle)
+				idle_del_locked(o);
 			o->refs++;
 			pthread_mutex_unlock(&table_lock);
 			*op = o;
@@ -382,23 +426,39 @@ static void inode_free(unsigned int dev, uint64_t ino, struct pwb_inode *inode,
 /* Drop a reference; the last one closes the inode (freeing it if dead).
  * The entry stays, CLOSING, until the close is done: a request for the
  * same ino waits for it, then opens the inode again. */
+static void table_close(struct obj *o)
+{
+	inode_free(o->dev, o->ino, o->inode, o->dead);
+	pthread_mutex_lock(&table_lock);
+	remove_locked(o);
+	pthread_mutex_unlock(&table_lock);
+	free(o);
+}
+
 static void table_put(struct obj *o)
 {
-	bool dead;
+	struct obj *old = NULL;
 
 	pthread_mutex_lock(&table_lock);
 	if (--o->refs) {
 		pthread_mutex_unlock(&table_lock);
 		return;
 	}
+	if (!o->dead && opt.idle_open) {
+		/* Kept open, its pages cached; the oldest idle one closes
+		 * if there are too many. */
+		idle_add_locked(o);
+		if (nr_idle <= opt.idle_open) {
+			pthread_mutex_unlock(&table_lock);
+			return;
+		}
+		old = idle_tail;
+		idle_del_locked(old);
+		o = old;
+	}
 	o->state = OBJ_CLOSING;
-	dead = o->dead;
 	pthread_mutex_unlock(&table_lock);
-	inode_free(o->dev, o->ino, o->inode, dead);
-	pthread_mutex_lock(&table_lock);
-	remove_locked(o);
-	pthread_mutex_unlock(&table_lock);
-	free(o);
+	table_close(o);
 }
 
 /* --keep-open: the index's reference, taken over from the caller's;
@@ -2406,6 +2466,9 @@ static void usage(FILE *f)
 "  -t, --timeout SEC     idle connection timeout (default 60)\n"
 "  -K, --keep-open       keep every object's inode open (default: open on\n"
 "                        demand, closed after the last request)\n"
+"  -O, --idle-open N     inodes kept open after their last request, their\n"
+"                        pages cached for the next (default 256; 0:\n"
+"                        closed at once)\n"
 "  -I, --inline-max N    objects up to N bytes live in the index, not on\n"
 "                        the device (default 16K, at most 128K; 0: none)\n"
 "  -w, --bucket-weight NAME=W  weight of bucket NAME (the first segment of\n"
@@ -2459,6 +2522,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "keep-open", no_argument, NULL, 'K' },
 		{ "inline-max", required_argument, NULL, 'I' },
+		{ "idle-open", required_argument, NULL, 'O' },
 		{ "bucket-weight", required_argument, NULL, 'w' },
 		{ "bucket-rate", required_argument, NULL, 'R' },
 		{ "bucket-dirty", required_argument, NULL, 'B' },
@@ -2478,7 +2542,7 @@ int main(int argc, char **argv)
 	int c, fd, tcp_fd = -1, sig, ret, status = 1;
 
 	while ((c = getopt_long(argc, argv,
-				"d:i:s:p:c:P:b:C:m:k:n:t:KI:w:R:B:L:M:vh",
+				"d:i:s:p:c:P:b:C:m:k:n:t:KO:I:w:R:B:L:M:vh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -2521,6 +2585,10 @@ int main(int argc, char **argv)
 				goto bad;
 			break;
 		case 'K': keep_open = true; break;
+		case 'O':
+			if (parse_uint(optarg, 1000000, &opt.idle_open))
+				goto bad;
+			break;
 		case 'I':
 			if (pwbex_parse_size(optarg, &opt.inline_max) ||
 			    opt.inline_max > OBJD_MAX_INLINE)
