@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "pwb.h"
 #include "domain-bench.h"
 
@@ -45,33 +46,12 @@
 
 static uint8_t *zero_page;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void nap_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Every page reads as zeros: the data does not matter here. */
@@ -292,9 +272,9 @@ static int run_once(const struct pwb_bench_domain_opts *o, struct dev *devs,
 				pthread_join(devs[i].tid, NULL);
 			goto out;
 		}
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (;;) {
-		double t = now_s();
+		double t = bench_now_s();
 
 		if (!tw && t - t0 >= WARMUP_S) {
 			tw = t;
@@ -322,7 +302,7 @@ static int run_once(const struct pwb_bench_domain_opts *o, struct dev *devs,
 		}
 		nap_ms(SAMPLE_MS);
 	}
-	t1 = now_s();
+	t1 = bench_now_s();
 	for (i = 0; i < nr; i++) {
 		f->per_dev[i] = (double)(__atomic_load_n(&devs[i].bytes,
 							 __ATOMIC_RELAXED) -
@@ -434,7 +414,7 @@ int pwb_bench_domain(FILE *out, const struct pwb_bench_domain_opts *o)
 		"fast MiB/s", "slow MiB/s", "slow held", "slow max",
 		"held end", "slow limit", "share ppm");
 	for (i = 0; i < 3; i++) {
-		double m = median(fast[i], runs);
+		double m = bench_median(fast[i], runs);
 
 		fprintf(out, "%-9s %11.1f ", name[i], m);
 		if (i == 0)
@@ -442,11 +422,11 @@ int pwb_bench_domain(FILE *out, const struct pwb_bench_domain_opts *o)
 				"-", "-", "-", "-");
 		else
 			fprintf(out, "%11.1f %9.1fM %9.1fM %9.1fM %9.1fM "
-				"%10.0f", median(srate[i], runs),
-				median(mean[i], runs), median(max[i], runs),
-				median(last[i], runs), median(lim[i], runs),
-				median(share[i], runs));
-		if (i && median(fast[0], runs) > 0) {
+				"%10.0f", bench_median(srate[i], runs),
+				bench_median(mean[i], runs), bench_median(max[i], runs),
+				bench_median(last[i], runs), bench_median(lim[i], runs),
+				bench_median(share[i], runs));
+		if (i && bench_median(fast[0], runs) > 0) {
 			double r[MAX_RUNS];
 
 			/* Each run's against the alone run next to it:
@@ -456,7 +436,7 @@ int pwb_bench_domain(FILE *out, const struct pwb_bench_domain_opts *o)
 						      : 0;
 			fprintf(out, "  fast x%.2f vs alone (medians); run "
 				"by run median x%.2f (", m /
-				median(fast[0], runs), median(r, runs));
+				bench_median(fast[0], runs), bench_median(r, runs));
 			for (k = 0; k < runs; k++)
 				fprintf(out, "%sx%.2f", k ? ", " : "",
 					fast[i][k] / (fast[0][k] > 0 ?
@@ -545,27 +525,27 @@ int pwb_bench_multidev(FILE *out, const struct pwb_bench_domain_opts *o)
 		o->contexts == 1 ? "" : "s", (double)o->dirty_limit / MIB,
 		o->seconds, runs);
 	{
-		double m1 = median(one, runs), ms = median(sep, runs);
-		double md = median(dom, runs);
+		double m1 = bench_median(one, runs), ms = bench_median(sep, runs);
+		double md = bench_median(dom, runs);
 
 		fprintf(out, "%-18s %14s %14s\n", "set-up",
 			"device MiB/s", "writer MiB/s");
 		fprintf(out, "%-18s %14.1f %14.1f\n", "one bdi", m1,
-			median(wone, runs));
+			bench_median(wone, runs));
 		/* A run too short to write anything has no ratio. */
 		fprintf(out, "%-18s %14.1f %14.1f  x%.2f vs one\n",
-			"separate budgets", ms, median(wsep, runs),
+			"separate budgets", ms, bench_median(wsep, runs),
 			m1 > 0 ? ms / m1 : 0);
 		fprintf(out, "%-18s %14.1f %14.1f  x%.2f vs one, x%.2f vs "
-			"separate\n", "one domain", md, median(wdom, runs),
+			"separate\n", "one domain", md, bench_median(wdom, runs),
 			m1 > 0 ? md / m1 : 0, ms > 0 ? md / ms : 0);
 		if (o->cpu_scaling)
 			fprintf(out, "machine: %u threads of a busy loop give "
 				"x%.2f of one (median of the runs); aggregate "
 				"against that ceiling x one bdi, run by run "
 				"medians: separate x%.2f, domain x%.2f (goal "
-				">= 0.9)\n", n, median(ceil, runs),
-				median(csep, runs), median(cdom, runs));
+				">= 0.9)\n", n, bench_median(ceil, runs),
+				bench_median(csep, runs), bench_median(cdom, runs));
 	}
 out:
 	for (i = 0; i < n; i++)

@@ -65,6 +65,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "pwb.h"
 #ifdef PWB_BENCH_SQLITE
 #include "sqlite-bench.h"
@@ -158,14 +159,6 @@ static unsigned int nr_results;
 static FILE *tbl;			/* where the table goes */
 static char g_summary[NR_WL][256];	/* under the table: auto vs sweep */
 static char g_kernel_note[NR_WL][256];	/* under the table: kernel caveat */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
 						      noreturn));
@@ -659,7 +652,7 @@ static void *pwb_worker(void *arg)
 				set_err(r, rc);
 			w->fsyncs++;
 		}
-		if (r->deadline && (k & 63) == 63 && now_s() > r->deadline)
+		if (r->deadline && (k & 63) == 63 && bench_now_s() > r->deadline)
 			break;
 	}
 	return NULL;
@@ -686,7 +679,7 @@ static void *kern_worker(void *arg)
 				set_err(r, -errno);
 			w->fsyncs++;
 		}
-		if (r->deadline && (k & 63) == 63 && now_s() > r->deadline)
+		if (r->deadline && (k & 63) == 63 && bench_now_s() > r->deadline)
 			break;
 	}
 	return NULL;
@@ -708,7 +701,7 @@ static uint64_t run_threads(struct runner *r, void *(*fn)(void *), double *t0)
 		if (pthread_create(&w[t].tid, NULL, fn, &w[t]))
 			die("pthread_create failed");
 	}
-	*t0 = now_s();
+	*t0 = bench_now_s();
 	if (o.duration > 0)
 		r->deadline = *t0 + o.duration;
 	pthread_barrier_wait(&r->start);
@@ -789,9 +782,9 @@ static double run_pwb(const struct plan *p, unsigned int ctx,
 	}
 	r.ai = ai;
 	bytes = run_threads(&r, pwb_worker, &t0);
-	tw = now_s();
+	tw = bench_now_s();
 	rc = pwb_sync(bdi);
-	t1 = now_s();
+	t1 = bench_now_s();
 	if (o.verbose)
 		fprintf(stderr, "  libpwb: writers done after %.3f s, then "
 			"pwb_sync %.3f s\n", tw - t0, t1 - tw);
@@ -879,7 +872,7 @@ static double run_kernel(const struct plan *p)
 	bytes = run_threads(&r, kern_worker, &t0);
 	if (fdatasync(r.fd))
 		set_err(&r, -errno);
-	t1 = now_s();
+	t1 = bench_now_s();
 	close(r.fd);
 	if (r.err)
 		die("kernel run failed: %s", strerror(-r.err));
@@ -1052,16 +1045,16 @@ static void *md_fn(void *arg)
 	int rc = 0;
 
 	pthread_barrier_wait(m->bar);
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (i = 0; i < m->pages; i++)
 		rc |= pwb_mark_dirty(m->inode, i * PS, PS);
-	t1 = now_s();
+	t1 = bench_now_s();
 	m->first_rate = (double)m->pages / (t1 - t0);
 	pthread_barrier_wait(m->bar);
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (i = 0; i < m->pages; i++)
 		rc |= pwb_mark_dirty(m->inode, i * PS, PS);
-	t1 = now_s();
+	t1 = bench_now_s();
 	m->again_rate = (double)m->pages / (t1 - t0);
 	m->err = rc;
 	return NULL;
@@ -1149,16 +1142,16 @@ static double cpu_scaling(unsigned int threads)
 
 	/* Best of three: other load on the machine only lowers it. */
 	for (rep = 0; rep < 3; rep++) {
-		t0 = now_s();
+		t0 = bench_now_s();
 		spin_fn(&n);
-		t1 = now_s() - t0;
-		t0 = now_s();
+		t1 = bench_now_s() - t0;
+		t0 = bench_now_s();
 		for (t = 0; t < threads; t++)
 			if (pthread_create(&tid[t], NULL, spin_fn, &n))
 				die("pthread_create failed");
 		for (t = 0; t < threads; t++)
 			pthread_join(tid[t], NULL);
-		tn = now_s() - t0;
+		tn = bench_now_s() - t0;
 		if (threads * t1 / tn > best)
 			best = threads * t1 / tn;
 	}
@@ -1279,10 +1272,10 @@ static double null_once(unsigned int ctx, enum null_feature nf,
 	}
 	if (nf == NF_LSN && pwb_bdi_log_durable(bdi, nr_inodes))
 		die("pwb_bdi_log_durable failed");
-	t0 = now_s();
+	t0 = bench_now_s();
 	if (pwb_sync(bdi))
 		die("pwb_sync failed");
-	t1 = now_s();
+	t1 = bench_now_s();
 	pwb_bdi_stats(bdi, &st);
 	if (st.written_pages != per * nr_inodes)
 		die("null: %" PRIu64 " pages written, expected %" PRIu64,
@@ -1425,9 +1418,9 @@ static void *thr_writer_fn(void *arg)
 
 		/* The application fills its page, then marks it dirty. */
 		memcpy(w->ai->mem + idx * PS, g_src + (idx & 255) * PS, PS);
-		t0 = now_s();
+		t0 = bench_now_s();
 		rc = pwb_mark_dirty(w->ai->inode, idx * PS, PS);
-		w->inside_ns += (uint64_t)((now_s() - t0) * 1e9);
+		w->inside_ns += (uint64_t)((bench_now_s() - t0) * 1e9);
 		if (rc && !w->err)
 			w->err = rc;
 		__atomic_add_fetch(&w->bytes, PS, __ATOMIC_RELAXED);
@@ -1455,7 +1448,7 @@ static void thr_sample(struct thr_run *t, double duration)
 	uint64_t last = 0, last_dev = 0, ticks = 0, per_sec_ticks = 1000000000ull /
 						    THR_SAMPLE_NS;
 	struct timespec ts;
-	double t0 = now_s();
+	double t0 = bench_now_s();
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	for (;;) {
@@ -1487,10 +1480,10 @@ static void thr_sample(struct thr_run *t, double duration)
 			last = now;
 			last_dev = dev;
 		}
-		if (now_s() - t0 >= duration)
+		if (bench_now_s() - t0 >= duration)
 			break;
 	}
-	t->secs = now_s() - t0;
+	t->secs = bench_now_s() - t0;
 }
 
 static struct pwb_bdi *thr_bdi_open(unsigned int ctx, bool throttle)
@@ -1610,7 +1603,7 @@ static double thr_flush_rate(unsigned int ctx, uint64_t img)
 	}
 	pwb_bdi_stats(bdi, &st);
 	base = st.bytes_written;
-	t0 = now_s();
+	t0 = bench_now_s();
 	if (pthread_create(&tid, NULL, thr_sync_fn, &sync))
 		die("pthread_create failed");
 	do {
@@ -1620,13 +1613,13 @@ static double thr_flush_rate(unsigned int ctx, uint64_t img)
 		pwb_bdi_stats(bdi, &st);
 	} while (st.bytes_written - base < bytes &&
 		 !__atomic_load_n(&sync.done, __ATOMIC_ACQUIRE));
-	t1 = now_s();
+	t1 = bench_now_s();
 	pthread_join(tid, NULL);
 	if (sync.rc)
 		die("pwb_sync: %s", pwb_strerror(sync.rc));
 	if (o.verbose)
 		fprintf(stderr, "  libpwb unthrottled: %.3f s writing, %.3f s "
-			"with the final flush\n", t1 - t0, now_s() - t0);
+			"with the final flush\n", t1 - t0, bench_now_s() - t0);
 	thr_inodes_close(bdi, ai);
 	return (double)bytes / MIB / (t1 - t0);
 }
@@ -2012,7 +2005,7 @@ static void *wal_worker_fn(void *arg)
 	struct wal_log *l = &g_wal;
 	uint64_t s = 0x9e3779b97f4a7c15ull * (w->t + 1), lsn = 0;
 
-	while (now_s() < w->deadline) {
+	while (bench_now_s() < w->deadline) {
 		uint64_t pg = xrand(&s) % w->data->pages, off;
 		int rc;
 
@@ -2102,7 +2095,7 @@ static void wal_once(bool lsn, double duration, uint64_t data_bytes,
 	l->data_bdi = data_bdi;
 	if (pthread_create(&writer, NULL, wal_writer_fn, l))
 		die("pthread_create failed");
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (i = 0; i < o.threads; i++) {
 		w[i] = (struct wal_worker){ .t = i, .lsn = lsn, .data = &data,
 					    .deadline = t0 + duration };
@@ -2115,7 +2108,7 @@ static void wal_once(bool lsn, double duration, uint64_t data_bytes,
 			die("wal: a transaction failed: %s", pwb_errmsg());
 		txns += w[i].txns;
 	}
-	secs = now_s() - t0;
+	secs = bench_now_s() - t0;
 	if (pwb_bdi_stats(data_bdi, &st))
 		die("pwb_bdi_stats: %s", pwb_errmsg());
 	/* Data last: its integrity sync may still force the log. */
@@ -2253,7 +2246,7 @@ static void *dp_thread_fn(void *arg)
 		die("out of memory");
 	memset(buf, 0x5a, len);	/* g_src exists only with an image */
 	pthread_barrier_wait(t->bar);
-	t->t0 = now_s();
+	t->t0 = bench_now_s();
 	for (i = 0; i < t->n && !t->err; i++) {
 		uint64_t off = t->order[i] * len;
 		ssize_t r;
@@ -2269,7 +2262,7 @@ static void *dp_thread_fn(void *arg)
 		if (r != (ssize_t)len)
 			t->err = r < 0 ? (t->inode ? (int)-r : errno) : EIO;
 	}
-	t->t1 = now_s();
+	t->t1 = bench_now_s();
 	free(buf);
 	return NULL;
 }
@@ -2448,9 +2441,9 @@ static double dp_reclaim_once(unsigned int ctx, struct result *res)
 		for (uint64_t j = 0; j < per; j++)
 			t[i].order[j] = j;	/* sequential streams */
 	}
-	t0 = now_s();
+	t0 = bench_now_s();
 	dp_run_threads(t, T);
-	t1 = now_s();
+	t1 = bench_now_s();
 	pwb_bdi_stats(bdi, &st);
 	res->secs = t1 - t0;
 	res->written_pages = st.written_pages;
@@ -3210,20 +3203,12 @@ static void parse_opts(int argc, char **argv)
 
 /* ---------------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Median of @n values (-1 if none was measured). */
 static double median(double *v, unsigned int n)
 {
 	if (!n || v[0] < 0)
 		return -1;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_median(v, n);
 }
 
 /* Counts auto chose in each run, "3,3,2", into @buf. */

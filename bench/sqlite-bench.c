@@ -21,16 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "pwbvfs.h"
 #include "sqlite-bench.h"
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* CPU seconds of this process (every thread: SQLite's and libpwb's, not
  * the busy-loop children). Less moved by other load than the wall clock. */
@@ -134,7 +127,7 @@ static double one_run(const char *dir, int pwb, const char *mode,
 		return -1;
 	}
 	c0 = cpu_now();
-	t0 = now();
+	t0 = bench_now_s();
 	do {
 		if (run_sql(db, "BEGIN"))
 			break;
@@ -152,7 +145,7 @@ static double one_run(const char *dir, int pwb, const char *mode,
 		if (run_sql(db, "COMMIT"))
 			goto fail;
 		n++;
-		t = now();
+		t = bench_now_s();
 	} while (t - t0 < seconds);
 	*cpu_txn = (cpu_now() - c0) / (double)(n ? n : 1);
 	sqlite3_finalize(ins);
@@ -167,19 +160,6 @@ fail:
 	sqlite3_finalize(upd);
 	sqlite3_close(db);
 	return -1;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_d);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int pwb_bench_sqlite(FILE *out, const char *dir, double seconds,
@@ -218,10 +198,10 @@ int pwb_bench_sqlite(FILE *out, const char *dir, double seconds,
 			if (u[k] < 0 || p[k] < 0)
 				return -1;
 		}
-		mp = median(p, runs);
-		mu = median(u, runs);
-		mpc = median(pc, runs) * 1e3;
-		muc = median(uc, runs) * 1e3;
+		mp = bench_median(p, runs);
+		mu = bench_median(u, runs);
+		mpc = bench_median(pc, runs) * 1e3;
+		muc = bench_median(uc, runs) * 1e3;
 		fprintf(out, "%-8s %-7s %12.0f %12.0f %7.2f %-6s %6.3f ms "
 			"%6.3f ms %7.2f\n", rows[r][0], rows[r][1], mp, mu,
 			mp / mu, full ? ">= 1.2" : ">= 0.9", mpc, muc,
@@ -275,7 +255,7 @@ static double bulk_run(const char *dir, int pwb, const char *mode,
 			       " ?)", -1, &ins, NULL))
 		goto fail;
 	c0 = cpu_now();
-	t0 = now();
+	t0 = bench_now_s();
 	for (int k = 0; k < BULK_TXNS; k++) {
 		if (run_sql(db, "BEGIN"))
 			goto fail;
@@ -294,7 +274,7 @@ static double bulk_run(const char *dir, int pwb, const char *mode,
 		if (run_sql(db, "COMMIT"))
 			goto fail;
 	}
-	t = now();
+	t = bench_now_s();
 	*cpu_txn = (cpu_now() - c0) / BULK_TXNS;
 	sqlite3_finalize(ins);
 	if (sqlite3_close(db))
@@ -390,10 +370,10 @@ int pwb_bench_sqlite_bulk(FILE *out, const char *dir, unsigned int runs)
 				if (u[k] < 0 || p[k] < 0)
 					return -1;
 			}
-			mp = median(p, runs);
-			mu = median(u, runs);
-			mpc = median(pc, runs) * 1e3;
-			muc = median(uc, runs) * 1e3;
+			mp = bench_median(p, runs);
+			mu = bench_median(u, runs);
+			mpc = bench_median(pc, runs) * 1e3;
+			muc = bench_median(uc, runs) * 1e3;
 			fprintf(out, "%-8s %-4d %-9s %11.0f %11.0f %7.2f >= %.1f"
 				" %6.0f ms %6.0f ms %7.2f\n", mode, indexes,
 				load ? "1/CPU" : "none", mp, mu, mp / mu, goal,

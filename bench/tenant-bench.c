@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "pwb.h"
 #include "tenant-bench.h"
 
@@ -49,27 +50,6 @@
 #define WB_CHUNK_BYTES (4ull << 20)
 
 static uint8_t *zero_page;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static int get_page(struct pwb_inode *inode, uint64_t index, const void **data)
 {
@@ -107,7 +87,7 @@ struct writer {
 
 static void sleep_until(double t)
 {
-	double d = t - now_s();
+	double d = t - bench_now_s();
 	struct timespec ts;
 
 	if (d <= 0)
@@ -121,11 +101,11 @@ static void sleep_until(double t)
 static void *writer_fn(void *arg)
 {
 	struct writer *w = arg;
-	double next = now_s();
+	double next = bench_now_s();
 	uint64_t i = 0;
 
 	while (!__atomic_load_n(w->stop, __ATOMIC_RELAXED)) {
-		double t = now_s();
+		double t = bench_now_s();
 		int rc = pwb_mark_dirty(w->inode, (i % w->span) * PS,
 					CALL_PAGES * PS);
 
@@ -137,7 +117,7 @@ static void *writer_fn(void *arg)
 		if (!w->light)
 			continue;
 		if (t >= w->t0 && w->nr_lat < MAX_SAMPLES)
-			w->lat[w->nr_lat++] = now_s() - t;
+			w->lat[w->nr_lat++] = bench_now_s() - t;
 		next += (double)LIGHT_GAP_NS * 1e-9;
 		sleep_until(next);
 	}
@@ -171,7 +151,7 @@ static double p99(double *v, unsigned int n)
 {
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
+	qsort(v, n, sizeof(*v), bench_cmp_double);
 	return v[(unsigned int)((n - 1) * 0.99)];
 }
 
@@ -234,15 +214,15 @@ static int phase(const char *path, const struct pwb_bench_tenant_opts *o,
 		w[i].span = span;
 		w[i].light = i == 2;
 		w[i].stop = &stop;
-		w[i].t0 = now_s() + WARMUP_S;
+		w[i].t0 = bench_now_s() + WARMUP_S;
 		if (w[i].light)
 			w[i].lat = calloc(MAX_SAMPLES, sizeof(double));
 		pthread_create(&w[i].tid, NULL, writer_fn, &w[i]);
 	}
-	sleep_until(now_s() + WARMUP_S);
+	sleep_until(bench_now_s() + WARMUP_S);
 	for (i = first; i < NR_T; i++)
 		pwb_tenant_stats(t[i], &st0[i]);
-	sleep_until(now_s() + o->seconds);
+	sleep_until(bench_now_s() + o->seconds);
 	for (i = first; i < NR_T; i++)
 		pwb_tenant_stats(t[i], &st[i]);
 	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
@@ -335,9 +315,9 @@ int pwb_bench_tenants(FILE *out, const struct pwb_bench_tenant_opts *o)
 		256u * 1000u / 1024u / DELAY_MS, o->dirty_limit / MIB,
 		o->dirty_limit / 4 / MIB, runs, o->seconds);
 	fprintf(out, "  written heavy : medium      %6.2f : 1   (weights 5 : "
-		"1)\n", median(ratio, runs));
+		"1)\n", bench_median(ratio, runs));
 	{
-		double a = median(alone, runs), f = median(flood, runs);
+		double a = bench_median(alone, runs), f = bench_median(flood, runs);
 		double r[MAX_RUNS];
 
 		/* Each run's flood against its own alone phase. */
@@ -346,12 +326,12 @@ int pwb_bench_tenants(FILE *out, const struct pwb_bench_tenant_opts *o)
 		fprintf(out, "  light p99 mark_dirty       %6.3f ms beside the "
 			"flood, %6.3f ms alone (%.2fx; run by run median "
 			"%.2fx; goal <= 2x)\n",
-			f * 1e3, a * 1e3, a > 0 ? f / a : 0, median(r, runs));
+			f * 1e3, a * 1e3, a > 0 ? f / a : 0, bench_median(r, runs));
 	}
 	for (i = 0; i < NR_T; i++) {
 		static const char *const name[NR_T] = { "heavy", "medium",
 							"light" };
-		double h = median(held[i], runs), l = median(lim[i], runs);
+		double h = bench_median(held[i], runs), l = bench_median(lim[i], runs);
 
 		double worst = -1e300;
 
