@@ -71,8 +71,32 @@ struct held_lock {
 /* Deeper than any nesting in lib/: a read filling a run of pages holds
  * their locks, and a few more under them. */
 #define MAX_HELD (PWB__FILL_RUN_MAX + 16)
-static __thread struct held_lock held[MAX_HELD];
+/*
+ * The list lives on the heap, not in TLS: libpwb's whole TLS block takes
+ * static TLS room (some of its variables are initial-exec, see
+ * PWB__TLS_FAST), and a dlopen()ed libpwb gets that room from glibc's small
+ * surplus. 48 held locks in TLS were enough to make dlopen() fail with
+ * "cannot allocate memory in static TLS block".
+ */
+static __thread struct held_lock *held;	/* MAX_HELD entries, or NULL */
 static __thread unsigned int nr_held;
+static pthread_key_t held_key;
+static pthread_once_t held_once = PTHREAD_ONCE_INIT;
+
+/* At thread exit. A lock taken by a later destructor allocates again and
+ * glibc calls this once more. */
+static void held_free(void *p)
+{
+	free(p);
+	held = NULL;
+	nr_held = 0;
+}
+
+static void held_key_create(void)
+{
+	if (pthread_key_create(&held_key, held_free))
+		abort();
+}
 
 static unsigned int bucket_of(const pthread_mutex_t *m)
 {
@@ -213,6 +237,13 @@ void pwb__lockdep_acquire(pthread_mutex_t *m, bool nested, const char *file,
 			       rank_name(c.rank), (int)c.rank, (void *)m, file,
 			       line, rank_name(h->rank), (int)h->rank,
 			       (const void *)h->m, h->file, h->line);
+	}
+	if (!held) {
+		pthread_once(&held_once, held_key_create);
+		held = calloc(MAX_HELD, sizeof(*held));
+		if (!held || pthread_setspecific(held_key, held))
+			report("no memory for the list of held mutexes (lock "
+			       "at %s:%d)", file, line);
 	}
 	if (nr_held == MAX_HELD)
 		report("%s (rank %d), locked at %s:%d: more than %d mutexes "

@@ -13,7 +13,8 @@
 # libpwb.sym is newer than the package; PWB_VERSION_MAJOR/MINOR/PATCH in
 # pwb.h equal the package version (config.h's PACKAGE_VERSION, else
 # configure.ac's AC_INIT); debian/libpwb0.symbols, where the tree has it,
-# is what debian/check-symbols derives from libpwb.sym.
+# is what debian/check-symbols derives from libpwb.sym; the TLS block
+# (readelf's PT_TLS) is at most 512 bytes.
 #
 # Exit 0 if all hold, 1 otherwise (printing the differences), 77 if no
 # shared library was built.
@@ -187,6 +188,22 @@ if [ -f "$deb_sym" ] && [ -f "$top_srcdir/debian/check-symbols" ] &&
 		>"$tmp/deb.out" 2>&1; then
 		echo "FAIL: debian/libpwb0.symbols does not follow libpwb.sym:"
 		sed 's/^/  /' "$tmp/deb.out"
+		fail=1
+	fi
+fi
+
+# The library's TLS block fits the static TLS room a dlopen()ed library
+# gets: PWB__TLS_FAST (initial-exec) puts the whole block there, and
+# glibc's surplus for dlopen() is about 512 bytes by default (the SQLite
+# extension is loaded that way; 1,880 bytes made the sqlite3 shell fail
+# with "cannot allocate memory in static TLS block").
+READELF=${READELF:-readelf}
+tls_max=512
+if command -v "$READELF" >/dev/null 2>&1; then
+	tls=$("$READELF" -lW "$so" | awk '$1 == "TLS" { print $6 }')
+	if [ -n "$tls" ] && [ $((tls)) -gt $tls_max ]; then
+		echo "FAIL: libpwb.so's TLS block is $((tls)) bytes, more than" \
+			"the $tls_max a dlopen()ed library can count on"
 		fail=1
 	fi
 fi
