@@ -432,11 +432,17 @@ static void kswapd_balance(struct pwb_bdi *bdi)
 	uint64_t high;
 	unsigned int i = 0, idle = 0;
 
+	/* No further than the high watermarks: what is cached stays for
+	 * readers. */
 	if (caa_unlikely(pb->dom)) {
 		high = KSWAPD_HIGH(dom_limit_pages(pb));
-		while (dom_free_room(pb) < high) {
-			uint64_t freed = dom_reclaim(bdi, KSWAPD_BATCH);
+		for (;;) {
+			uint64_t room = dom_free_room(pb), freed;
 
+			if (room >= high)
+				break;
+			freed = dom_reclaim(bdi, PWB__MIN(high - room,
+						(uint64_t)KSWAPD_BATCH));
 			if (!freed)
 				break;	/* every member's lists walked */
 			uatomic_add(&pb->kswapd_reclaims, freed);
@@ -444,11 +450,15 @@ static void kswapd_balance(struct pwb_bdi *bdi)
 		}
 	}
 	high = KSWAPD_HIGH(pb->limit_pages);
-	while (free_room(pb) < high && idle < PWB_MAX_WB_CTX) {
-		uint64_t freed = 0;
+	for (;;) {
+		uint64_t room = free_room(pb), freed = 0;
 
+		if (room >= high || idle >= PWB_MAX_WB_CTX)
+			break;
 		if (pwb__aread(&pb->lru[i].len))
-			freed = lru_reclaim(bdi, i, KSWAPD_BATCH);
+			freed = lru_reclaim(bdi, i,
+					    PWB__MIN(high - room,
+						     (uint64_t)KSWAPD_BATCH));
 		if (freed) {
 			uatomic_add(&pb->reclaimed[i], freed);
 			uatomic_add(&pb->kswapd_reclaims, freed);
