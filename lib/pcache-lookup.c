@@ -157,7 +157,8 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 		cds_lfht_del(pages, &p->node);
 		PWB__TSAN_RELEASE(p);
 		pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
-		uatomic_dec(&pb->nr_pages);
+		/* From the domain's budget too. */
+		pwb__pcache_uncharge(pb, 1);
 		freed = true;
 	}
 	if (freed)

@@ -241,6 +241,34 @@ START_TEST(alone_uses_the_whole_budget)
 }
 END_TEST
 
+/* Pages a PWB_RW_DONTCACHE write dropped once written give their room
+ * back to the budget, not only to their own cache. */
+START_TEST(dontcache_drop_uncharges_the_budget)
+{
+	struct pwb_domain *dom = domain(BUDGET, 0);
+	struct mem a;
+	unsigned char *b;
+	uint64_t i, seed = 7;
+
+	mem_open(&a, dom, 1);
+	b = a.ref;
+	for (i = 0; i < 256 * PS; i++)
+		b[i] = (unsigned char)tu_rand(&seed);
+	ck_assert_int_eq(pwb_write2(a.inode, b, 256 * PS, 0,
+				    PWB_RW_DONTCACHE | PWB_RW_SYNC),
+			 (ssize_t)(256 * PS));
+	mem_sync(&a);
+	/* Written back clean: dropped (none kept by reclaim either, far
+	 * below the watermarks). */
+	ck_assert_uint_lt(cached(&a), 256);
+	ck_assert_uint_eq(used(dom), cached(&a) * PS);
+	mem_verify(&a, 256);
+	ck_assert_uint_eq(used(dom), cached(&a) * PS);
+	mem_close(&a);
+	ck_assert_int_eq(pwb_domain_destroy(dom), 0);
+}
+END_TEST
+
 /*
  * A fills the budget: 768 clean pages and 256 dirty ones. B's writes,
  * then B's reads, take their room from A's clean pages; A's dirty pages
@@ -489,6 +517,7 @@ static Suite *domain_cache_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, budget_bad_values);
 	tcase_add_test(tc, alone_uses_the_whole_budget);
+	tcase_add_test(tc, dontcache_drop_uncharges_the_budget);
 	tcase_add_test(tc, second_bdi_takes_room_from_the_first);
 	tcase_add_test(tc, least_recently_charged_member_gives_first);
 	tcase_add_test(tc, waiter_woken_by_another_member);
