@@ -339,6 +339,29 @@ int pwb__domain_attach(struct pwb_bdi *bdi, const struct pwb_bdi_config *cfg)
 	return 0;
 }
 
+/*
+ * The member list's two changes, made under dom->lock while readers walk
+ * the list under RCU (cds_list_for_each_entry_rcu, which loads each next
+ * pointer atomically). liburcu's cds_list_add_tail_rcu()/cds_list_del_rcu()
+ * store the next pointer a reader follows through a volatile access,
+ * which ThreadSanitizer does not take for an atomic one; these store it
+ * with __atomic, release when it publishes a new member.
+ */
+static void member_list_add_tail(struct cds_list_head *newp,
+				 struct cds_list_head *head)
+{
+	newp->next = head;
+	newp->prev = head->prev;
+	__atomic_store_n(&head->prev->next, newp, __ATOMIC_RELEASE);
+	head->prev = newp;
+}
+
+static void member_list_del(struct cds_list_head *elem)
+{
+	elem->next->prev = elem->prev;
+	pwb__aset(&elem->prev->next, elem->next);
+}
+
 void pwb__domain_publish(struct pwb_bdi *bdi)
 {
 	struct pwb__dom_member *m = bdi->dom;
@@ -348,7 +371,7 @@ void pwb__domain_publish(struct pwb_bdi *bdi)
 		return;
 	dom = m->dom;
 	pthread_mutex_lock(&dom->lock);
-	cds_list_add_tail_rcu(&m->node, &dom->members);
+	member_list_add_tail(&m->node, &dom->members);
 	m->published = true;
 	dom->nr_members++;
 	recompute_locked(dom);
@@ -365,7 +388,7 @@ void pwb__domain_leave(struct pwb_bdi *bdi)
 	dom = m->dom;
 	pthread_mutex_lock(&dom->lock);
 	if (m->published) {
-		cds_list_del_rcu(&m->node);
+		member_list_del(&m->node);
 		m->published = false;
 		dom->nr_members--;
 		recompute_locked(dom);
