@@ -116,10 +116,11 @@ static void sweep_unlock(struct sweep *sw)
  * Visit page @p, taken off its list, in a read-side section (which keeps
  * its inode and index): free it if clean, idle and not referenced since
  * the last visit (V_FREED); V_KEEP to put it back at the tail (in use,
- * referenced, or being written); V_DROP to leave it off (dirty: it joins
- * again when written; or dead).
+ * referenced, read from the device and not yet copied out, or being
+ * written); V_DROP to leave it off (dirty: it joins again when written;
+ * or dead). @late: the sweep's second time round its list.
  */
-static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
+static enum visit sweep_page(struct sweep *sw, struct pwb__page *p, bool late)
 {
 	struct pwb_inode *inode = p->inode;
 	struct cds_lfht *pages = PWB__RCU_DEREF(inode->pcache->pages);
@@ -130,6 +131,21 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 		return V_DROP;		/* dead, or its inode closing */
 	if (r > 0)
 		return V_KEEP;
+	/*
+	 * Read from the device and not yet copied out: read ahead of its
+	 * reader, who comes for it soon. Such pages are left alone while the
+	 * sweep finds others the first time round; the second time round
+	 * takes the mark off, and a later sweep may free them (so pages
+	 * nobody reads do not stay). Before, a sweep that wanted more than
+	 * the pages their readers were done with cleared the reference of
+	 * a page read ahead and freed it on its second time round, in the
+	 * same call: the reader then read it from the device again.
+	 */
+	if (pwb__aread(&p->flags) & PWB__PG_FRESH) {
+		if (late)
+			uatomic_and(&p->flags, ~PWB__PG_FRESH);
+		return V_KEEP;
+	}
 	if (pwb__aread(&p->flags) & PWB__PG_REF) {
 		uatomic_and(&p->flags, ~PWB__PG_REF);
 		return V_KEEP;
@@ -183,11 +199,12 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	struct pwb__pcache_lru *l = &pb->lru[idx];
 	struct pwb__page *batch[SWEEP_BATCH], *dead = NULL;
-	uint64_t freed = 0, budget = 2 * pwb__aread(&l->len);
+	uint64_t len = pwb__aread(&l->len), freed = 0, budget = 2 * len;
 	unsigned int n, i, kept;
 
 	while (freed < want && budget) {
 		struct sweep sw = { 0 };
+		bool late = budget <= len;
 
 		pthread_mutex_lock(&l->lock);
 		for (n = 0; n < SWEEP_BATCH && n < budget &&
@@ -212,7 +229,8 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 		}
 		budget -= n;
 		for (i = kept = 0; i < n; i++) {
-			enum visit v = freed < want ? sweep_page(&sw, batch[i])
+			enum visit v = freed < want ? sweep_page(&sw, batch[i],
+								 late)
 						    : V_KEEP;
 
 			if (v == V_FREED) {
