@@ -104,6 +104,7 @@ enum visit { V_FREED, V_KEEP, V_DROP };
 struct sweep {
 	struct pwb_inode *locked;
 	unsigned int held;
+	bool direct;	/* for a caller that needs room now */
 };
 
 static void sweep_unlock(struct sweep *sw)
@@ -117,10 +118,11 @@ static void sweep_unlock(struct sweep *sw)
  * Visit page @p, taken off its list, in a read-side section (which keeps
  * its inode and index): free it if clean, idle and not referenced since
  * the last visit (V_FREED); V_KEEP to put it back at the tail (in use,
- * referenced, or being written); V_DROP to leave it off (dirty: it joins
- * again when written; or dead).
+ * referenced, read from the device and not yet copied out, or being
+ * written); V_DROP to leave it off (dirty: it joins again when written;
+ * or dead). @late: the sweep's second time round its list.
  */
-static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
+static enum visit sweep_page(struct sweep *sw, struct pwb__page *p, bool late)
 {
 	struct pwb_inode *inode = p->inode;
 	struct cds_lfht *pages = PWB__RCU_DEREF(inode->pcache->pages);
@@ -131,6 +133,24 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 		return V_DROP;		/* dead, or its inode closing */
 	if (r > 0)
 		return V_KEEP;
+	/*
+	 * Read from the device and not yet copied out: read ahead of its
+	 * reader, who comes for it soon. Such pages are left alone while the
+	 * sweep finds others the first time round; the second time round
+	 * takes the mark off, and a later sweep may free them (so pages
+	 * nobody reads do not stay). Before, a sweep that wanted more than
+	 * the pages their readers were done with cleared the reference of
+	 * a page read ahead and freed it on its second time round, in the
+	 * same call: the reader then read it from the device again.
+	 */
+	if (pwb__aread(&p->flags) & PWB__PG_FRESH) {
+		/* Only a caller that needs room now goes that far: the
+		 * background reclaimers keep free room ahead of need, and
+		 * that room is not worth a page its reader comes for. */
+		if (late && sw->direct)
+			uatomic_and(&p->flags, ~PWB__PG_FRESH);
+		return V_KEEP;
+	}
 	if (pwb__aread(&p->flags) & PWB__PG_REF) {
 		uatomic_and(&p->flags, ~PWB__PG_REF);
 		return V_KEEP;
@@ -176,19 +196,22 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 
 /*
  * Free up to @want pages from list @idx, visiting each page on it at most
- * twice (a referenced page gets its second chance). Return pages freed.
+ * twice (a referenced page gets its second chance). @direct: the caller
+ * needs room now (it may take the mark off pages read ahead, see
+ * sweep_page). Return pages freed.
  */
 static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
-			    uint64_t want)
+			    uint64_t want, bool direct)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	struct pwb__pcache_lru *l = &pb->lru[idx];
 	struct pwb__page *batch[SWEEP_BATCH], *dead = NULL;
-	uint64_t freed = 0, budget = 2 * pwb__aread(&l->len);
+	uint64_t len = pwb__aread(&l->len), freed = 0, budget = 2 * len;
 	unsigned int n, i, kept, nr_dead;
 
 	while (freed < want && budget) {
-		struct sweep sw = { 0 };
+		struct sweep sw = { .direct = direct };
+		bool late = budget <= len;
 
 		pthread_mutex_lock(&l->lock);
 		for (n = 0; n < SWEEP_BATCH && n < budget &&
@@ -215,7 +238,7 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 		nr_dead = 0;
 		for (i = kept = 0; i < n; i++) {
 			enum visit v = freed + nr_dead < want
-					       ? sweep_page(&sw, batch[i])
+					       ? sweep_page(&sw, batch[i], late)
 					       : V_KEEP;
 
 			if (v == V_FREED) {
@@ -261,7 +284,8 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
  * with @idx -1 from every list, starting at a different one each call.
  * Return the pages freed.
  */
-static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
+static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want,
+		       bool direct)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	unsigned int nctx = pwb__bdi_nr_wb_ctx(bdi), i, start;
@@ -273,7 +297,8 @@ static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
 		for (i = (unsigned int)idx; i < PWB_MAX_WB_CTX && freed < want;
 		     i += nctx)
 			if (pwb__aread(&pb->lru[i].len))
-				freed += lru_reclaim(bdi, i, want - freed);
+				freed += lru_reclaim(bdi, i, want - freed,
+						     direct);
 		return freed;
 	}
 	start = (unsigned int)uatomic_add_return(&pb->sweep_start, 1);
@@ -281,7 +306,7 @@ static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
 		unsigned int k = (start + i) % PWB_MAX_WB_CTX;
 
 		if (pwb__aread(&pb->lru[k].len))
-			freed += lru_reclaim(bdi, k, want - freed);
+			freed += lru_reclaim(bdi, k, want - freed, direct);
 	}
 	return freed;
 }
@@ -291,7 +316,7 @@ static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
  * member that charged least recently first (pcache-domain.c). Return
  * the pages freed (each uncharged from its own member and the budget).
  */
-static uint64_t dom_reclaim(struct pwb_bdi *bdi, uint64_t want)
+static uint64_t dom_reclaim(struct pwb_bdi *bdi, uint64_t want, bool direct)
 {
 	struct pwb_bdi *order[64];
 	uint64_t freed = 0;
@@ -302,7 +327,7 @@ static uint64_t dom_reclaim(struct pwb_bdi *bdi, uint64_t want)
 	rcu_read_lock();
 	n = pwb__pcache_dom_order_rcu(bdi, order, 64);
 	for (i = 0; i < n && freed < want; i++)
-		freed += reclaim(order[i], -1, want - freed);
+		freed += reclaim(order[i], -1, want - freed, direct);
 	pwb__rcu_read_unlock();
 	return freed;
 }
@@ -319,7 +344,8 @@ static void dom_reclaim_bg(struct pwb_bdi *bdi)
 		pwb__aset(&pd->reclaiming, 1);
 	if (!pwb__aread(&pd->reclaiming))
 		return;
-	if (used > low && dom_reclaim(bdi, (used - low) >> bdi->page_shift))
+	if (used > low && dom_reclaim(bdi, (used - low) >> bdi->page_shift,
+				     false))
 		pwb__pcache_room(bdi);
 	if (pwb__aread(&pd->used) <= low)
 		pwb__aset(&pd->reclaiming, 0);
@@ -441,8 +467,10 @@ static void kswapd_balance(struct pwb_bdi *bdi)
 
 			if (room >= high)
 				break;
-			freed = dom_reclaim(bdi, PWB__MIN(high - room,
-						(uint64_t)KSWAPD_BATCH));
+			freed = dom_reclaim(bdi,
+					    PWB__MIN(high - room,
+						     (uint64_t)KSWAPD_BATCH),
+					    false);
 			if (!freed)
 				break;	/* every member's lists walked */
 			uatomic_add(&pb->kswapd_reclaims, freed);
@@ -458,7 +486,8 @@ static void kswapd_balance(struct pwb_bdi *bdi)
 		if (pwb__aread(&pb->lru[i].len))
 			freed = lru_reclaim(bdi, i,
 					    PWB__MIN(high - room,
-						     (uint64_t)KSWAPD_BATCH));
+						     (uint64_t)KSWAPD_BATCH),
+					    false);
 		if (freed) {
 			uatomic_add(&pb->reclaimed[i], freed);
 			uatomic_add(&pb->kswapd_reclaims, freed);
@@ -591,7 +620,7 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 	}
 	uatomic_inc(&pb->reclaim_passes[idx]);
 	t0 = pwb__clock_monotonic(NULL);
-	freed = reclaim(bdi, (int)idx, n - low);
+	freed = reclaim(bdi, (int)idx, n - low, false);
 	uatomic_add(&pb->reclaim_ns[idx], pwb__clock_monotonic(NULL) - t0);
 	if (freed) {
 		uatomic_add(&pb->reclaimed[idx], freed);
@@ -674,9 +703,9 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 		seq = pwb__aread(&pb->room->seq);
 		/* The bdi's own bound, or else its domain's budget. */
 		if (caa_likely(!pb->dom) || own_full)
-			freed = reclaim(bdi, -1, 32);
+			freed = reclaim(bdi, -1, 32, true);
 		else
-			freed = dom_reclaim(bdi, 32);
+			freed = dom_reclaim(bdi, 32, true);
 		if (freed) {
 			uatomic_add(&pb->direct_reclaims, freed);
 			continue;

@@ -316,9 +316,12 @@ static inline void pwb__pcache_uncharge(struct pwb__pcache_bdi *pb,
 
 /*
  * pwb_read() copied from @p: referenced (CLOCK's second chance), unless
- * this is the first copy since the device read, which already marked it
- * (readahead.c): a page read once, in order, then stays behind the pages
- * read ahead of its reader in reclaim's order, and goes first.
+ * this is the first copy since the device read. The read marked the page
+ * referenced (readahead.c), which protects pages read ahead and not yet
+ * copied from reclaim; the first copy takes that mark off again (use
+ * once): a page its sequential reader is done with is the first reclaim
+ * takes, before the pages read ahead of that reader. A second copy marks
+ * it, as for any page read again.
  */
 static inline void pwb__page_read_touch(struct pwb__page *p)
 {
@@ -327,7 +330,7 @@ static inline void pwb__page_read_touch(struct pwb__page *p)
 	if (caa_likely((fl & (PWB__PG_REF | PWB__PG_FRESH)) == PWB__PG_REF))
 		return;
 	if (fl & PWB__PG_FRESH)
-		uatomic_and(&p->flags, ~PWB__PG_FRESH);
+		uatomic_and(&p->flags, ~(PWB__PG_FRESH | PWB__PG_REF));
 	else
 		uatomic_or(&p->flags, PWB__PG_REF);
 }
