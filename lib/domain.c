@@ -63,11 +63,6 @@ static uint64_t to_pages(const struct pwb_bdi *bdi, uint64_t bytes)
 	return bytes && !pages ? 1 : pages;
 }
 
-uint64_t pwb__domain_now(const struct pwb_domain *dom)
-{
-	return dom->cfg.clock(dom->cfg.clock_arg);
-}
-
 /* ---------------------------------------------------------------------- */
 /* Shares                                                                 */
 

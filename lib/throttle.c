@@ -185,9 +185,10 @@ static void sleep_ns(uint64_t ns)
 /*
  * The cause a pause of a dirtier is counted under: PWB_BLOCK_RATE_CAP when
  * the bandwidth its length came from was a rate cap's, the tenant's (its
- * share of the device, which pwb__tenant_pause() capped at its rate, at
- * least 7/8 of the cap) or the bdi's (writeback measured at no more than
- * an eighth over the bdi's cap: the cap, not the device, sets the pace);
+ * share of the device, which pwb__tenant_throttle_state() capped at its
+ * rate, at least 7/8 of the cap) or the bdi's (writeback measured at no
+ * more than an eighth over the bdi's cap: the cap, not the device, sets
+ * the pace);
  * otherwise PWB_BLOCK_THROTTLE. The eighths: the measured bandwidth is a
  * moving average and hovers around a cap that binds.
  */
@@ -227,7 +228,13 @@ static uint64_t next_pause(struct pwb_bdi *bdi, struct pwb_tenant *t,
 		pwb__kick_background(bdi);
 	/* A tenant's writers go by the tenant's own state (tenant.c). */
 	if (caa_unlikely(t)) {
-		pause = pwb__tenant_pause(t, bdi, &s, hard);
+		unsigned int what = pwb__tenant_throttle_state(t, bdi, &s);
+
+		if (what & PWB__TENANT_KICK)
+			pwb__kick_background(bdi);
+		if (!(what & PWB__TENANT_PAUSE))
+			return 0;
+		pause = pwb__throttle_pause(&s, hard);
 		goto out;
 	}
 	if (caa_unlikely(bdi->dom)) {
