@@ -32,6 +32,11 @@
  * domain as a whole is at its limit.
  *
  * Until some member completed a write, the limits are split evenly.
+ *
+ * domain.c sits below the throttle and the flushers: they ask it for the
+ * shares and for the domain's state (which it reads from the members'
+ * counters, bdi-state.c), and start writeback and pause writers on its
+ * answers themselves.
  */
 #include "base.h"
 #include "wb_ctx.h"
@@ -61,11 +66,6 @@ static uint64_t to_pages(const struct pwb_bdi *bdi, uint64_t bytes)
 	uint64_t pages = bytes >> bdi->page_shift;
 
 	return bytes && !pages ? 1 : pages;
-}
-
-uint64_t pwb__domain_now(const struct pwb_domain *dom)
-{
-	return dom->cfg.clock(dom->cfg.clock_arg);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -201,20 +201,8 @@ static void domain_dirty(struct pwb_domain *dom, uint64_t *dirty,
 		struct pwb_bdi *bdi = m->bdi;
 
 		*dirty += pwb__bdi_dirty_pages_rcu(bdi) << bdi->page_shift;
-		*total += pwb__throttle_dirty(bdi) << bdi->page_shift;
+		*total += pwb__bdi_held_pages_rcu(bdi) << bdi->page_shift;
 	}
-	pwb__rcu_read_unlock();
-}
-
-/* Start background writeback on every member with pages to write. */
-static void kick_members(struct pwb_domain *dom)
-{
-	struct pwb__dom_member *m;
-
-	rcu_read_lock();
-	cds_list_for_each_entry_rcu(m, &dom->members, node)
-		if (pwb__bdi_dirty_pages_rcu(m->bdi))
-			pwb__kick_background(m->bdi);
 	pwb__rcu_read_unlock();
 }
 
@@ -229,24 +217,26 @@ bool pwb__domain_over_bg(struct pwb_bdi *bdi)
 	return dirty > dom->cfg.dirty_background_bytes;
 }
 
-bool pwb__domain_throttle(struct pwb_bdi *bdi, struct pwb__throttle_state *s)
+unsigned int pwb__domain_throttle(struct pwb_bdi *bdi,
+				  struct pwb__throttle_state *s)
 {
 	struct pwb__dom_member *m = bdi->dom;
 	struct pwb_domain *dom = m->dom;
 	uint64_t limit = dom->cfg.dirty_bytes;
 	uint64_t bg = dom->cfg.dirty_background_bytes;
 	uint64_t dirty, total;
+	unsigned int what = 0;
 
 	if (!limit)
-		return false;
+		return 0;
 	/* Under its own share's set point a writer runs, whatever the
 	 * others do: the common case, decided without the walk. (The
 	 * limit below is only ever raised, which raises the set point.) */
 	if (s->dirty <= pwb__throttle_setpoint(s->bg, s->limit))
-		return false;
+		return 0;
 	domain_dirty(dom, &dirty, &total);
 	if (bg && dirty > bg)
-		kick_members(dom);
+		what |= PWB__DOMAIN_KICK;
 	/*
 	 * A bdi not held strictly may borrow: its limit is at least an
 	 * eighth of the room the domain has left (never past its bound),
@@ -264,12 +254,12 @@ bool pwb__domain_throttle(struct pwb_bdi *bdi, struct pwb__throttle_state *s)
 		room = PWB__MIN(room, m->max_limit_pages);
 		s->limit = PWB__MAX(s->limit, room);
 		if (s->dirty <= pwb__throttle_setpoint(s->bg, s->limit))
-			return false;
+			return what;
 	}
 	/* The domain is full: pause as at the limit until there is room. */
 	if (total >= limit && s->dirty < s->limit)
 		s->dirty = s->limit;
-	return true;
+	return what | PWB__DOMAIN_PAUSE;
 }
 
 /* ---------------------------------------------------------------------- */
