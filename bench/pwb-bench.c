@@ -2354,7 +2354,7 @@ static void *dp_thread_fn(void *arg)
 		if (r != (ssize_t)len)
 			t->err = r < 0 ? (t->inode ? (int)-r : errno) : EIO;
 		if (t->stamps)
-			t->stamps[i] = now_s();
+			t->stamps[i] = bench_now_s();
 	}
 	t->t1 = bench_now_s();
 	free(buf);
@@ -2641,7 +2641,7 @@ static struct stream_fig stream_split(struct dp_thread *t, unsigned int T,
 		for (k = 0; k < t[i].n; k++)
 			all[n++] = t[i].stamps[k];
 	}
-	qsort(all, n, sizeof(*all), cmp_double);
+	qsort(all, n, sizeof(*all), bench_cmp_double);
 	at = cache / STREAM_CHUNK;
 	at = at ? (at > n ? n : at) : 1;
 	f.before = (double)at * STREAM_CHUNK / MIB / (all[at - 1] - t0);
@@ -2700,7 +2700,7 @@ static struct stream_fig stream_once(const char *path, const char *backend,
 	} else if (pwb_sync(bdi)) {
 		die("pwb_sync: %s", pwb_errmsg());
 	}
-	f = stream_split(t, T, cache, now_s());
+	f = stream_split(t, T, cache, bench_now_s());
 	if (bdi) {
 		if (st && pwb_bdi_stats(bdi, st))
 			die("pwb_bdi_stats: %s", pwb_errmsg());
@@ -2777,11 +2777,11 @@ static void bench_dp_stream(void)
 			vf[b][run] = fv[run] > 0 ? pa[b][run] / fv[run] : -1;
 		kb[run] = ka[run] = kv[run] = -1;
 		if (kernel) {
-			double t0 = now_s();
+			double t0 = bench_now_s();
 			struct stream_fig f = stream_once(NULL, NULL, true,
 							  NULL);
 
-			kv[run] = (double)o.size / MIB / (now_s() - t0);
+			kv[run] = (double)o.size / MIB / (bench_now_s() - t0);
 			kb[run] = f.before;
 			ka[run] = f.after;
 		}
