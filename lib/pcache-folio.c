@@ -58,6 +58,52 @@ unsigned int pwb__pcache_folio_order(struct pwb_inode *inode, uint64_t index,
 	return k >= FOLIO_MIN_ORDER ? k : 0;
 }
 
+/* The entry holding page @index among those keyed @key, or NULL. Two
+ * entries share a key only during a split (the folio and its first page):
+ * either holds @index, or neither. */
+static struct pwb__page *probe_rcu(struct cds_lfht *pages, uint64_t key,
+				   uint64_t index)
+{
+	struct cds_lfht_iter iter;
+	struct pwb__page *p;
+
+	cds_lfht_lookup(pages, pwb__page_hash(key), pwb__page_match, &key,
+			&iter);
+	p = pwb__page_of(cds_lfht_iter_get_node(&iter));
+	if (p && index - p->index >= pwb__page_nr(p)) {
+		/* The first page of a split folio: look at the other. */
+		cds_lfht_next_duplicate(pages, pwb__page_match, &key, &iter);
+		p = pwb__page_of(cds_lfht_iter_get_node(&iter));
+		if (p && index - p->index >= pwb__page_nr(p))
+			p = NULL;
+	}
+	return p;
+}
+
+/*
+ * Folio orders are probed from the largest down and single pages last: a
+ * split adds the folio's pages before it deletes the folio, so a lookup
+ * never misses both.
+ */
+struct pwb__page *pwb__pcache_lookup_folios_rcu(struct cds_lfht *pages,
+						unsigned int orders,
+						uint64_t index)
+{
+	struct pwb__page *p;
+
+	while (orders) {
+		unsigned int k = 31 - (unsigned int)__builtin_clz(orders);
+
+		p = probe_rcu(pages, index & ~((1ull << k) - 1), index);
+		if (p)
+			return p;
+		orders &= ~(1u << k);
+		/* The folio's removal seen: see the pages added before. */
+		cmm_smp_rmb();
+	}
+	return probe_rcu(pages, index, index);
+}
+
 /*
  * Whether no page of the @nr pages from @first is in @pc's index (dead
  * or alive). Caller holds inode->lock, in a read-side section.
@@ -67,19 +113,17 @@ static bool range_empty_rcu(struct pwb__pcache_inode *pc,
 			    uint64_t nr)
 {
 	unsigned int orders = pwb__aread(&pc->orders);
-	struct pwb__page_key key;
 	struct cds_lfht_iter iter;
 	uint64_t i;
 
+	/* Any entry keyed at a folio's start that overlaps the range. */
 	while (orders) {
 		unsigned int k = 31 - (unsigned int)__builtin_clz(orders);
 		uint64_t step = 1ull << k;
 
 		for (i = first & ~(step - 1); i < first + nr; i += step) {
-			key.index = i;
-			key.order = k;
 			cds_lfht_lookup(pages, pwb__page_hash(i),
-					pwb__page_match, &key, &iter);
+					pwb__page_match, &i, &iter);
 			if (cds_lfht_iter_get_node(&iter))
 				return false;
 		}
@@ -88,10 +132,8 @@ static bool range_empty_rcu(struct pwb__pcache_inode *pc,
 	if (!pwb__aread(&pc->nr_small))
 		return true;
 	for (i = first; i < first + nr; i++) {
-		key.index = i;
-		key.order = 0;
-		cds_lfht_lookup(pages, pwb__page_hash(i), pwb__page_match,
-				&key, &iter);
+		cds_lfht_lookup(pages, pwb__page_hash(i), pwb__page_match, &i,
+				&iter);
 		if (cds_lfht_iter_get_node(&iter))
 			return false;
 	}
@@ -116,7 +158,6 @@ bool pwb__pcache_range_free(struct pwb_inode *inode, uint64_t first,
 int pwb__pcache_index_add_page(struct pwb_inode *inode, struct pwb__page *np)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
-	struct pwb__page_key key = { .index = np->index, .order = 0 };
 	struct cds_lfht_node *node;
 	struct pwb__page *p;
 	int ret = 0;
@@ -128,8 +169,9 @@ int pwb__pcache_index_add_page(struct pwb_inode *inode, struct pwb__page *np)
 	if (p) {
 		ret = -EEXIST;
 	} else {
-		node = cds_lfht_add_unique(pc->pages, pwb__page_hash(key.index),
-					   pwb__page_match, &key, &np->node);
+		node = cds_lfht_add_unique(pc->pages, pwb__page_hash(np->index),
+					   pwb__page_match, &np->index,
+					   &np->node);
 		if (node == &np->node)
 			uatomic_inc(&pc->nr_small);
 		else
@@ -146,7 +188,6 @@ int pwb__pcache_folio_add(struct pwb_inode *inode, uint64_t index,
 	struct pwb__pcache_inode *pc = inode->pcache;
 	struct pwb_bdi *bdi = inode->bdi;
 	uint64_t nr = 1ull << order;
-	struct pwb__page_key key = { .index = index, .order = order };
 	struct cds_lfht_node *node;
 	struct pwb__page *f;
 	bool added = false;
@@ -185,7 +226,8 @@ int pwb__pcache_folio_add(struct pwb_inode *inode, uint64_t index,
 		if (!(pwb__aread(&pc->orders) & (1u << order)))
 			uatomic_or(&pc->orders, 1u << order);
 		node = cds_lfht_add_unique(pc->pages, pwb__page_hash(index),
-					   pwb__page_match, &key, &f->node);
+					   pwb__page_match, &f->index,
+					   &f->node);
 		added = node == &f->node;
 	}
 	pwb__rcu_read_unlock();
@@ -244,18 +286,12 @@ int pwb__pcache_folio_split_dead(struct pwb_inode *inode, struct pwb__page *f)
 	}
 	pthread_mutex_lock(&inode->lock);
 	rcu_read_lock();
-	for (i = 0; i < nr; i++) {
-		struct pwb__page_key key = { .index = v[i]->index };
-		struct cds_lfht_node *node;
-
-		node = cds_lfht_add_unique(pc->pages,
-					   pwb__page_hash(key.index),
-					   pwb__page_match, &key, &v[i]->node);
-		/* Inserts are under inode->lock and the folio covers the
-		 * range: no page of it can be in. */
-		if (node != &v[i]->node)
-			abort();
-	}
+	/* Not unique: the first shares its key with the folio until the
+	 * folio leaves (inserts are under inode->lock and the folio covers
+	 * the range, so nothing else holds these keys). */
+	for (i = 0; i < nr; i++)
+		cds_lfht_add(pc->pages, pwb__page_hash(v[i]->index),
+			     &v[i]->node);
 	uatomic_add(&pc->nr_small, nr);
 	/* After its pages are in: a lookup that misses the folio finds
 	 * them (pwb__pcache_lookup_rcu()). */

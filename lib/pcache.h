@@ -384,24 +384,18 @@ static inline unsigned long pwb__page_hash(uint64_t index)
 	return (unsigned long)(h ^ (h >> 29));
 }
 
-/* What the index is keyed by: a page's or folio's first index and its
- * order (during a split a folio and its first page share an index). */
-struct pwb__page_key {
-	uint64_t index;
-	unsigned int order;
-};
-
-/* Whether the page of @node is *@key (cds_lfht_lookup's match). */
+/* Whether the page of @node is page *@key (cds_lfht_lookup's match): a
+ * page's or folio's first index. During a split a folio and its first
+ * page share it (see pwb__pcache_lookup_rcu()). */
 static inline int pwb__page_match(struct cds_lfht_node *node, const void *key)
 {
 	const struct pwb__page *p =
 		caa_container_of(node, struct pwb__page, node);
-	const struct pwb__page_key *k = key;
 
 	/* A page another thread just added: pairs with the release before
 	 * cds_lfht_add_unique(), as in pwb__page_of(). */
 	PWB__TSAN_ACQUIRE(node);
-	return p->index == k->index && p->order == k->order;
+	return p->index == *(const uint64_t *)key;
 }
 
 /* The page of a table node; NULL for NULL (no arithmetic on NULL). */
@@ -415,38 +409,26 @@ static inline struct pwb__page *pwb__page_of(struct cds_lfht_node *node)
 	return caa_container_of(node, struct pwb__page, node);
 }
 
+/* pcache-folio.c: pwb__pcache_lookup_rcu() of an inode with folios. */
+struct pwb__page *pwb__pcache_lookup_folios_rcu(struct cds_lfht *pages,
+						unsigned int orders,
+						uint64_t index) PWB__INTERNAL;
+
 /*
  * The page or folio of @pages holding page @index, dead or alive, or NULL.
- * @orders: the inode's pc->orders, read by the caller. Folio orders are
- * probed from the largest down and single pages last: a split adds the
- * folio's pages before it deletes the folio (pcache-folio.c), so a lookup
- * never misses both. Caller in a read-side section.
+ * @orders: the inode's pc->orders, read by the caller; 0 (no folio was
+ * ever made) costs one branch over a single probe. Caller in a read-side
+ * section.
  */
 static inline struct pwb__page *
 pwb__pcache_lookup_rcu(struct cds_lfht *pages, unsigned int orders,
 		       uint64_t index)
 {
-	struct pwb__page_key key;
 	struct cds_lfht_iter iter;
-	struct pwb__page *p;
 
-	while (caa_unlikely(orders)) {
-		unsigned int k = 31 - (unsigned int)__builtin_clz(orders);
-
-		key.index = index & ~((1ull << k) - 1);
-		key.order = k;
-		cds_lfht_lookup(pages, pwb__page_hash(key.index),
-				pwb__page_match, &key, &iter);
-		p = pwb__page_of(cds_lfht_iter_get_node(&iter));
-		if (p)
-			return p;
-		orders &= ~(1u << k);
-		/* The folio's removal seen: see the pages added before. */
-		cmm_smp_rmb();
-	}
-	key.index = index;
-	key.order = 0;
-	cds_lfht_lookup(pages, pwb__page_hash(index), pwb__page_match, &key,
+	if (caa_unlikely(orders))
+		return pwb__pcache_lookup_folios_rcu(pages, orders, index);
+	cds_lfht_lookup(pages, pwb__page_hash(index), pwb__page_match, &index,
 			&iter);
 	return pwb__page_of(cds_lfht_iter_get_node(&iter));
 }
@@ -537,7 +519,8 @@ pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
 		return NULL;
 	}
 	/* In a folio: the offset in its buffer. */
-	*pgoff += (unsigned int)((index - p->index) << shift);
+	if (caa_unlikely(p->order))
+		*pgoff += (unsigned int)((index - p->index) << shift);
 	return p;
 }
 
