@@ -39,9 +39,12 @@ static struct pwb_inode *inode;
 static unsigned char ref[IMG_PAGES * PS];	/* what the file holds */
 static unsigned char buf[IMG_PAGES * PS] __attribute__((aligned(PS)));
 
+static uint64_t cache_bytes;		/* 0: the default */
+
 static void setup(void)
 {
 	tu_env_config(&e, 1, "psync");
+	e.cfg.cache_bytes = cache_bytes;
 	/* Pages are written when a test says (reclaim's test keeps a page
 	 * dirty). */
 	e.cfg.dirty_background_bytes = 0;
@@ -263,15 +266,23 @@ START_TEST(dontcache_write_drops_the_folio)
 }
 END_TEST
 
-/* Reclaim frees a folio whole, and only once no page of it is dirty. */
+static void setup_two_folios(void)
+{
+	cache_bytes = 2 * RUN * PS;
+	setup();
+}
+
+/* Reclaim frees a folio whole, and only once no page of it is dirty: in
+ * a cache of two folios, both written back, then one page of the second
+ * dirtied, reclaim (the flusher's, or the one asked here) frees the
+ * first and keeps the second. */
 START_TEST(reclaim_takes_whole_clean_folios)
 {
 	put(0, RUN * PS, 0x71);
 	put(RUN * PS, RUN * PS, 0x72);
+	ck_assert_uint_eq(order_of(RUN), 6);
 	ck_assert_int_eq(pwb_fsync(inode), 0);
 	put(RUN * PS + 5 * PS, PS, 0x73);	/* the second one dirty */
-	/* Reclaim everything it can, as a full cache would. */
-	e.bdi->pcache->limit_pages = 1;
 	pwb__pcache_reclaim_ctx(e.bdi, 0);
 	pwb__pcache_reclaim_ctx(e.bdi, 0);
 	ck_assert_ptr_null(entry(0));
@@ -280,7 +291,6 @@ START_TEST(reclaim_takes_whole_clean_folios)
 	check_reads(2 * RUN * PS);
 	ck_assert_int_eq(pwb_fsync(inode), 0);
 	check_device(0, 2 * RUN * PS);
-	e.bdi->pcache->limit_pages = IMG_PAGES;
 }
 END_TEST
 
@@ -297,6 +307,10 @@ static Suite *folio_suite(void)
 	tcase_add_test(tc, discard_in_the_middle_splits);
 	tcase_add_test(tc, drop_only_when_all_clean);
 	tcase_add_test(tc, dontcache_write_drops_the_folio);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("reclaim");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup_two_folios, teardown);
 	tcase_add_test(tc, reclaim_takes_whole_clean_folios);
 	suite_add_tcase(s, tc);
 	return s;
