@@ -146,11 +146,11 @@ void pwb__pcache_dom_leave(struct pwb_bdi *bdi)
 		dom_cache_free(last);
 }
 
-int pwb__pcache_dom_charge(struct pwb_bdi *bdi)
+int pwb__pcache_dom_charge(struct pwb_bdi *bdi, unsigned int n)
 {
 	struct pwb__pcache_dom *pd = bdi->pcache->dom;
 	struct pwb__dom_member *m = bdi->dom;
-	uint64_t bytes = (uint64_t)1 << bdi->page_shift;
+	uint64_t bytes = (uint64_t)n << bdi->page_shift;
 	uint64_t used = pwb__aread(&pd->used), prev, now;
 
 	for (;;) {

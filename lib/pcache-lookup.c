@@ -8,6 +8,7 @@
  * The other pieces, from the top: pcache-owner.c (set-up, and the ops
  * through which the engine reaches the cache), pcache-write.c (pwb_write,
  * the file size, truncate), pcache-read.c (pwb_read), this file,
+ * pcache-folio.c (folios: made, split),
  * pcache-reclaim.c (the memory bound and the reclaim lists),
  * pcache-domain.c (a domain's budget over several bdis' caches) and
  * pcache-pool.c (page buffers). Each calls only the ones below it.
@@ -31,17 +32,13 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
 	struct pwb_bdi *bdi = inode->bdi;
-	struct cds_lfht_iter iter;
-	struct cds_lfht_node *node;
 	struct pwb__page *p, *np;
 	int ret;
 
 	for (;;) {
 		rcu_read_lock();
-		cds_lfht_lookup(pc->pages, pwb__page_hash(index),
-				pwb__page_match, &index, &iter);
-		node = cds_lfht_iter_get_node(&iter);
-		p = pwb__page_of(node);
+		p = pwb__pcache_lookup_rcu(pc->pages, pwb__aread(&pc->orders),
+					   index);
 		if (p && pwb__page_get(p)) {
 			pwb__rcu_read_unlock();
 			*pp = p;
@@ -73,16 +70,12 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		pwb__page_lock_init(np);
 		cds_lfht_node_init(&np->node);
 		PWB__TSAN_RELEASE(&np->node);
-		rcu_read_lock();
-		node = cds_lfht_add_unique(pc->pages, pwb__page_hash(index),
-					   pwb__page_match, &np->index,
-					   &np->node);
-		pwb__rcu_read_unlock();
-		if (node == &np->node) {
+		if (!pwb__pcache_index_add_page(inode, np)) {
 			*pp = np;
 			return 0;
 		}
-		/* Someone else inserted it first: use theirs. */
+		/* Someone else inserted it (or a folio holding it) first:
+		 * use theirs. */
 		pwb__page_lock_destroy(np);
 		pwb__pcache_buf_free(bdi->pcache, np->data);
 		free(np);
@@ -114,9 +107,10 @@ static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p)
 	rcu_read_lock();
 	cds_lfht_del(inode->pcache->pages, &p->node);
 	pwb__rcu_read_unlock();
+	pwb__pcache_index_gone(inode->pcache, p);
 	PWB__TSAN_RELEASE(p);
 	pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
-	pwb__pcache_uncharge(pb, 1);
+	pwb__pcache_uncharge(pb, pwb__page_nr(p));
 }
 
 /*
@@ -130,24 +124,35 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 				  uint64_t last)
 {
 	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
-	struct cds_lfht *pages = PWB__RCU_DEREF(inode->pcache->pages);
-	struct cds_lfht_iter iter;
+	struct pwb__pcache_inode *pc = inode->pcache;
+	struct cds_lfht *pages = PWB__RCU_DEREF(pc->pages);
+	unsigned int orders = pwb__aread(&pc->orders);
 	struct pwb__page *p;
 	uint64_t index;
 	bool freed = false;
+	int st;
 
 	if (!pages)
 		return;		/* closing: the close frees them */
 	for (index = first; index <= last; index++) {
-		cds_lfht_lookup(pages, pwb__page_hash(index), pwb__page_match,
-				&index, &iter);
-		p = pwb__page_of(cds_lfht_iter_get_node(&iter));
-		if (!p || !(pwb__aread(&p->flags) & PWB__PG_DROP))
+		p = pwb__pcache_lookup_rcu(pages, orders, index);
+		if (!p)
+			continue;
+		/* A folio once, at the last of its pages the write covers
+		 * (or its own last). */
+		if (p->order && index != PWB__MIN(last, p->index +
+						  pwb__page_nr(p) - 1))
+			continue;
+		if (!(pwb__aread(&p->flags) & PWB__PG_DROP))
 			continue;
 		if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
 			continue;
-		if (pwb__page_state(inode, index) &
-		    (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK)) {
+		/* A folio goes whole, once no page of it is dirty or in
+		 * flight: its last write's end frees it. */
+		st = p->order ? pwb__pcache_range_state(inode, p->index,
+							 pwb__page_nr(p))
+			      : pwb__page_state(inode, index);
+		if (st & (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK)) {
 			__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
 			continue;
 		}
@@ -155,10 +160,11 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 		/* Off every list for good: see page_remove_dead(). */
 		p->dead_pb = pb;
 		cds_lfht_del(pages, &p->node);
+		pwb__pcache_index_gone(pc, p);
 		PWB__TSAN_RELEASE(p);
 		pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
 		/* From the domain's budget too. */
-		pwb__pcache_uncharge(pb, 1);
+		pwb__pcache_uncharge(pb, pwb__page_nr(p));
 		freed = true;
 	}
 	if (freed)
@@ -170,8 +176,8 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 			    uint64_t last)
 {
+	struct pwb__page *p, *split_failed = NULL;
 	struct cds_lfht_iter iter;
-	struct pwb__page *p;
 	bool again;
 
 	do {
@@ -180,14 +186,38 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 		for (cds_lfht_first(inode->pcache->pages, &iter);
 		     (p = pwb__page_of(cds_lfht_iter_get_node(&iter))) != NULL;
 		     cds_lfht_next(inode->pcache->pages, &iter)) {
-			if (p->index < first || p->index > last)
+			uint64_t end = p->index + pwb__page_nr(p) - 1;
+
+			if (end < first || p->index > last)
 				continue;
 			if (pwb__aread(&p->ref) < 0)
 				continue;
+			if (p->order && (p->index < first || end > last)) {
+				/* Cut through: its pages take its place, and
+				 * those in the range go at the next round. */
+				if (pwb__page_ref_cmpxchg(p, 0,
+							  PWB__PAGE_DEAD))
+					again = true;
+				else if (pwb__pcache_folio_split_dead(inode, p))
+					split_failed = p;
+				else
+					again = true;
+				if (split_failed)
+					break;
+				continue;
+			}
 			if (!page_kill(inode, p))
 				again = true;
 		}
 		pwb__rcu_read_unlock();
+		if (split_failed) {
+			/* Out of memory for the pages: alive again, and the
+			 * next round tries again. */
+			__atomic_store_n(&split_failed->ref, 0,
+					 __ATOMIC_RELEASE);
+			split_failed = NULL;
+			again = true;
+		}
 		if (again) {
 			/* Reads in flight hold their pages: end them. */
 			pwb__ra_reap(inode->bdi);
@@ -205,8 +235,9 @@ static bool page_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
 
 	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
 		return false;
-	if (PWB__RCU_DEREF(inode->region)) {
-		int st = pwb__page_state(inode, p->index);
+	if (p->order || PWB__RCU_DEREF(inode->region)) {
+		int st = pwb__pcache_range_state(inode, p->index,
+						 pwb__page_nr(p));
 
 		busy = st < 0 || (st & (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK));
 	} else {
@@ -233,7 +264,10 @@ void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
 	for (cds_lfht_first(inode->pcache->pages, &iter);
 	     (p = pwb__page_of(cds_lfht_iter_get_node(&iter))) != NULL;
 	     cds_lfht_next(inode->pcache->pages, &iter)) {
-		if (p->index < first || p->index > last ||
+		/* A folio only whole inside the range: the advice may
+		 * leave pages cached. */
+		if (p->index < first ||
+		    p->index + pwb__page_nr(p) - 1 > last ||
 		    pwb__aread(&p->ref) < 0)
 			continue;
 		page_kill_clean(inode, p);
@@ -245,19 +279,15 @@ void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
 int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 			 const void **data)
 {
-	struct cds_lfht_iter iter;
-	struct cds_lfht_node *node;
+	struct pwb__pcache_inode *pc = inode->pcache;
 	struct pwb__page *p;
 	int ret = 0;
 
 	rcu_read_lock();
-	cds_lfht_lookup(inode->pcache->pages, pwb__page_hash(index),
-			pwb__page_match, &index, &iter);
-	node = cds_lfht_iter_get_node(&iter);
-	if (!node) {
+	p = pwb__pcache_lookup_rcu(pc->pages, pwb__aread(&pc->orders), index);
+	if (!p) {
 		ret = -EIO;	/* dropped by a truncate racing a write */
 	} else {
-		p = pwb__page_of(node);
 		/* Pairs with the full barrier of the writer's latch: the
 		 * WRITEBACK tag was set before this call. */
 		cmm_smp_mb();
@@ -274,7 +304,10 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 			int idx = pwb__flusher_ctx_idx();
 
 			pwb__page_unlock(p);
-			*data = p->data;	/* tagged WRITEBACK: kept */
+			/* Tagged WRITEBACK: kept (a folio's split hands
+			 * its buffer to its pages). */
+			*data = pwb__page_addr(p, index,
+					       inode->bdi->page_shift);
 			/* Clean once written: reclaimable by this context. */
 			pwb__pcache_lru_add(
 				inode->bdi->pcache, p,

@@ -126,12 +126,73 @@ static void chunk_release(char *c, size_t len)
 #endif
 }
 
-/* Map one chunk of @pool, keep one buffer of @page_size bytes of it for
- * the caller and pool the rest. NULL: out of memory. */
-static void *chunk_carve(struct pwb__page_pool *pool, size_t page_size)
+/* The order of a whole chunk of @pool's pages, as a folio. */
+static unsigned int chunk_order(const struct pwb__page_pool *pool, size_t ps)
 {
-	size_t ps = page_size, off;
+	unsigned int k = 0;
+
+	while (k + 1 < PWB__FOLIO_ORDERS && (ps << (k + 1)) <= pool->chunk_bytes)
+		k++;
+	return k;
+}
+
+/* Push @b, a free buffer of @order, on its list. */
+static void put_locked(struct pwb__page_pool *pool, void *b,
+		       unsigned int order)
+{
+	if (!order) {
+		*(void **)b = pool->free;
+		pool->free = b;
+		pool->len++;
+	} else {
+		*(void **)b = pool->ffree[order];
+		pool->ffree[order] = b;
+	}
+}
+
+/*
+ * A free buffer of @order (0: a page) from @pool: of that order, or the
+ * first half of the smallest larger free folio, halved down to @order
+ * (each second half goes to the list of its order, as in a buddy
+ * allocator; halves are not merged again). A chunk's pages thus serve
+ * single pages without breaking more than one folio of each order. NULL:
+ * none.
+ */
+static void *take_locked(struct pwb__page_pool *pool, size_t ps,
+			 unsigned int order)
+{
+	unsigned int k;
+	char *b;
+
+	if (!order && pool->free) {
+		b = pool->free;
+		pool->free = *(void **)b;
+		pool->len--;
+		return b;
+	}
+	for (k = order ? order : 1; k < PWB__FOLIO_ORDERS; k++)
+		if (pool->ffree[k])
+			break;
+	if (k >= PWB__FOLIO_ORDERS)
+		return NULL;
+	b = pool->ffree[k];
+	pool->ffree[k] = *(void **)b;
+	while (k > order) {
+		k--;
+		put_locked(pool, b + (ps << k), k);
+	}
+	return b;
+}
+
+/* Map one chunk of @pool, add it to the free lists as folios of the
+ * chunk's order, and take a buffer of @order from the lists. NULL: out of
+ * memory. */
+static void *chunk_carve(struct pwb__page_pool *pool, size_t ps,
+			 unsigned int order)
+{
 	char *c = chunk_reuse(pool->chunk_bytes);
+	unsigned int k = chunk_order(pool, ps);
+	void *b;
 
 	if (!c)
 		c = chunk_map(pool->chunk_bytes);
@@ -151,40 +212,62 @@ static void *chunk_carve(struct pwb__page_pool *pool, size_t page_size)
 		pool->cap_chunks = cap;
 	}
 	pool->chunks[pool->nr_chunks++] = c;
-	for (off = ps; off + ps <= pool->chunk_bytes; off += ps) {
-		*(void **)(c + off) = pool->free;
-		pool->free = c + off;
-		pool->len++;
-	}
+	/* A chunk holding more than one folio of the largest order (pages
+	 * so small) goes in as several. */
+	for (size_t off = 0; off + (ps << k) <= pool->chunk_bytes;
+	     off += ps << k)
+		put_locked(pool, c + off, k);
+	b = take_locked(pool, ps, order);
 	pthread_mutex_unlock(&pool->lock);
-	return c;
+	return b;
 }
 
 /* A page buffer: from the pool, else a new chunk. NULL: out of memory. */
 void *pwb__pcache_buf_alloc(struct pwb_bdi *bdi)
 {
 	struct pwb__page_pool *pool = bdi->pcache->pool;
+	size_t ps = pwb__page_size(bdi);
 	void *b;
 
 	pthread_mutex_lock(&pool->lock);
-	b = pool->free;
-	if (b) {
-		pool->free = *(void **)b;
-		pool->len--;
-	}
+	b = take_locked(pool, ps, 0);
 	pthread_mutex_unlock(&pool->lock);
-	return b ? b : chunk_carve(pool, pwb__page_size(bdi));
+	return b ? b : chunk_carve(pool, ps, 0);
 }
 
-void pwb__pcache_buf_free(struct pwb__pcache_bdi *pb, void *b)
+void *pwb__pcache_folio_buf_alloc(struct pwb_bdi *bdi, unsigned int order)
+{
+	struct pwb__page_pool *pool = bdi->pcache->pool;
+	size_t ps = pwb__page_size(bdi);
+	bool fresh;
+	void *b;
+
+	if (!order || order > chunk_order(pool, ps))
+		return NULL;
+	pthread_mutex_lock(&pool->lock);
+	b = take_locked(pool, ps, order);
+	/* Memory in use stays near cache_bytes: a new chunk only when the
+	 * free pages could not hold the folio anyway. */
+	fresh = !b && pool->len < (1u << order);
+	pthread_mutex_unlock(&pool->lock);
+	if (!b && fresh)
+		b = chunk_carve(pool, ps, order);
+	return b;
+}
+
+void pwb__pcache_buf_free_order(struct pwb__pcache_bdi *pb, void *b,
+				unsigned int order)
 {
 	struct pwb__page_pool *pool = pb->pool;
 
 	pthread_mutex_lock(&pool->lock);
-	*(void **)b = pool->free;
-	pool->free = b;
-	pool->len++;
+	put_locked(pool, b, order);
 	pthread_mutex_unlock(&pool->lock);
+}
+
+void pwb__pcache_buf_free(struct pwb__pcache_bdi *pb, void *b)
+{
+	pwb__pcache_buf_free_order(pb, b, 0);
 }
 
 void pwb__pcache_page_free_rcu(struct rcu_head *head)
@@ -193,7 +276,7 @@ void pwb__pcache_page_free_rcu(struct rcu_head *head)
 
 	pwb__rcu_callback_begin(p);
 	pwb__page_lock_destroy(p);
-	pwb__pcache_buf_free(p->dead_pb, p->data);
+	pwb__pcache_buf_free_order(p->dead_pb, p->data, p->order);
 	free(p);
 }
 
@@ -209,6 +292,11 @@ void pwb__pcache_page_free_rcu(struct rcu_head *head)
  * long as the grace period lasted: they mapped new chunks, up to 40%
  * more than cache_bytes in pcache-stream.
  */
+static void buf_put_locked(struct pwb__page_pool *pool, struct pwb__page *p)
+{
+	put_locked(pool, p->data, p->order);
+}
+
 void pwb__pcache_batch_bufs_free(struct pwb__pcache_bdi *pb,
 				 struct pwb__page *first)
 {
@@ -216,14 +304,9 @@ void pwb__pcache_batch_bufs_free(struct pwb__pcache_bdi *pb,
 	struct pwb__page *p;
 
 	pthread_mutex_lock(&pool->lock);
-	*(void **)first->data = pool->free;
-	pool->free = first->data;
-	pool->len++;
-	cds_list_for_each_entry(p, &first->lru, lru) {
-		*(void **)p->data = pool->free;
-		pool->free = p->data;
-		pool->len++;
-	}
+	buf_put_locked(pool, first);
+	cds_list_for_each_entry(p, &first->lru, lru)
+		buf_put_locked(pool, p);
 	pthread_mutex_unlock(&pool->lock);
 }
 
@@ -264,6 +347,7 @@ void pwb__page_pool_fini(struct pwb__page_pool *pool)
 	free(pool->chunks);
 	pool->chunks = NULL;
 	pool->free = NULL;
+	memset(pool->ffree, 0, sizeof(pool->ffree));
 	pool->len = 0;
 	pthread_mutex_unlock(&pool->lock);
 	pthread_mutex_destroy(&pool->lock);

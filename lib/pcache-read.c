@@ -397,7 +397,9 @@ read_slow(struct pwb_inode *inode, void *buf, size_t len, uint64_t off,
 			ret = page_fill_run_locked(inode, p,
 						   pwb__aread(&pc->size), last);
 		if (!ret) {
-			memcpy((char *)buf + done, (char *)p->data + pgoff, n);
+			memcpy((char *)buf + done,
+			       (char *)pwb__page_addr(p, index, shift) + pgoff,
+			       n);
 			pwb__page_read_touch(p);
 		}
 		pwb__page_unlock(p);

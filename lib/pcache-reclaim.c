@@ -97,6 +97,45 @@ unsigned int pwb__pcache_owner_ctx(struct pwb_inode *inode)
 	return idx;
 }
 
+int pwb__pcache_range_busy_locked(struct pwb_inode *inode, uint64_t first,
+				  uint64_t nr)
+{
+	uint64_t found;
+	int st = 0;
+
+	pwb__lockdep_assert_held(&inode->lock);
+	if (pwb__map_find(&inode->map, PWB__TAG_DIRTY, first, &found) &&
+	    found < first + nr)
+		st |= PWB_PAGE_DIRTY;
+	if (pwb__map_find(&inode->map, PWB__TAG_WRITEBACK, first, &found) &&
+	    found < first + nr)
+		st |= PWB_PAGE_WRITEBACK;
+	return st;
+}
+
+int pwb__pcache_range_state(struct pwb_inode *inode, uint64_t first,
+			    uint64_t nr)
+{
+	uint64_t i;
+	int st = 0;
+
+	if (!PWB__RCU_DEREF(inode->region)) {
+		pthread_mutex_lock(&inode->lock);
+		st = pwb__pcache_range_busy_locked(inode, first, nr);
+		pthread_mutex_unlock(&inode->lock);
+		return st;
+	}
+	/* Region slices hold the tags: ask for each page. */
+	for (i = 0; i < nr; i++) {
+		int s = pwb__page_state(inode, first + i);
+
+		if (s < 0)
+			return s;
+		st |= s & (PWB_PAGE_DIRTY | PWB_PAGE_WRITEBACK);
+	}
+	return st;
+}
+
 enum visit { V_FREED, V_KEEP, V_DROP };
 
 /* One reclaim batch's state: the inode lock held over the pages of one
@@ -164,7 +203,7 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p, bool late)
 		int st;
 
 		sweep_unlock(sw);
-		st = pwb__page_state(inode, p->index);
+		st = pwb__pcache_range_state(inode, p->index, pwb__page_nr(p));
 		if (st < 0)	/* closing: its close frees the page */
 			st = PWB_PAGE_DIRTY;
 		dirty = st & PWB_PAGE_DIRTY;
@@ -177,8 +216,20 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p, bool late)
 			sw->held = 0;
 		}
 		sw->held++;
-		dirty = pwb__map_test(&inode->map, PWB__TAG_DIRTY, p->index);
-		wb = pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, p->index);
+		if (caa_likely(!p->order)) {
+			dirty = pwb__map_test(&inode->map, PWB__TAG_DIRTY,
+					      p->index);
+			wb = pwb__map_test(&inode->map, PWB__TAG_WRITEBACK,
+					   p->index);
+		} else {
+			/* A folio goes whole, once no page of it is dirty
+			 * or in flight. */
+			int st = pwb__pcache_range_busy_locked(
+				inode, p->index, pwb__page_nr(p));
+
+			dirty = st & PWB_PAGE_DIRTY;
+			wb = st & PWB_PAGE_WRITEBACK;
+		}
 	}
 	if (dirty || wb) {
 		__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
@@ -188,6 +239,7 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p, bool late)
 	 * (a reader filling it, say, before dropping its reference). */
 	pwb__pcache_lru_del(inode->bdi->pcache, p);
 	cds_lfht_del(pages, &p->node);
+	pwb__pcache_index_gone(inode->pcache, p);
 	return V_FREED;		/* the caller frees and uncharges it, in a
 				 * batch */
 }
@@ -212,14 +264,20 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 	while (freed < want && budget) {
 		struct sweep sw = { .direct = direct };
 		bool late = budget <= len;
+		uint64_t taken = 0;
 
 		pthread_mutex_lock(&l->lock);
+		/* No more pages than wanted: folios are few entries, and a
+		 * batch that took them all would leave a reclaimer running
+		 * beside this one nothing of this list to free. */
 		for (n = 0; n < SWEEP_BATCH && n < budget &&
+			    taken < want - freed &&
 			    !cds_list_empty(&l->head);
 		     n++) {
 			struct pwb__page *p = cds_list_first_entry(
 				&l->head, struct pwb__page, lru);
 
+			taken += pwb__page_nr(p);
 			cds_list_del(&p->lru);
 			p->lru_linked = false;
 			__atomic_store_n(&p->lru_idx, -1, __ATOMIC_RELEASE);
@@ -250,7 +308,7 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 							  &dead->lru);
 				if (!dead)
 					dead = batch[i];
-				nr_dead++;
+				nr_dead += pwb__page_nr(batch[i]);
 			} else if (v == V_KEEP) {
 				batch[kept++] = batch[i];
 			}
@@ -657,6 +715,53 @@ static void room_wait(struct pwb__pcache_room *r, uint64_t seq)
 	uatomic_dec(&r->waiters);
 }
 
+int pwb__pcache_charge_nowait(struct pwb_inode *inode, unsigned int n)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	bool reclaimed = false;
+	uint64_t freed;
+
+	for (;;) {
+		uint64_t cur = pwb__aread(&pb->nr_pages);
+		int r = 0;
+
+		if (cur + n > pb->limit_pages)
+			goto full;
+		if (caa_unlikely(pb->dom)) {
+			r = pwb__pcache_dom_charge(bdi, n);
+			if (r < 0)
+				goto full;
+			if (r > 0)
+				kick_flushers(bdi, -1);
+		}
+		if (uatomic_cmpxchg(&pb->nr_pages, cur, cur + n) != cur) {
+			if (caa_unlikely(pb->dom))
+				uatomic_sub(&pb->dom->used,
+					    (uint64_t)n << pb->page_shift);
+			continue;
+		}
+		if (kswapd_below_low(pb, cur + n))
+			kswapd_wake(bdi);
+		if (cur + n > pb->limit_pages - pb->limit_pages / 16)
+			kick_reclaim(bdi);
+		return 0;
+full:
+		/* Once, what a single page's charge would do for each of
+		 * them: free clean pages, without waiting. */
+		if (reclaimed)
+			return -ENOBUFS;
+		reclaimed = true;
+		if (caa_likely(!pb->dom) || cur + n > pb->limit_pages)
+			freed = reclaim(bdi, -1, n, true);
+		else
+			freed = dom_reclaim(bdi, n, true);
+		if (!freed)
+			return -ENOBUFS;
+		uatomic_add(&pb->direct_reclaims, freed);
+	}
+}
+
 /* Charge one page against cache_bytes: reclaim, or start writeback and
  * wait for it, when the cache is full. 0, or -ETIMEDOUT; without @wait,
  * -ENOBUFS at once. */
@@ -679,7 +784,7 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 			/* In a domain, its budget first: so the members'
 			 * counts never add up to more than it. */
 			if (caa_unlikely(pb->dom)) {
-				r = pwb__pcache_dom_charge(bdi);
+				r = pwb__pcache_dom_charge(bdi, 1);
 				if (r > 0)
 					kick_flushers(bdi, -1);
 			}

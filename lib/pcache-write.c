@@ -123,6 +123,7 @@ write_page(struct pwb_inode *inode, uint64_t index, unsigned int pgoff,
 	uint64_t start = index << bdi->page_shift;
 	struct pwb__page *p;
 	bool reserved = false, whole = false;
+	char *data;
 	int ret;
 
 	*dirtied = false;
@@ -178,10 +179,11 @@ write_page(struct pwb_inode *inode, uint64_t index, unsigned int pgoff,
 		uatomic_and(&p->flags, ~PWB__PG_WLATCH);
 		goto out;
 	}
+	data = (char *)pwb__page_addr(p, index, bdi->page_shift) + pgoff;
 	if (src)
-		memcpy((char *)p->data + pgoff, src, n);
+		memcpy(data, src, n);
 	else
-		memset((char *)p->data + pgoff, 0, n);
+		memset(data, 0, n);
 	if (whole)
 		uatomic_or(&p->flags, PWB__PG_UPTODATE);
 	if (flags & PWB_RW_DONTCACHE) {
@@ -227,6 +229,74 @@ out:
 }
 
 /*
+ * Write @src to the 1 << @order pages from @index (aligned) as one new
+ * folio, when none of them is cached: one lookup, one buffer, one
+ * dirtying for all of them. The space for each page is reserved before
+ * the folio is seen, so that nothing can fail once it is: it stays
+ * locked, latched and not up to date until the copy is whole (no reader
+ * fills it, no flusher writes it; nothing was in flight from its new
+ * buffer, so no write needs waiting for). Return as write_page() does
+ * (*@dirtied for all the pages), or 1: not made (no room, scattered free
+ * memory, a page of the range cached, no space; nothing changed): write
+ * the pages one by one.
+ */
+static int write_folio(struct pwb_inode *inode, uint64_t index,
+		       unsigned int order, const void *src, bool *dirtied)
+{
+	struct pwb_bdi *bdi = inode->bdi;
+	uint64_t nr = 1ull << order, i;
+	uint64_t start = index << bdi->page_shift;
+	size_t bytes = (size_t)nr << bdi->page_shift;
+	uint64_t newly[(1u << (PWB__FOLIO_ORDERS - 1)) / 64] = { 0 };
+	struct pwb__page *f;
+	int ret;
+
+	*dirtied = false;
+	/* Most misses before any reservation (the add checks again). */
+	if (!pwb__pcache_range_free(inode, index, nr))
+		return 1;
+	for (i = 0; i < nr; i++) {
+		bool n;
+
+		if (pcache_reserve(inode, index + i, &n)) {
+			pwb__err_clear();
+			goto unreserve;
+		}
+		if (n)
+			newly[i / 64] |= 1ull << (i % 64);
+	}
+	if (pwb__pcache_folio_add(inode, index, order, &f))
+		goto unreserve;
+	memcpy(f->data, src, bytes);
+	uatomic_or(&f->flags, PWB__PG_UPTODATE | PWB__PG_REF);
+	uatomic_and(&f->flags, ~PWB__PG_WLATCH);
+	pwb__page_unlock(f);
+	size_raise(inode->pcache, start + bytes);
+	ret = pwb__mark_dirty(inode, start, bytes);
+	*dirtied = !ret || ret == -ETIMEDOUT || ret == -ESHUTDOWN;
+	if (!*dirtied) {
+		for (i = 0; i < nr; i++)
+			if ((newly[i / 64] & (1ull << (i % 64))) &&
+			    !(pwb__page_state(inode, index + i) &
+			      PWB_PAGE_DIRTY))
+				pcache_unreserve(inode, index + i);
+		/* Not dirtied: reclaimable. */
+		pwb__pcache_lru_add(bdi->pcache, f,
+				    pwb__pcache_owner_ctx(inode));
+	}
+	pwb__page_put(f);
+	return ret;
+unreserve:
+	/* As write_page() does: not a page another writer dirtied since
+	 * (it found the reservation made). */
+	while (i--)
+		if ((newly[i / 64] & (1ull << (i % 64))) &&
+		    !(pwb__page_state(inode, index + i) & PWB_PAGE_DIRTY))
+			pcache_unreserve(inode, index + i);
+	return 1;
+}
+
+/*
  * The hit path of pwb_write(): a range inside one cached page that is
  * already dirty and not being written. It needs no new dirtying, no
  * reservation and no wait, so it holds neither a reference on the inode nor
@@ -253,7 +323,7 @@ write_fast(struct pwb_inode *inode, const void *buf, size_t len,
 	p = pwb__fast_lock_page(inode, len, off, &pgoff);
 	if (!p)
 		return -EAGAIN;
-	index = p->index;
+	index = off >> inode->bdi->page_shift;
 	pthread_mutex_lock(&inode->lock);
 	ok = !(inode->state & PWB__I_FREEING) && !pwb__aread(&inode->region) &&
 	     pwb__map_test(&inode->map, PWB__TAG_DIRTY, index) &&
@@ -314,6 +384,26 @@ write_slow_body(struct pwb_inode *inode, const void *buf, size_t len,
 		if (throttle && pwb__balance_dirty_nowait(inode->bdi)) {
 			ret = -EAGAIN;
 			break;
+		}
+		/* A run of whole pages, none cached: one folio. Not for
+		 * the flags (NOWAIT waits nowhere, DONTCACHE drops what it
+		 * wrote) nor a region's inode (its slices hold the tags). */
+		if (!pgoff && !flags && !PWB__RCU_DEREF(inode->region)) {
+			unsigned int order = pwb__pcache_folio_order(
+				inode, pos >> shift, (len - done) >> shift);
+
+			if (order) {
+				ret = write_folio(inode, pos >> shift, order,
+						  (const char *)buf + done,
+						  &dirtied);
+				if (ret <= 0) {
+					if (dirtied)
+						done += (size_t)ps << order;
+					if (ret)
+						break;
+					continue;
+				}
+			}
 		}
 		ret = write_page(inode, pos >> shift, pgoff, n,
 				 (const char *)buf + done, true, flags,

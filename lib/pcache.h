@@ -5,7 +5,9 @@
  *
  * An inode opened with get_page == NULL has its pages owned by libpwb. Its
  * struct pwb__pcache_inode indexes them by page number in a cds_lfht (RCU:
- * lookups take no lock). A page lives while its reference count is >= 0;
+ * lookups take no lock). An entry is a page or a folio, a naturally
+ * aligned run of pages kept as one (pcache-folio.c); what is said of a
+ * page below holds for a folio as a whole. A page lives while its reference count is >= 0;
  * removal (truncate, reclaim, close) moves the count from 0 to
  * PWB__PAGE_DEAD with one compare-and-swap, so a lookup that finds a dead
  * page never uses it, unlinks it and frees it after a grace period.
@@ -22,7 +24,8 @@
  * The cache is in pieces, each calling only the ones after it:
  * pcache-owner.c (set-up, statistics and the page-owner ops),
  * pcache-write.c, pcache-read.c, readahead.c, pcache-lookup.c (the
- * index: lookup and insert, get_page, dropping pages), pcache-wait.c
+ * index: lookup and insert, get_page, dropping pages), pcache-folio.c
+ * (folios: made, split, their state), pcache-wait.c
  * (waiting for a page under read), pcache-reclaim.c and pcache-pool.c
  * (page buffers). This header is theirs alone; the engine reaches the
  * cache through page-owner.h.
@@ -104,6 +107,10 @@ struct pwb__page {
 					 * page is on or about to join, -1:
 					 * none (pcache-reclaim.c) */
 	bool lru_linked;		/* lru[lru_idx].lock: on it */
+	/* read-only: a folio of 1 << order pages from index (naturally
+	 * aligned), data one buffer of them all (pcache-folio.c); 0: one
+	 * page */
+	uint8_t order;
 #ifndef PWB_LOCKDEP
 	pwb__page_lock_t lock;		/* the data, PWB__PG_UPTODATE */
 #endif
@@ -161,6 +168,15 @@ struct pwb__pcache_inode {
 	/* uatomic: set once a PWB_RW_DONTCACHE write dirtied a page here,
 	 * so the end of a write looks for PWB__PG_DROP pages only then. */
 	int dontcache;
+	/* uatomic, only grows (until the close): bit k set once a folio of
+	 * order k >= 1 was put in the index, so a lookup probes only the
+	 * orders there may be (pwb__pcache_lookup_rcu). Set under
+	 * inode->lock, before the folio is added. */
+	unsigned int orders;
+	/* uatomic: single pages in the index (dead ones until their
+	 * removal), so a folio's insert skips probing for them when there
+	 * are none. */
+	uint64_t nr_small;
 };
 
 /*
@@ -191,18 +207,30 @@ struct pwb__pcache_room {
 };
 
 /*
+ * Folios: orders 1 .. PWB__FOLIO_ORDERS - 1, at most the bytes of a chunk
+ * (2 MiB) and the bdi's max_io_bytes (pcache-folio.c).
+ */
+#define PWB__FOLIO_ORDERS 10
+
+/*
  * Page buffers come from chunks of chunk_bytes mapped and faulted in at
  * once (an aligned malloc and a page fault per page were most of the
  * cost of a cold write); free buffers wait in the pool for reuse and the
- * chunks are given back when the pool ends. Buffers in use never exceed
- * the cache's limit, so the memory held is at most cache_bytes plus the
- * chunk being carved (pcache-pool.c).
+ * chunks are given back when the pool ends. A chunk enters the free
+ * lists as one folio buffer, halved as pages and smaller folios need;
+ * folio buffers come from a new chunk only when the free pages are fewer
+ * than the folio's. Buffers in use never exceed the cache's limit, so the
+ * memory held is at most cache_bytes plus a chunk or so (pcache-pool.c).
  */
 struct pwb__page_pool {
 	pthread_mutex_t lock;
 	void *free;			/* lock: a stack linked through each
 					 * buffer's first word */
 	uint64_t len;			/* lock */
+	/* lock: free folio buffers, a stack per order (index 0 unused),
+	 * linked likewise; each is 1 << order contiguous page buffers of
+	 * one chunk (pcache-folio.c) */
+	void *ffree[PWB__FOLIO_ORDERS];
 	void **chunks;			/* lock: the mapped chunks */
 	size_t nr_chunks, cap_chunks;	/* lock */
 	size_t chunk_bytes;		/* read-only */
@@ -219,6 +247,7 @@ struct pwb__pcache_bdi {
 	uint64_t reclaim_passes[PWB_MAX_WB_CTX];	/* uatomic */
 	uint64_t reclaim_ns[PWB_MAX_WB_CTX];	/* uatomic: time reclaiming */
 	uint64_t direct_reclaims;	/* uatomic: pages freed by writers */
+	uint64_t folio_splits;		/* uatomic: folios split in pages */
 	uint64_t read_ios;		/* uatomic: device reads that filled
 					 * pages (pwb_stats.read_ios) */
 	uint64_t read_pages;		/* uatomic: pages they filled */
@@ -358,7 +387,9 @@ static inline unsigned long pwb__page_hash(uint64_t index)
 	return (unsigned long)(h ^ (h >> 29));
 }
 
-/* Whether the page of @node is page *@key (cds_lfht_lookup's match). */
+/* Whether the page of @node is page *@key (cds_lfht_lookup's match): a
+ * page's or folio's first index. During a split a folio and its first
+ * page share it (see pwb__pcache_lookup_rcu()). */
 static inline int pwb__page_match(struct cds_lfht_node *node, const void *key)
 {
 	const struct pwb__page *p =
@@ -379,6 +410,43 @@ static inline struct pwb__page *pwb__page_of(struct cds_lfht_node *node)
 	 * own barriers are invisible to TSan. */
 	PWB__TSAN_ACQUIRE(node);
 	return caa_container_of(node, struct pwb__page, node);
+}
+
+/* pcache-folio.c: pwb__pcache_lookup_rcu() of an inode with folios. */
+struct pwb__page *pwb__pcache_lookup_folios_rcu(struct cds_lfht *pages,
+						unsigned int orders,
+						uint64_t index) PWB__INTERNAL;
+
+/*
+ * The page or folio of @pages holding page @index, dead or alive, or NULL.
+ * @orders: the inode's pc->orders, read by the caller; 0 (no folio was
+ * ever made) costs one branch over a single probe. Caller in a read-side
+ * section.
+ */
+static inline struct pwb__page *
+pwb__pcache_lookup_rcu(struct cds_lfht *pages, unsigned int orders,
+		       uint64_t index)
+{
+	struct cds_lfht_iter iter;
+
+	if (caa_unlikely(orders))
+		return pwb__pcache_lookup_folios_rcu(pages, orders, index);
+	cds_lfht_lookup(pages, pwb__page_hash(index), pwb__page_match, &index,
+			&iter);
+	return pwb__page_of(cds_lfht_iter_get_node(&iter));
+}
+
+/* The data of page @index of @p (a page, or the folio holding it). */
+static inline void *pwb__page_addr(const struct pwb__page *p, uint64_t index,
+				   unsigned int shift)
+{
+	return (char *)p->data + ((index - p->index) << shift);
+}
+
+/* Pages in @p (1 for a page, 1 << order for a folio). */
+static inline unsigned int pwb__page_nr(const struct pwb__page *p)
+{
+	return 1u << p->order;
 }
 
 /* The reference count's read-modify-writes, as compiler atomics: every
@@ -416,7 +484,8 @@ static inline void pwb__page_put(struct pwb__page *p)
  * (pcache-write.c, pcache-read.c): the cached page holding
  * [off, off + len) if that range lies in one page, with a reference and
  * its lock taken (trylock: a busy page sends the caller to its slow
- * path); *@pgoff is the range's offset in it. NULL: not cached, dying,
+ * path); *@pgoff is the range's offset in its data (in a folio, from the
+ * folio's start). NULL: not cached, dying,
  * locked, spanning pages, or the inode is closing.
  */
 static inline __attribute__((always_inline)) struct pwb__page *
@@ -424,7 +493,6 @@ pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
 		    unsigned int *pgoff)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
-	struct cds_lfht_iter iter;
 	struct cds_lfht *pages;
 	struct pwb__page *p;
 	unsigned int shift;
@@ -443,9 +511,7 @@ pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
 		pwb__rcu_read_unlock();
 		return NULL;
 	}
-	cds_lfht_lookup(pages, pwb__page_hash(index), pwb__page_match, &index,
-			&iter);
-	p = pwb__page_of(cds_lfht_iter_get_node(&iter));
+	p = pwb__pcache_lookup_rcu(pages, pwb__aread(&pc->orders), index);
 	if (!p || !pwb__page_get(p)) {
 		pwb__rcu_read_unlock();
 		return NULL;
@@ -455,6 +521,9 @@ pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
 		pwb__page_put(p);
 		return NULL;
 	}
+	/* In a folio: the offset in its buffer. */
+	if (caa_unlikely(p->order))
+		*pgoff += (unsigned int)((index - p->index) << shift);
 	return p;
 }
 
@@ -526,6 +595,43 @@ void pwb__pcache_size_load(struct pwb_inode *inode, uint64_t size)
 	PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
+/* pcache-folio.c: folios                                                 */
+
+/* The order of the folio a write of @pages pages from @index could make
+ * (the largest naturally aligned one it covers whole), or 0: none. */
+unsigned int pwb__pcache_folio_order(struct pwb_inode *inode, uint64_t index,
+				     uint64_t pages) PWB__INTERNAL;
+/* Put a folio of @order at @index (aligned) in @inode's index, charged,
+ * with a reference, locked and latched (PWB__PG_WLATCH), not up to date:
+ * the caller copies all of it, then sets PWB__PG_UPTODATE, then unlatches
+ * and unlocks it. 0 and *@pp, or -EBUSY: no room now, no buffer, or a
+ * page of the range is cached (write single pages instead). */
+int pwb__pcache_folio_add(struct pwb_inode *inode, uint64_t index,
+			  unsigned int order, struct pwb__page **pp)
+	PWB__INTERNAL;
+/* Whether no page of the @nr from @first is cached now (a hint: the
+ * answer may change at once). */
+bool pwb__pcache_range_free(struct pwb_inode *inode, uint64_t first,
+			    uint64_t nr) PWB__INTERNAL;
+/* Put single page @np in @inode's index unless a page or folio holds its
+ * index already (-EEXIST). */
+int pwb__pcache_index_add_page(struct pwb_inode *inode,
+			       struct pwb__page *np) PWB__INTERNAL;
+/* Replace folio @f, whose count its caller made dead, by single pages
+ * (unreferenced, on a reclaim list, with its flags) holding its data. 0,
+ * or -ENOMEM (the folio is left as it was, dead). */
+int pwb__pcache_folio_split_dead(struct pwb_inode *inode,
+				 struct pwb__page *f) PWB__INTERNAL;
+
+/* Entry @p (a page or folio) left the index: count it. */
+static inline void pwb__pcache_index_gone(struct pwb__pcache_inode *pc,
+					  const struct pwb__page *p)
+{
+	if (!p->order)
+		uatomic_dec(&pc->nr_small);
+}
+
+/* ---------------------------------------------------------------------- */
 /* pcache-read.c                                                          */
 
 /* Fill page @p (its lock held, not up to date) from the device: zeros at
@@ -559,6 +665,18 @@ unsigned int pwb__pcache_owner_ctx(struct pwb_inode *inode) PWB__INTERNAL;
  * wait for it, when the cache is full. 0, or -ETIMEDOUT (message set);
  * without @wait, -ENOBUFS at once. */
 int pwb__pcache_charge(struct pwb_inode *inode, bool wait) PWB__INTERNAL;
+/* PWB_PAGE_DIRTY and PWB_PAGE_WRITEBACK: whether a page of the @nr from
+ * @first is dirty, in flight (a folio is busy while any of its pages
+ * is). The _locked one under inode->lock (no region); the other asks
+ * region slices too, and may answer -errno (closing). */
+int pwb__pcache_range_busy_locked(struct pwb_inode *inode, uint64_t first,
+				  uint64_t nr) PWB__INTERNAL;
+int pwb__pcache_range_state(struct pwb_inode *inode, uint64_t first,
+			    uint64_t nr) PWB__INTERNAL;
+/* Charge @n pages at once if there is room now (no reclaim, no wait): 0,
+ * or -ENOBUFS. */
+int pwb__pcache_charge_nowait(struct pwb_inode *inode,
+			      unsigned int n) PWB__INTERNAL;
 /* Reclaim clean pages of context @idx's inodes down to the low watermark
  * (called by its flusher after its passes). */
 void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi,
@@ -578,10 +696,10 @@ void pwb__pcache_room_fini(struct pwb__pcache_room *r) PWB__INTERNAL;
 int pwb__pcache_dom_join(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Tear-down, after the bdi's last page was freed. */
 void pwb__pcache_dom_leave(struct pwb_bdi *bdi) PWB__INTERNAL;
-/* Charge a page of @bdi to its domain's budget: 0; 1 if this charge
+/* Charge @n pages of @bdi to its domain's budget: 0; 1 if this charge
  * crossed the high watermark (wake reclaim); -ENOBUFS: the budget is
  * full, nothing charged. */
-int pwb__pcache_dom_charge(struct pwb_bdi *bdi) PWB__INTERNAL;
+int pwb__pcache_dom_charge(struct pwb_bdi *bdi, unsigned int n) PWB__INTERNAL;
 /* The members of @bdi's domain that have pages cached, in the order they
  * give pages back (at most @max, into @out).
  * The caller stays in its read-side section while it uses them. */
@@ -598,6 +716,15 @@ void pwb__pcache_dom_kick_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* A page buffer: from the pool, else a new chunk. NULL: out of memory. */
 void *pwb__pcache_buf_alloc(struct pwb_bdi *bdi) PWB__INTERNAL;
 void pwb__pcache_buf_free(struct pwb__pcache_bdi *pb, void *b) PWB__INTERNAL;
+/* A folio buffer of 1 << @order pages from one chunk: a free one, or a
+ * new chunk's when the pool has fewer free pages than that. NULL: the
+ * pool's free pages are scattered (use them as single pages), or out of
+ * memory. */
+void *pwb__pcache_folio_buf_alloc(struct pwb_bdi *bdi,
+				  unsigned int order) PWB__INTERNAL;
+/* Give back the buffer of a page (@order 0) or folio. */
+void pwb__pcache_buf_free_order(struct pwb__pcache_bdi *pb, void *b,
+				unsigned int order) PWB__INTERNAL;
 /* Give back the buffers of a reclaim batch at once, one pool lock for
  * all: @first and the pages linked behind it through their lru heads. */
 void pwb__pcache_batch_bufs_free(struct pwb__pcache_bdi *pb,

@@ -506,7 +506,7 @@ static int open_inode(struct slot *s)
 static void do_write(struct slot *s, uint64_t *r)
 {
 	uint64_t off, len, dseed = rnd(r), i;
-	unsigned int shape = rnd_below(r, 10);
+	unsigned int shape = rnd_below(r, 12);
 	ssize_t n;
 	uint8_t *buf;
 
@@ -519,6 +519,20 @@ static void do_write(struct slot *s, uint64_t *r)
 	} else if (shape < 8) {		/* unaligned, multi-page */
 		len = 1 + rnd_below(r, 12 * PS);
 		off = rnd_below(r, MAXF - len + 1);
+	} else if (shape >= 10) {	/* whole aligned runs of 16 or 32
+					 * pages (the cache's folios), maybe
+					 * with a partial page after */
+		uint64_t pages = (uint64_t)16 << rnd_below(r, 2);
+
+		off = rnd_below(r, (MAXF_PAGES - pages) / 16 + 1) * 16 * PS;
+		len = pages * PS;
+		if (off + len < MAXF && rnd_below(r, 2))
+			len += 1 + rnd_below(r, PS - 1);
+		/* A folio is made only where nothing of it is cached: drop
+		 * the clean pages (advice: the contents do not change). */
+		if (rnd_below(r, 4))
+			pwb_fadvise(s->inode, off, pages * PS,
+				    PWB_FADV_DONTNEED);
 	} else {			/* append, maybe far past EOF */
 		len = 1 + rnd_below(r, 3 * PS);
 		off = s->size + rnd_below(r, 8 * PS);
