@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 /* The kernel's MIN_WRITEBACK_PAGES: 4 MiB. */
-#define MIN_WRITEBACK_BYTES (4ull << 20)
+#define MIN_WRITEBACK_BYTES PWB__MIN_WRITEBACK_BYTES
 /* A non-integrity pass checks for other work after this long. */
 #define PASS_SLICE_NS (100 * PWB__NSEC_PER_MSEC)
 /* Bandwidth is sampled over at least this long (the kernel's 200 ms). */
