@@ -165,6 +165,13 @@ static void age_locked(struct pwb_domain *dom, uint64_t now)
 		age_events(m, (unsigned int)PWB__MIN(n, 64ull));
 }
 
+static void update_locked(struct pwb_domain *dom, uint64_t now)
+{
+	age_locked(dom, now);
+	recompute_locked(dom);
+	pwb__aset(&dom->next_update, now + dom->update_ns);
+}
+
 void pwb__domain_update(struct pwb_domain *dom, uint64_t now, bool force)
 {
 	if (force) {
@@ -180,21 +187,31 @@ void pwb__domain_update(struct pwb_domain *dom, uint64_t now, bool force)
 			return;
 		}
 	}
-	age_locked(dom, now);
-	recompute_locked(dom);
-	pwb__aset(&dom->next_update, now + dom->update_ns);
+	update_locked(dom, now);
 	pthread_mutex_unlock(&dom->lock);
 }
 
 void pwb__domain_written(struct pwb_bdi *bdi, uint64_t pages)
 {
 	struct pwb__dom_member *m = bdi->dom;
-	/* The first pages counted (since the count decayed to nothing):
-	 * the bdi is at its floor until the shares are recomputed, so do
-	 * it now, not at the next update due. */
-	bool first = uatomic_add_return(&m->events, pages) == pages;
+	struct pwb_domain *dom = m->dom;
+	uint64_t now = pwb__domain_now(dom);
 
-	pwb__domain_update(m->dom, pwb__domain_now(m->dom), first);
+	/*
+	 * The first pages counted (since the count decayed to nothing):
+	 * the bdi is at its floor until the shares are recomputed, so do
+	 * it now, not at the next update due. Tried, never waited for, as
+	 * every completion's update (base.h); if the lock is busy, the
+	 * next update due (a sixteenth of a period later) counts them.
+	 */
+	if (uatomic_add_return(&m->events, pages) == pages) {
+		if (!pthread_mutex_trylock(&dom->lock)) {
+			update_locked(dom, now);
+			pthread_mutex_unlock(&dom->lock);
+		}
+		return;
+	}
+	pwb__domain_update(dom, now, false);
 }
 
 /* ---------------------------------------------------------------------- */
