@@ -90,13 +90,14 @@ enum workload { WL_SEED, WL_RAND4K, WL_SKEW, WL_FSYNC, WL_MARKDIRTY, WL_NULL,
 		WL_THROTTLE, WL_MEMORY, WL_ONEFILE_SEQ, WL_ONEFILE_RAND,
 		WL_WAL, WL_PCWRITE, WL_PCREAD, WL_RECLAIM,
 		WL_PCUNCACHED, WL_FRAG, WL_SQLITE, WL_PCSEQREAD, WL_DOMAIN,
-		WL_MULTIDEV, WL_SQLITE_BULK, WL_TENANTS, NR_WL };
+		WL_MULTIDEV, WL_SQLITE_BULK, WL_TENANTS, WL_PCSTREAM, NR_WL };
 
 static const char *const wl_name[NR_WL] = {
 	"seed", "rand4k", "skew", "fsync", "markdirty", "null", "throttle",
 	"memory", "one-file-seq", "one-file-rand", "wal", "pcache-write",
 	"pcache-read", "reclaim", "pcache-uncached", "frag", "sqlite",
 	"pcache-seqread", "domain", "multidev", "sqlite-bulk", "tenants",
+	"pcache-stream",
 };
 
 /* The one-file workloads: one inode, written by every context under the
@@ -1826,6 +1827,9 @@ static uint64_t heap_in_use(void)
  * inodes; then while it dirties the first page of each of them (sparse
  * dirtying: the worst case per page).
  */
+#define MEM_CACHED_BYTES (1ull << 30)
+static double memory_cached_page(void);
+
 static void bench_memory(void)
 {
 	uint64_t pages = o.md_pages, n = o.mem_inodes, i, before, after;
@@ -1834,7 +1838,7 @@ static void bench_memory(void)
 	struct result r = { .wl = WL_MEMORY, .backend = "null",
 			    .ctx = o.sweep[0], .threads = 1, .fio = -1,
 			    .kern = -1, .unit = "B/page" };
-	double per_page, per_inode, per_sparse;
+	double per_page, per_inode, per_sparse, per_cached;
 
 	ai = calloc(n, sizeof(*ai));
 	if (!ai)
@@ -1865,6 +1869,7 @@ static void bench_memory(void)
 	per_sparse = (double)(after - before) / (double)n;
 	pwb_bdi_close(bdi);
 	free(ai);
+	per_cached = memory_cached_page();
 
 	r.pwb = per_page;
 	r.bytes = pages * PS;
@@ -1882,6 +1887,12 @@ static void bench_memory(void)
 	snprintf(r.note, sizeof(r.note),
 		 "first dirty page of each of those inodes (sparse: one "
 		 "512-page leaf)");
+	add_result(&r);
+	r.pwb = per_cached;
+	r.bytes = MEM_CACHED_BYTES;
+	snprintf(r.note, sizeof(r.note),
+		 "cached page of a 1 GiB sequential file (pwb_write, 1 MiB "
+		 "calls): descriptor, index, tags; not the 4 KiB of data");
 	add_result(&r);
 }
 
@@ -2207,6 +2218,40 @@ static int dp_map_page(struct pwb_inode *inode, uint64_t index,
 
 static const struct pwb_inode_ops dp_usermap_ops = { .map_page = dp_map_page };
 
+/*
+ * Heap bytes per cached page of library-owned pages: one inode written
+ * from start to end in 1 MiB pwb_write() calls, MEM_CACHED_BYTES in all,
+ * into a cache that holds all of it (null backend, no writeback: every
+ * page stays cached and dirty). The page buffers come from mapped chunks
+ * and are not counted: what is left is the page cache's own bookkeeping
+ * (page descriptors, the index) and the engine's dirty tags.
+ */
+static double memory_cached_page(void)
+{
+	uint64_t pages = MEM_CACHED_BYTES / PS, before, after, i;
+	struct dp_inode d = { .base = 0 };
+	struct pwb_bdi *bdi;
+	uint8_t *buf;
+
+	if (posix_memalign((void **)&buf, 4096, 1u << 20))
+		die("out of memory");
+	memset(buf, 0x5a, 1u << 20);
+	g_cache_bytes = MEM_CACHED_BYTES + (64ull << 20);
+	bdi = bdi_open(g_sparse, "null", 1, false);
+	g_cache_bytes = 0;
+	if (pwb_inode_open(bdi, 1, &dp_usermap_ops, &d, &d.inode))
+		die("pwb_inode_open: %s", pwb_errmsg());
+	before = heap_in_use();
+	for (i = 0; i < MEM_CACHED_BYTES >> 20; i++)
+		if (pwb_write(d.inode, buf, 1u << 20, i << 20) != 1 << 20)
+			die("pwb_write: %s", pwb_errmsg());
+	after = heap_in_use();
+	pwb_inode_close(d.inode);
+	pwb_bdi_close(bdi);
+	free(buf);
+	return (double)(after - before) / (double)pages;
+}
+
 /* A bdi for the data path: @cache bytes of cache, writeback only when
  * asked unless @writeback. */
 static struct pwb_bdi *dp_bdi_open(const char *path, const char *backend,
@@ -2230,10 +2275,55 @@ struct dp_thread {
 	uint64_t n;
 	size_t chunk;			/* bytes per call (0: one page) */
 	bool read;
+	double *stamps;			/* if set: when each call ended */
 	pthread_barrier_t *bar;
 	double t0, t1;
 	int err;
 };
+
+/*
+ * pcache-stream's writes, through one of two functions by whether the
+ * threads together have written cache_bytes yet (g_stream_cache; bytes
+ * written so far in g_stream_done), so that a profiler can tell the two
+ * phases apart: valgrind --tool=callgrind
+ * --toggle-collect=stream_write_after_full ...
+ */
+static uint64_t g_stream_cache, g_stream_done;
+static uint64_t g_stream_calls[2];	/* calls before, after full */
+
+/* Each counts its calls: two identical bodies would be folded into one. */
+static ssize_t __attribute__((noinline))
+stream_write_filling(struct pwb_inode *inode, const void *buf, size_t len,
+		     uint64_t off)
+{
+	__atomic_fetch_add(&g_stream_calls[0], 1, __ATOMIC_RELAXED);
+	return pwb_write(inode, buf, len, off);
+}
+
+static ssize_t __attribute__((noinline))
+stream_write_after_full(struct pwb_inode *inode, const void *buf, size_t len,
+			uint64_t off)
+{
+	__atomic_fetch_add(&g_stream_calls[1], 1, __ATOMIC_RELAXED);
+	return pwb_write(inode, buf, len, off);
+}
+
+static ssize_t dp_stream_call(struct dp_thread *t, const void *buf,
+			      size_t len, uint64_t off)
+{
+	bool full = __atomic_load_n(&g_stream_done, __ATOMIC_RELAXED) >=
+		    g_stream_cache;
+	ssize_t r;
+
+	if (!t->inode)
+		r = pwrite(t->fd, buf, len, (off_t)(t->base + off));
+	else if (full)
+		r = stream_write_after_full(t->inode, buf, len, off);
+	else
+		r = stream_write_filling(t->inode, buf, len, off);
+	__atomic_fetch_add(&g_stream_done, len, __ATOMIC_RELAXED);
+	return r;
+}
 
 static void *dp_thread_fn(void *arg)
 {
@@ -2251,7 +2341,9 @@ static void *dp_thread_fn(void *arg)
 		uint64_t off = t->order[i] * len;
 		ssize_t r;
 
-		if (t->inode)
+		if (t->stamps)
+			r = dp_stream_call(t, buf, len, off);
+		else if (t->inode)
 			r = t->read ? pwb_read(t->inode, buf, len, off)
 				    : pwb_write(t->inode, buf, len, off);
 		else
@@ -2261,6 +2353,8 @@ static void *dp_thread_fn(void *arg)
 					     (off_t)(t->base + off));
 		if (r != (ssize_t)len)
 			t->err = r < 0 ? (t->inode ? (int)-r : errno) : EIO;
+		if (t->stamps)
+			t->stamps[i] = bench_now_s();
 	}
 	t->t1 = bench_now_s();
 	free(buf);
@@ -2503,6 +2597,222 @@ static void bench_dp_reclaim(void)
 			 best[i] / best[0], counts[0]);
 		snprintf(r[i].note, sizeof(r[i].note), "%s", note);
 		add_result(&r[i]);
+	}
+}
+
+#define STREAM_CHUNK (1u << 20)
+
+/*
+ * pcache-stream: T threads each write their own inode from start to end
+ * in 1 MiB pwb_write() calls, o.size in all, four times cache_bytes, with
+ * background writeback on. The cache is full once the threads together
+ * have written cache_bytes; the rate before that point and the rate after
+ * it (up to the end of a final pwb_sync()) are given apart, from the time
+ * each call returned. On the null backend the device costs nothing, so
+ * what the writer pays once the cache is full is reclaim's cost: the goal
+ * is after/before >= 0.9. On the device the goal is after >= 0.9 x fio
+ * (rw=write bs=1M O_DIRECT, numjobs T, end_fsync) over the same bytes.
+ * The kernel: the same pwrite() stream through its page cache of the
+ * image, then fdatasync, counted; split at the same byte count.
+ */
+struct stream_fig {
+	double before, after;	/* MiB/s */
+};
+
+/* Split the calls of @t (each thread's stamps) at the call that brought
+ * the total to @cache bytes; @t0 the start, @t_end the end (after the
+ * sync). */
+static struct stream_fig stream_split(struct dp_thread *t, unsigned int T,
+				      uint64_t cache, double t_end)
+{
+	uint64_t total = 0, k, n = 0, at;
+	double t0 = 1e300, *all;
+	struct stream_fig f;
+	unsigned int i;
+
+	for (i = 0; i < T; i++)
+		total += t[i].n;
+	all = malloc(total * sizeof(*all));
+	if (!all)
+		die("out of memory");
+	for (i = 0; i < T; i++) {
+		t0 = t[i].t0 < t0 ? t[i].t0 : t0;
+		for (k = 0; k < t[i].n; k++)
+			all[n++] = t[i].stamps[k];
+	}
+	qsort(all, n, sizeof(*all), bench_cmp_double);
+	at = cache / STREAM_CHUNK;
+	at = at ? (at > n ? n : at) : 1;
+	f.before = (double)at * STREAM_CHUNK / MIB / (all[at - 1] - t0);
+	f.after = n > at ? (double)(n - at) * STREAM_CHUNK / MIB /
+				   (t_end - all[at - 1])
+			 : -1;
+	free(all);
+	return f;
+}
+
+/* One stream run: libpwb on @path with @backend (@kernel: the kernel's
+ * page cache of g_img instead). */
+static struct stream_fig stream_once(const char *path, const char *backend,
+				     bool kernel, struct pwb_stats *st)
+{
+	unsigned int T = o.threads, i;
+	uint64_t per = o.size / T / STREAM_CHUNK, cache = o.size / 4;
+	struct dp_thread t[MAX_THREADS];
+	struct dp_inode d[MAX_THREADS];
+	struct pwb_bdi *bdi = NULL;
+	struct stream_fig f;
+	int fd = -1;
+
+	if (kernel) {
+		drop_cache(g_img);
+		fd = open(g_img, O_RDWR);
+		if (fd < 0)
+			die("%s: %s", g_img, strerror(errno));
+	} else {
+		bdi = dp_bdi_open(path, backend, o.sweep[0], cache, true);
+	}
+	for (i = 0; i < T; i++) {
+		d[i].base = i * per * STREAM_CHUNK;
+		d[i].inode = NULL;
+		if (!kernel && pwb_inode_open(bdi, i + 1, &dp_usermap_ops,
+					      &d[i], &d[i].inode))
+			die("pwb_inode_open: %s", pwb_errmsg());
+		t[i] = (struct dp_thread){ .inode = d[i].inode, .fd = fd,
+					   .base = d[i].base,
+					   .chunk = STREAM_CHUNK, .n = per };
+		t[i].order = malloc(per * sizeof(*t[i].order));
+		t[i].stamps = calloc(per, sizeof(*t[i].stamps));
+		if (!t[i].order || !t[i].stamps)
+			die("out of memory");
+		for (uint64_t j = 0; j < per; j++)
+			t[i].order[j] = j;
+	}
+	g_stream_cache = cache;
+	g_stream_done = 0;
+	g_stream_calls[0] = g_stream_calls[1] = 0;
+	dp_run_threads(t, T);
+	if (kernel) {
+		if (fdatasync(fd))
+			die("fdatasync: %s", strerror(errno));
+		close(fd);
+	} else if (pwb_sync(bdi)) {
+		die("pwb_sync: %s", pwb_errmsg());
+	}
+	f = stream_split(t, T, cache, bench_now_s());
+	if (bdi) {
+		if (st && pwb_bdi_stats(bdi, st))
+			die("pwb_bdi_stats: %s", pwb_errmsg());
+		for (i = 0; i < T; i++)
+			pwb_inode_close(d[i].inode);
+		pwb_bdi_close(bdi);
+	}
+	for (i = 0; i < T; i++) {
+		free(t[i].order);
+		free(t[i].stamps);
+	}
+	return f;
+}
+
+static void bench_dp_stream(void)
+{
+	unsigned int T = o.threads, run, nb = 0, b;
+	uint64_t per = o.size / T / STREAM_CHUNK;
+	const char *backends[2];
+	bool fio = !o.no_fio && have_fio(), kernel = !o.no_kernel;
+	double pb[2][MAX_RUNS], pa[2][MAX_RUNS], ratio[2][MAX_RUNS];
+	double vf[2][MAX_RUNS], fv[MAX_RUNS], kb[MAX_RUNS], ka[MAX_RUNS];
+	double kv[MAX_RUNS], direct[2][MAX_RUNS];
+
+	if (!per)
+		die("pcache-stream: --size too small for %u threads of 1 MiB "
+		    "writes", T);
+	backends[nb++] = "null";
+	if (strcmp(o.backend, "null"))
+		backends[nb++] = o.backend;
+	/* Not timed: the first bdi of the process maps the cache's memory
+	 * fresh (faulted in by the host), the later ones reuse the chunks
+	 * it gave back (pcache-pool.c); without this the first run's
+	 * "before" would measure that. */
+	stream_once(g_sparse, "null", false, NULL);
+	for (run = 0; run < o.runs; run++) {
+		for (b = 0; b < nb; b++) {
+			bool null = !strcmp(backends[b], "null");
+			struct pwb_stats st;
+			struct stream_fig f = stream_once(null ? g_sparse
+							       : g_img,
+							  backends[b], false,
+							  &st);
+
+			pb[b][run] = f.before;
+			pa[b][run] = f.after;
+			ratio[b][run] = f.after / f.before;
+			direct[b][run] = (double)st.direct_reclaimed_pages;
+			if (o.verbose)
+				fprintf(stderr, "pcache-stream %s run %u: "
+					"before %.1f after %.1f MiB/s, "
+					"direct reclaims %" PRIu64 ", calls "
+					"%" PRIu64 " filling, %" PRIu64
+					" full\n", backends[b], run,
+					f.before, f.after,
+					st.direct_reclaimed_pages,
+					g_stream_calls[0], g_stream_calls[1]);
+		}
+		fv[run] = -1;
+		if (fio && nb > 1) {
+			const char *engine = !strcmp(o.backend, "io_uring")
+						     ? "io_uring" : "psync";
+			char job[512];
+
+			snprintf(job, sizeof(job),
+				 "--ioengine=%s --iodepth=%u --numjobs=%u "
+				 "--rw=write --bs=1M --size=%" PRIu64
+				 " --offset_increment=%" PRIu64, engine,
+				 strcmp(engine, "psync") ? o.depth : 1, T,
+				 per * STREAM_CHUNK, per * STREAM_CHUNK);
+			fv[run] = fio_run(job, true);
+		}
+		for (b = 0; b < nb; b++)
+			vf[b][run] = fv[run] > 0 ? pa[b][run] / fv[run] : -1;
+		kb[run] = ka[run] = kv[run] = -1;
+		if (kernel) {
+			double t0 = bench_now_s();
+			struct stream_fig f = stream_once(NULL, NULL, true,
+							  NULL);
+
+			kv[run] = (double)o.size / MIB / (bench_now_s() - t0);
+			kb[run] = f.before;
+			ka[run] = f.after;
+		}
+	}
+	for (b = 0; b < nb; b++) {
+		struct result r = { .wl = WL_PCSTREAM, .backend = backends[b],
+				    .ctx = o.sweep[0], .depth = o.depth,
+				    .threads = T, .bytes = o.size,
+				    .unit = "MiB/s" };
+
+		r.pwb = median(pa[b], o.runs);
+		r.fio = b ? median(fv, o.runs) : -1;
+		r.kern = kernel ? median(kv, o.runs) : -1;
+		if (!b)
+			snprintf(r.note, sizeof(r.note), "after full; before "
+				 "%.0f, after/before %.2f (goal >= 0.9); "
+				 "direct reclaims %.0f; kernel after/before "
+				 "%.2f", median(pb[b], o.runs),
+				 median(ratio[b], o.runs),
+				 median(direct[b], o.runs),
+				 kernel ? median(ka, o.runs) /
+						  median(kb, o.runs) : -1.0);
+		else
+			snprintf(r.note, sizeof(r.note), "after full; before "
+				 "%.0f, after/before %.2f, after/fio %.2f (goal"
+				 " >= 0.9); kernel after/before %.2f",
+				 median(pb[b], o.runs),
+				 median(ratio[b], o.runs),
+				 median(vf[b], o.runs),
+				 kernel ? median(ka, o.runs) /
+						  median(kb, o.runs) : -1.0);
+		add_result(&r);
 	}
 }
 
@@ -3029,9 +3339,10 @@ static void usage(FILE *f)
 "  --workload LIST   seed,rand4k,skew,fsync,markdirty,null,throttle,\n"
 "                    memory, one-file (one-file-seq,one-file-rand),\n"
 "                    wal, pcache-write, pcache-read, pcache-uncached,\n"
-"                    pcache-seqread, reclaim, frag, all (seed); not in\n"
-"                    all: domain, multidev, tenants, sqlite,\n"
-"                    sqlite-bulk (the last two built with sqlite3)\n"
+"                    pcache-seqread, pcache-stream, reclaim, frag, all\n"
+"                    (seed); not in all: domain, multidev, tenants,\n"
+"                    sqlite, sqlite-bulk (the last two built with\n"
+"                    sqlite3)\n"
 "  --contexts N      writeback contexts (2); --sweep 1,2,4,8 runs several;\n"
 "                    \"auto\" in the list: the bdi tunes itself\n"
 "                    (PWB_BDI_AUTO_WB_CTX), seed/rand4k/skew/fsync only\n"
@@ -3432,7 +3743,7 @@ int main(int argc, char **argv)
 	    o.wl[WL_FSYNC] || o.wl[WL_THROTTLE] || o.wl[WL_ONEFILE_SEQ] ||
 	    o.wl[WL_ONEFILE_RAND] || o.wl[WL_WAL] || o.wl[WL_PCWRITE] ||
 	    o.wl[WL_PCREAD] || o.wl[WL_PCUNCACHED] || o.wl[WL_FRAG] ||
-	    o.wl[WL_PCSEQREAD]) {
+	    o.wl[WL_PCSEQREAD] || o.wl[WL_PCSTREAM]) {
 		if (o.device) {
 			g_img = strdup(o.device);
 			img = device_size(g_img);
@@ -3458,10 +3769,13 @@ int main(int argc, char **argv)
 			g_src[i] = (uint8_t)(i * 131 + 7);
 	}
 	if (o.wl[WL_MARKDIRTY] || o.wl[WL_NULL] || o.wl[WL_MEMORY] ||
-	    o.wl[WL_RECLAIM]) {
+	    o.wl[WL_RECLAIM] || o.wl[WL_PCSTREAM]) {
 		uint64_t sz = BENCH_MAX(BENCH_MAX(o.null_pages,
 					     o.md_pages * o.threads) * PS,
 					o.size) + (1u << 20);
+
+		if (o.wl[WL_MEMORY])	/* its cached-page row */
+			sz = BENCH_MAX(sz, MEM_CACHED_BYTES + (1u << 20));
 
 		if (asprintf(&g_sparse, "%s/pwb-bench-sparse.img", o.dir) < 0)
 			die("out of memory");
@@ -3499,6 +3813,8 @@ int main(int argc, char **argv)
 			bench_dp_cached((enum workload)i);
 		else if (i == WL_RECLAIM)
 			bench_dp_reclaim();
+		else if (i == WL_PCSTREAM)
+			bench_dp_stream();
 		else if (i == WL_PCUNCACHED || i == WL_PCSEQREAD)
 			bench_dp_uncached(i == WL_PCSEQREAD);
 		else if (i == WL_FRAG)

@@ -259,6 +259,9 @@ enum pwb__lock_rank {
 	PWB__LOCK_PAGE_ROOM,	/* room->lock: writers waiting for room in
 				 * a bdi's cache or a domain's budget
 				 * (pcache.h); a leaf */
+	PWB__LOCK_PAGE_KSWAPD,	/* pcache->kswapd_lock: the background
+				 * reclaimer's sleep (pcache-reclaim.c); a
+				 * leaf */
 	PWB__LOCK_CHUNK_RETAIN,	/* retain_lock (pcache-pool.c): chunks of
 				 * closed bdis kept for reuse; a leaf */
 	PWB__LOCK_DOMAIN,	/* domain->lock (domain.c): members and

@@ -275,6 +275,25 @@ static int probe_atomic_writes(struct pwb_bdi *bdi, const char *path)
 	return 0;
 }
 
+/* The backends a bdi may be opened with (cfg.backend names one). */
+static const struct pwb__io_backend *const backends[] = {
+	&pwb__io_psync,
+	&pwb__io_uring,	/* registered even when built without liburing:
+			 * its ctx_init then explains, with -EOPNOTSUPP */
+	&pwb__io_null,
+};
+
+/* The backend called @name, or NULL. */
+static const struct pwb__io_backend *backend_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(backends) / sizeof(*backends); i++)
+		if (!strcmp(backends[i]->name, name))
+			return backends[i];
+	return NULL;
+}
+
 /* The backend @cfg asks for; backend = NULL picks io_uring where this
  * process may use it (a ring of io_depth entries can be set up), psync
  * otherwise. Records why in bdi->backend_reason. NULL for an unknown
@@ -289,7 +308,7 @@ choose_backend(struct pwb_bdi *bdi, const struct pwb_bdi_config *cfg)
 	if (cfg->backend) {
 		snprintf(why, len, "asked for (backend = \"%s\")",
 			 cfg->backend);
-		return pwb__io_backend_find(cfg->backend);
+		return backend_find(cfg->backend);
 	}
 	ret = pwb__io_uring_probe(cfg->io_depth);
 	if (!ret) {

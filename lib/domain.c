@@ -28,8 +28,8 @@
  * without a domain; only a writer above its share's set point looks at
  * the whole domain (pwb__domain_throttle()): there a bdi may borrow
  * beyond its share an eighth of the domain's free room, but never more
- * than one writeback chunk of its own (half a second of its measured
- * bandwidth, at least 4 MiB), unless it is held strictly
+ * than one writeback chunk of its own (half a second of what it completed
+ * lately, at least 4 MiB), unless it is held strictly
  * (PWB_BDI_STRICT_SHARE); and every writer waits while the domain as a
  * whole is at its limit.
  *
@@ -42,6 +42,11 @@
  * seconds to write it while the fast devices' writers wait for room. A
  * member's first completion recomputes the shares at once, so a fast
  * device earns its share within a write or two.
+ *
+ * domain.c sits below the throttle and the flushers: they ask it for the
+ * shares and for the domain's state (which it reads from the members'
+ * counters, bdi-state.c), and start writeback and pause writers on its
+ * answers themselves.
  */
 #include "base.h"
 #include "wb_ctx.h"
@@ -72,11 +77,6 @@ static uint64_t to_pages(const struct pwb_bdi *bdi, uint64_t bytes)
 	uint64_t pages = bytes >> bdi->page_shift;
 
 	return bytes && !pages ? 1 : pages;
-}
-
-uint64_t pwb__domain_now(const struct pwb_domain *dom)
-{
-	return dom->cfg.clock(dom->cfg.clock_arg);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -233,20 +233,8 @@ static void domain_dirty(struct pwb_domain *dom, uint64_t *dirty,
 		struct pwb_bdi *bdi = m->bdi;
 
 		*dirty += pwb__bdi_dirty_pages_rcu(bdi) << bdi->page_shift;
-		*total += pwb__throttle_dirty(bdi) << bdi->page_shift;
+		*total += pwb__bdi_held_pages_rcu(bdi) << bdi->page_shift;
 	}
-	pwb__rcu_read_unlock();
-}
-
-/* Start background writeback on every member with pages to write. */
-static void kick_members(struct pwb_domain *dom)
-{
-	struct pwb__dom_member *m;
-
-	rcu_read_lock();
-	cds_list_for_each_entry_rcu(m, &dom->members, node)
-		if (pwb__bdi_dirty_pages_rcu(m->bdi))
-			pwb__kick_background(m->bdi);
 	pwb__rcu_read_unlock();
 }
 
@@ -282,24 +270,26 @@ static uint64_t loan_pages(const struct pwb__dom_member *m)
 	return half_s / min * min + min;
 }
 
-bool pwb__domain_throttle(struct pwb_bdi *bdi, struct pwb__throttle_state *s)
+unsigned int pwb__domain_throttle(struct pwb_bdi *bdi,
+				  struct pwb__throttle_state *s)
 {
 	struct pwb__dom_member *m = bdi->dom;
 	struct pwb_domain *dom = m->dom;
 	uint64_t limit = dom->cfg.dirty_bytes;
 	uint64_t bg = dom->cfg.dirty_background_bytes;
 	uint64_t dirty, total;
+	unsigned int what = 0;
 
 	if (!limit)
-		return false;
+		return 0;
 	/* Under its own share's set point a writer runs, whatever the
 	 * others do: the common case, decided without the walk. (The
 	 * limit below is only ever raised, which raises the set point.) */
 	if (s->dirty <= pwb__throttle_setpoint(s->bg, s->limit))
-		return false;
+		return 0;
 	domain_dirty(dom, &dirty, &total);
 	if (bg && dirty > bg)
-		kick_members(dom);
+		what |= PWB__DOMAIN_KICK;
 	/*
 	 * A bdi not held strictly may borrow: its limit is at least an
 	 * eighth of the room the domain has left (never past its bound),
@@ -321,12 +311,12 @@ bool pwb__domain_throttle(struct pwb_bdi *bdi, struct pwb__throttle_state *s)
 		room = PWB__MIN(room, m->max_limit_pages);
 		s->limit = PWB__MAX(s->limit, room);
 		if (s->dirty <= pwb__throttle_setpoint(s->bg, s->limit))
-			return false;
+			return what;
 	}
 	/* The domain is full: pause as at the limit until there is room. */
 	if (total >= limit && s->dirty < s->limit)
 		s->dirty = s->limit;
-	return true;
+	return what | PWB__DOMAIN_PAUSE;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -393,6 +383,29 @@ int pwb__domain_attach(struct pwb_bdi *bdi, const struct pwb_bdi_config *cfg)
 	return 0;
 }
 
+/*
+ * The member list's two changes, made under dom->lock while readers walk
+ * the list under RCU (cds_list_for_each_entry_rcu, which loads each next
+ * pointer atomically). liburcu's cds_list_add_tail_rcu()/cds_list_del_rcu()
+ * store the next pointer a reader follows through a volatile access,
+ * which ThreadSanitizer does not take for an atomic one; these store it
+ * with __atomic, release when it publishes a new member.
+ */
+static void member_list_add_tail(struct cds_list_head *newp,
+				 struct cds_list_head *head)
+{
+	newp->next = head;
+	newp->prev = head->prev;
+	__atomic_store_n(&head->prev->next, newp, __ATOMIC_RELEASE);
+	head->prev = newp;
+}
+
+static void member_list_del(struct cds_list_head *elem)
+{
+	elem->next->prev = elem->prev;
+	pwb__aset(&elem->prev->next, elem->next);
+}
+
 void pwb__domain_publish(struct pwb_bdi *bdi)
 {
 	struct pwb__dom_member *m = bdi->dom;
@@ -402,7 +415,7 @@ void pwb__domain_publish(struct pwb_bdi *bdi)
 		return;
 	dom = m->dom;
 	pthread_mutex_lock(&dom->lock);
-	cds_list_add_tail_rcu(&m->node, &dom->members);
+	member_list_add_tail(&m->node, &dom->members);
 	m->published = true;
 	dom->nr_members++;
 	recompute_locked(dom);
@@ -419,7 +432,7 @@ void pwb__domain_leave(struct pwb_bdi *bdi)
 	dom = m->dom;
 	pthread_mutex_lock(&dom->lock);
 	if (m->published) {
-		cds_list_del_rcu(&m->node);
+		member_list_del(&m->node);
 		m->published = false;
 		dom->nr_members--;
 		recompute_locked(dom);

@@ -95,22 +95,32 @@ void pwb__domain_written(struct pwb_bdi *bdi, uint64_t pages) PWB__INTERNAL;
  * member's share and thresholds; only if due unless @force. */
 void pwb__domain_update(struct pwb_domain *dom, uint64_t now,
 			bool force) PWB__INTERNAL;
-/* The domain's clock. */
-uint64_t pwb__domain_now(const struct pwb_domain *dom) PWB__INTERNAL;
+/* The domain's clock (cfg.clock: pwb__clock_monotonic unless a test's).
+ * Inline, so that the files below the domain (tenant.c) read it too. */
+static inline uint64_t pwb__domain_now(const struct pwb_domain *dom)
+{
+	return dom->cfg.clock(dom->cfg.clock_arg);
+}
 
+/* What pwb__domain_throttle() asks of the throttle, OR-ed: */
+#define PWB__DOMAIN_PAUSE	1u	/* pause the writer by the state */
+#define PWB__DOMAIN_KICK	2u	/* start background writeback on
+					 * every member with dirty pages */
 /*
  * The throttle's view of a bdi in a domain. @s holds the bdi's own state
  * (its share's thresholds, its dirty + writeback pages); this adds the
- * domain's: false if the writer may run (the bdi under its share's set
- * point, or, not held strictly, under the set point of what it may
- * borrow: an eighth of the domain's free room), true if it is to be
- * paused, with @s adjusted for pwb__throttle_pause(): the limit raised to
- * what it may borrow, the dirty count raised to the limit when the domain
- * as a whole is at its limit. Kicks background writeback on every member
- * with dirty pages while the domain is over its background threshold.
+ * domain's: no PWB__DOMAIN_PAUSE if the writer may run (the bdi under its
+ * share's set point, or, not held strictly, under the set point of what
+ * it may borrow: an eighth of the domain's free room, one writeback chunk
+ * of its own at most); PWB__DOMAIN_PAUSE
+ * if it is to be paused, with @s adjusted for pwb__throttle_pause(): the
+ * limit raised to what it may borrow, the dirty count raised to the limit
+ * when the domain as a whole is at its limit. PWB__DOMAIN_KICK while the
+ * domain is over its background threshold (looked at only above the
+ * bdi's set point). Lock-free; domain.c neither kicks nor sleeps itself.
  */
-bool pwb__domain_throttle(struct pwb_bdi *bdi,
-			  struct pwb__throttle_state *s) PWB__INTERNAL;
+unsigned int pwb__domain_throttle(struct pwb_bdi *bdi,
+				  struct pwb__throttle_state *s) PWB__INTERNAL;
 /* True if @bdi's domain as a whole is over its background threshold. */
 bool pwb__domain_over_bg(struct pwb_bdi *bdi) PWB__INTERNAL;
 

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * io.c - the I/O backend registry and the end of every write
+ * io.c - the engine's side of the I/O backends and the end of every write
+ *
+ * The backends (io-*.c) sit above this file: they call its helpers and
+ * pwb__io_end(), and the engine reaches them only through the ops table
+ * (struct pwb__io_backend) the bdi was opened with; the names they are
+ * chosen by are bdi.c's.
  *
  * pwb__io_end() is the one place where a finished write changes page state:
  * the writeback tag goes, a failed page becomes dirty again (and its error
@@ -21,25 +26,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-static const struct pwb__io_backend *const backends[] = {
-	&pwb__io_psync,
-	&pwb__io_uring,	/* registered even when built without liburing:
-			 * its ctx_init then explains, with -EOPNOTSUPP */
-	&pwb__io_null,
-};
-
-const struct pwb__io_backend *pwb__io_backend_find(const char *name)
-{
-	size_t i;
-
-	if (!name)
-		name = "psync";
-	for (i = 0; i < sizeof(backends) / sizeof(*backends); i++)
-		if (!strcmp(backends[i]->name, name))
-			return backends[i];
-	return NULL;
-}
 
 enum pwb__fault_action pwb__io_fault_check(struct pwb__io *io, int *err,
 					   uint64_t *short_len)

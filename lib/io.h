@@ -143,8 +143,6 @@ void pwb__fault_destroy(struct pwb_bdi *bdi) PWB__INTERNAL;
 int pwb__fault_check_read(struct pwb_bdi *bdi, uint64_t dev_off,
 			  uint64_t len) PWB__INTERNAL;
 struct pwb__fault_state;
-const struct pwb__io_backend *pwb__io_backend_find(const char *name)
-	PWB__INTERNAL;
 /* A request with room for @max_pages iovecs, zeroed but for iov and cap,
  * or NULL. Full-size requests (max_io_pages) and small ones (up to
  * PWB__IO_SMALL_PAGES) come from the context's caches, so a busy context

@@ -44,6 +44,7 @@ static const char *const rank_names[PWB__NR_LOCK_RANKS] = {
 	[PWB__LOCK_PAGE_POOL] = "pool->lock",
 	[PWB__LOCK_PAGE_LRU] = "pcache->lru[i].lock",
 	[PWB__LOCK_PAGE_ROOM] = "room->lock",
+	[PWB__LOCK_PAGE_KSWAPD] = "pcache->kswapd_lock",
 	[PWB__LOCK_CHUNK_RETAIN] = "pcache retain_lock",
 };
 

@@ -67,11 +67,10 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 			return pwb__err(-ENOMEM, "page cache: out of memory");
 		}
 		np->index = index;
-		np->pb = bdi->pcache;
 		np->inode = inode;
 		np->lru_idx = -1;
 		np->ref = 1;
-		pwb__mutex_init(&np->lock, PWB__LOCK_PAGE);
+		pwb__page_lock_init(np);
 		cds_lfht_node_init(&np->node);
 		PWB__TSAN_RELEASE(&np->node);
 		rcu_read_lock();
@@ -84,7 +83,7 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 			return 0;
 		}
 		/* Someone else inserted it first: use theirs. */
-		pthread_mutex_destroy(&np->lock);
+		pwb__page_lock_destroy(np);
 		pwb__pcache_buf_free(bdi->pcache, np->data);
 		free(np);
 		pwb__pcache_uncharge(bdi->pcache, 1);
@@ -109,6 +108,9 @@ static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p)
 	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
 
 	pwb__pcache_lru_del(pb, p);
+	/* Off every list for good (dead): its lru head carries the pool
+	 * to the free callback. */
+	p->dead_pb = pb;
 	rcu_read_lock();
 	cds_lfht_del(inode->pcache->pages, &p->node);
 	pwb__rcu_read_unlock();
@@ -150,6 +152,8 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 			continue;
 		}
 		pwb__pcache_lru_del(pb, p);
+		/* Off every list for good: see page_remove_dead(). */
+		p->dead_pb = pb;
 		cds_lfht_del(pages, &p->node);
 		PWB__TSAN_RELEASE(p);
 		pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
@@ -261,7 +265,7 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 		 * before (the data the device reads). */
 		if (pwb__page_flags(p) & PWB__PG_WLATCH) {
 			ret = -EAGAIN;
-		} else if (pthread_mutex_trylock(&p->lock)) {
+		} else if (pwb__page_trylock(p)) {
 			/* A writer between its latch and its copy, or a
 			 * reader copying out: not now. The lock also orders
 			 * the last copy before the device reads the data. */
@@ -269,7 +273,7 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 		} else {
 			int idx = pwb__flusher_ctx_idx();
 
-			pthread_mutex_unlock(&p->lock);
+			pwb__page_unlock(p);
 			*data = p->data;	/* tagged WRITEBACK: kept */
 			/* Clean once written: reclaimable by this context. */
 			pwb__pcache_lru_add(

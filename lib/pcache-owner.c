@@ -86,6 +86,8 @@ int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 	pb->pool = &pb->own_pool;
 	pwb__pcache_room_init(&pb->own_room);
 	pb->room = &pb->own_room;
+	pwb__mutex_init(&pb->kswapd_lock, PWB__LOCK_PAGE_KSWAPD);
+	pthread_cond_init(&pb->kswapd_cond, NULL);
 	for (unsigned int i = 0; i < PWB_MAX_WB_CTX; i++) {
 		pwb__mutex_init(&pb->lru[i].lock, PWB__LOCK_PAGE_LRU);
 		CDS_INIT_LIST_HEAD(&pb->lru[i].head);
@@ -154,15 +156,41 @@ void pwb__pcache_bdi_fini(struct pwb_bdi *bdi)
 	reap_dead_indexes();
 	if (!pb)
 		return;
+	pwb__pcache_kswapd_stop(pb);
 	pwb__ra_bdi_fini(bdi);
 	if (pb->dom)
 		pwb__pcache_dom_leave(bdi);
 	pwb__page_pool_fini(&pb->own_pool);
 	pwb__pcache_room_fini(&pb->own_room);
+	pthread_mutex_destroy(&pb->kswapd_lock);
+	pthread_cond_destroy(&pb->kswapd_cond);
 	for (unsigned int i = 0; i < PWB_MAX_WB_CTX; i++)
 		pthread_mutex_destroy(&pb->lru[i].lock);
 	free(pb);
 	bdi->pcache = NULL;
+}
+
+/*
+ * The most buckets an inode's index may grow to: half the cache's pages,
+ * rounded up to a power of two (at least the 512 it starts with). Growth
+ * is driven by the length of the chain an insert lands on, and with
+ * random hashes some chain reaches that length long after the table is
+ * as large as its nodes: unbounded, the index of a 1 GiB file grew to
+ * 4 M buckets (64 MiB, 256 bytes per cached page). A bound of half the
+ * pages keeps chains at one or two nodes when the inode fills the whole
+ * cache. The order allocator (calloc per size order), not liburcu's
+ * default for bounded tables, which reserves the whole bound as a
+ * mapping per inode: thousands of inodes would reach the process's
+ * limit on mappings.
+ */
+static unsigned long index_max_buckets(struct pwb_bdi *bdi)
+{
+	uint64_t half = bdi->pcache->limit_pages / 2;
+	unsigned long max = 512;
+
+	while (max < half && max < (1ul << 40))
+		max <<= 1;
+	return max;
 }
 
 int pwb__pcache_inode_init(struct pwb_inode *inode)
@@ -177,7 +205,9 @@ int pwb__pcache_inode_init(struct pwb_inode *inode)
 	 * the table also shrinks while reclaim empties it. */
 	pwb__extmap_init(&pc->zeroed, false);
 	pwb__ra_inode_init(&pc->ra);
-	pc->pages = cds_lfht_new(512, 512, 0, CDS_LFHT_AUTO_RESIZE, NULL);
+	pc->pages = _cds_lfht_new(512, 512, index_max_buckets(inode->bdi),
+				  CDS_LFHT_AUTO_RESIZE, &cds_lfht_mm_order,
+				  &rcu_flavor, NULL);
 	if (!pc->pages) {
 		free(pc);
 		return pwb__err(-ENOMEM, "pwb_inode_open: out of memory");

@@ -98,7 +98,7 @@ int pwb__pcache_fill_locked(struct pwb_inode *inode, struct pwb__page *p,
 {
 	int ret;
 
-	pwb__lockdep_assert_held(&p->lock);
+	pwb__page_assert_locked(p);
 	ret = fill_buf(inode, p->index, p->data, size);
 
 	if (!ret)
@@ -124,12 +124,12 @@ static struct pwb__page *run_page(struct pwb_inode *inode, uint64_t index)
 	if (pwb__pcache_page_find(inode, index, true, false, &q))
 		return NULL;	/* no room: the run ends here */
 	/* After the run's first page, in rising index (base.h). */
-	if (pwb__mutex_trylock_nested(&q->lock)) {
+	if (pwb__page_trylock_nested(q)) {
 		pwb__page_put(q);
 		return NULL;
 	}
 	if (pwb__aread(&q->flags) & (PWB__PG_UPTODATE | PWB__PG_READING)) {
-		pthread_mutex_unlock(&q->lock);
+		pwb__page_unlock(q);
 		pwb__page_put(q);
 		return NULL;
 	}
@@ -154,7 +154,7 @@ static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
 	uint64_t first = p->index, dev0, dev, tail;
 	ssize_t r;
 
-	pwb__lockdep_assert_held(&p->lock);
+	pwb__page_assert_locked(p);
 	if (size == 0 || last <= first ||
 	    first >= (size - 1) >> bdi->page_shift)
 		return pwb__pcache_fill_locked(inode, p, size);
@@ -196,7 +196,7 @@ static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
 		/* An error, a short read or past the device: each page on
 		 * its own, the first one now, which reports what failed. */
 		for (i = 1; i < n; i++) {
-			pthread_mutex_unlock(&run[i]->lock);
+			pwb__page_unlock(run[i]);
 			pwb__pcache_lru_add(bdi->pcache, run[i],
 					    pwb__pcache_owner_ctx(inode));
 			pwb__page_put(run[i]);
@@ -212,7 +212,7 @@ static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
 	for (i = 0; i < n; i++) {
 		uatomic_or(&run[i]->flags, PWB__PG_UPTODATE);
 		if (i)	/* the caller unlocks and puts the first */
-			pthread_mutex_unlock(&run[i]->lock);
+			pwb__page_unlock(run[i]);
 		pwb__pcache_lru_add(bdi->pcache, run[i],
 				    pwb__pcache_owner_ctx(inode));
 		if (i)
@@ -267,7 +267,7 @@ static int rw_page_get_locked(struct pwb_inode *inode, uint64_t index,
 		return -EAGAIN;
 	}
 	if (!(pwb__aread(&p->flags) & PWB__PG_UPTODATE)) {
-		pthread_mutex_unlock(&p->lock);
+		pwb__page_unlock(p);
 		pwb__page_put(p);
 		return (flags & PWB_RW_NOWAIT) ? -EAGAIN : -ENOENT;
 	}
@@ -305,13 +305,13 @@ read_fast(struct pwb_inode *inode, void *buf, size_t len, uint64_t off)
 	 * the next window). */
 	if ((pwb__aread(&p->flags) & (PWB__PG_UPTODATE | PWB__PG_READAHEAD)) !=
 	    PWB__PG_UPTODATE) {
-		pthread_mutex_unlock(&p->lock);
+		pwb__page_unlock(p);
 		pwb__page_put(p);
 		return -EAGAIN;
 	}
 	memcpy(buf, (char *)p->data + pgoff, len);
 	pwb__page_read_touch(p);
-	pthread_mutex_unlock(&p->lock);
+	pwb__page_unlock(p);
 	pwb__page_put(p);
 	return (ssize_t)len;
 }
@@ -400,7 +400,7 @@ read_slow(struct pwb_inode *inode, void *buf, size_t len, uint64_t off,
 			memcpy((char *)buf + done, (char *)p->data + pgoff, n);
 			pwb__page_read_touch(p);
 		}
-		pthread_mutex_unlock(&p->lock);
+		pwb__page_unlock(p);
 		pwb__page_put(p);
 		if (ret)
 			break;

@@ -15,6 +15,7 @@
 #include "probes.h"
 #include "pcache.h"
 
+#include <signal.h>
 #include <time.h>
 
 /* ---------------------------------------------------------------------- */
@@ -103,6 +104,7 @@ enum visit { V_FREED, V_KEEP, V_DROP };
 struct sweep {
 	struct pwb_inode *locked;
 	unsigned int held;
+	bool direct;	/* for a caller that needs room now */
 };
 
 static void sweep_unlock(struct sweep *sw)
@@ -116,10 +118,11 @@ static void sweep_unlock(struct sweep *sw)
  * Visit page @p, taken off its list, in a read-side section (which keeps
  * its inode and index): free it if clean, idle and not referenced since
  * the last visit (V_FREED); V_KEEP to put it back at the tail (in use,
- * referenced, or being written); V_DROP to leave it off (dirty: it joins
- * again when written; or dead).
+ * referenced, read from the device and not yet copied out, or being
+ * written); V_DROP to leave it off (dirty: it joins again when written;
+ * or dead). @late: the sweep's second time round its list.
  */
-static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
+static enum visit sweep_page(struct sweep *sw, struct pwb__page *p, bool late)
 {
 	struct pwb_inode *inode = p->inode;
 	struct cds_lfht *pages = PWB__RCU_DEREF(inode->pcache->pages);
@@ -130,6 +133,24 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 		return V_DROP;		/* dead, or its inode closing */
 	if (r > 0)
 		return V_KEEP;
+	/*
+	 * Read from the device and not yet copied out: read ahead of its
+	 * reader, who comes for it soon. Such pages are left alone while the
+	 * sweep finds others the first time round; the second time round
+	 * takes the mark off, and a later sweep may free them (so pages
+	 * nobody reads do not stay). Before, a sweep that wanted more than
+	 * the pages their readers were done with cleared the reference of
+	 * a page read ahead and freed it on its second time round, in the
+	 * same call: the reader then read it from the device again.
+	 */
+	if (pwb__aread(&p->flags) & PWB__PG_FRESH) {
+		/* Only a caller that needs room now goes that far: the
+		 * background reclaimers keep free room ahead of need, and
+		 * that room is not worth a page its reader comes for. */
+		if (late && sw->direct)
+			uatomic_and(&p->flags, ~PWB__PG_FRESH);
+		return V_KEEP;
+	}
 	if (pwb__aread(&p->flags) & PWB__PG_REF) {
 		uatomic_and(&p->flags, ~PWB__PG_REF);
 		return V_KEEP;
@@ -165,29 +186,32 @@ static enum visit sweep_page(struct sweep *sw, struct pwb__page *p)
 	}
 	/* Off the list an adder may have put it on since it was taken
 	 * (a reader filling it, say, before dropping its reference). */
-	pwb__pcache_lru_del(p->pb, p);
+	pwb__pcache_lru_del(inode->bdi->pcache, p);
 	cds_lfht_del(pages, &p->node);
-	pwb__pcache_uncharge(p->pb, 1);
-	return V_FREED;		/* the caller frees it, in a batch */
+	return V_FREED;		/* the caller frees and uncharges it, in a
+				 * batch */
 }
 
 #define SWEEP_BATCH 32
 
 /*
  * Free up to @want pages from list @idx, visiting each page on it at most
- * twice (a referenced page gets its second chance). Return pages freed.
+ * twice (a referenced page gets its second chance). @direct: the caller
+ * needs room now (it may take the mark off pages read ahead, see
+ * sweep_page). Return pages freed.
  */
 static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
-			    uint64_t want)
+			    uint64_t want, bool direct)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	struct pwb__pcache_lru *l = &pb->lru[idx];
 	struct pwb__page *batch[SWEEP_BATCH], *dead = NULL;
-	uint64_t freed = 0, budget = 2 * pwb__aread(&l->len);
-	unsigned int n, i, kept;
+	uint64_t len = pwb__aread(&l->len), freed = 0, budget = 2 * len;
+	unsigned int n, i, kept, nr_dead;
 
 	while (freed < want && budget) {
-		struct sweep sw = { 0 };
+		struct sweep sw = { .direct = direct };
+		bool late = budget <= len;
 
 		pthread_mutex_lock(&l->lock);
 		for (n = 0; n < SWEEP_BATCH && n < budget &&
@@ -211,9 +235,11 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 			break;
 		}
 		budget -= n;
+		nr_dead = 0;
 		for (i = kept = 0; i < n; i++) {
-			enum visit v = freed < want ? sweep_page(&sw, batch[i])
-						    : V_KEEP;
+			enum visit v = freed + nr_dead < want
+					       ? sweep_page(&sw, batch[i], late)
+					       : V_KEEP;
 
 			if (v == V_FREED) {
 				/* Linked behind the batch's first page. */
@@ -224,13 +250,19 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 							  &dead->lru);
 				if (!dead)
 					dead = batch[i];
-				freed++;
+				nr_dead++;
 			} else if (v == V_KEEP) {
 				batch[kept++] = batch[i];
 			}
 		}
 		sweep_unlock(&sw);
 		if (dead) {
+			/* Buffers first, then the charge: a writer that finds
+			 * room finds a buffer in the pool too, and maps no
+			 * new chunk. */
+			pwb__pcache_batch_bufs_free(pb, dead);
+			pwb__pcache_uncharge(pb, nr_dead);
+			freed += nr_dead;
 			/* After the links: the callback acquires it. */
 			PWB__TSAN_RELEASE(dead);
 			pwb__call_rcu(&dead->rcu, pwb__pcache_batch_free_rcu);
@@ -252,7 +284,8 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
  * with @idx -1 from every list, starting at a different one each call.
  * Return the pages freed.
  */
-static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
+static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want,
+		       bool direct)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	unsigned int nctx = pwb__bdi_nr_wb_ctx(bdi), i, start;
@@ -264,7 +297,8 @@ static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
 		for (i = (unsigned int)idx; i < PWB_MAX_WB_CTX && freed < want;
 		     i += nctx)
 			if (pwb__aread(&pb->lru[i].len))
-				freed += lru_reclaim(bdi, i, want - freed);
+				freed += lru_reclaim(bdi, i, want - freed,
+						     direct);
 		return freed;
 	}
 	start = (unsigned int)uatomic_add_return(&pb->sweep_start, 1);
@@ -272,7 +306,7 @@ static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
 		unsigned int k = (start + i) % PWB_MAX_WB_CTX;
 
 		if (pwb__aread(&pb->lru[k].len))
-			freed += lru_reclaim(bdi, k, want - freed);
+			freed += lru_reclaim(bdi, k, want - freed, direct);
 	}
 	return freed;
 }
@@ -282,7 +316,7 @@ static uint64_t reclaim(struct pwb_bdi *bdi, int idx, uint64_t want)
  * member that charged least recently first (pcache-domain.c). Return
  * the pages freed (each uncharged from its own member and the budget).
  */
-static uint64_t dom_reclaim(struct pwb_bdi *bdi, uint64_t want)
+static uint64_t dom_reclaim(struct pwb_bdi *bdi, uint64_t want, bool direct)
 {
 	struct pwb_bdi *order[64];
 	uint64_t freed = 0;
@@ -293,7 +327,7 @@ static uint64_t dom_reclaim(struct pwb_bdi *bdi, uint64_t want)
 	rcu_read_lock();
 	n = pwb__pcache_dom_order_rcu(bdi, order, 64);
 	for (i = 0; i < n && freed < want; i++)
-		freed += reclaim(order[i], -1, want - freed);
+		freed += reclaim(order[i], -1, want - freed, direct);
 	pwb__rcu_read_unlock();
 	return freed;
 }
@@ -310,7 +344,8 @@ static void dom_reclaim_bg(struct pwb_bdi *bdi)
 		pwb__aset(&pd->reclaiming, 1);
 	if (!pwb__aread(&pd->reclaiming))
 		return;
-	if (used > low && dom_reclaim(bdi, (used - low) >> bdi->page_shift))
+	if (used > low && dom_reclaim(bdi, (used - low) >> bdi->page_shift,
+				     false))
 		pwb__pcache_room(bdi);
 	if (pwb__aread(&pd->used) <= low)
 		pwb__aset(&pd->reclaiming, 0);
@@ -337,6 +372,230 @@ static void kick_reclaim(struct pwb_bdi *bdi)
 		kick_flushers(bdi, -1);
 }
 
+/* ---------------------------------------------------------------------- */
+/* The background reclaimer                                               */
+
+/*
+ * The flushers reclaim after their passes, but a background pass lasts as
+ * long as a writer keeps dirtying, and on a device a flusher waits for its
+ * writes: a writer streaming into a full cache freed most of the pages it
+ * needed itself (direct reclaim, over half of them in pcache-stream),
+ * taking the inode lock its flusher wanted at the same time. As the
+ * kernel's kswapd does for memory, a thread of the page cache starts
+ * freeing clean pages when the free room falls below a low watermark and
+ * stops at a high one, so that a writer finds room and pays for reclaim
+ * with a test. Direct reclaim stays for when the reclaimer falls behind
+ * or finds nothing clean (everything dirty or being written: then the
+ * writers wait for writeback, as before).
+ *
+ * The thread starts the first time it is wanted (like liburcu's call_rcu
+ * worker: a process that opens a bdi and forks keeps working) and ends at
+ * bdi close. It walks the reclaim lists directly, never the contexts (a
+ * re-shard or the close may free those meanwhile); pages and inodes it
+ * meets are kept by its read-side sections, as for a writer's direct
+ * reclaim. In a domain with a cache budget it also keeps the budget's
+ * free room above the same watermarks, taking pages from the members as
+ * a writer's direct reclaim in the domain does (the members it finds
+ * stay whole in its read-side section; a closing bdi has left the list
+ * by then). Each member has its own reclaimer; they stop at the same
+ * high watermark of the budget, so two at work at once free a batch
+ * more at most.
+ */
+#define KSWAPD_LOW(limit) ((limit) / 8)			/* wake below */
+#define KSWAPD_HIGH(limit) ((limit) / 8 + (limit) / 16)	/* stop at */
+#define KSWAPD_BATCH 256u
+
+/* The free room of the cache itself, in pages. */
+static uint64_t free_room(const struct pwb__pcache_bdi *pb)
+{
+	uint64_t n = pwb__aread(&pb->nr_pages);
+
+	return n < pb->limit_pages ? pb->limit_pages - n : 0;
+}
+
+/*
+ * In a domain with a cache budget a page is charged to the budget too
+ * (pcache-domain.c), and a writer finds no room when either is full: the
+ * reclaimer keeps both above their watermarks. The budget's, in pages of
+ * this bdi's size: its size and its free room.
+ */
+static uint64_t dom_limit_pages(const struct pwb__pcache_bdi *pb)
+{
+	return pb->dom->limit >> pb->page_shift;
+}
+
+static uint64_t dom_free_room(const struct pwb__pcache_bdi *pb)
+{
+	uint64_t used = pwb__aread(&pb->dom->used);
+
+	return used < pb->dom->limit ? (pb->dom->limit - used) >> pb->page_shift
+				     : 0;
+}
+
+/* A charge left @n pages in the cache: is the free room (of the cache,
+ * or of the domain's budget) below the low watermark? */
+static bool kswapd_below_low(const struct pwb__pcache_bdi *pb, uint64_t n)
+{
+	if (n > pb->limit_pages - KSWAPD_LOW(pb->limit_pages))
+		return true;
+	return caa_unlikely(pb->dom) &&
+	       dom_free_room(pb) < KSWAPD_LOW(dom_limit_pages(pb));
+}
+
+/*
+ * Free clean pages until the room is up to the high watermark, or there
+ * is nothing clean to free. In a domain, the budget's room first, from
+ * the members in the order the domain gives (the one that charged least
+ * recently first, this bdi included), as a writer's direct reclaim in the
+ * domain does: a bdi whose own bound is the whole budget (no cache_bytes
+ * of its own) then never takes its own pages before an idle member's.
+ * Then the cache's own room, from every list in turn, until a round over
+ * all of them frees nothing.
+ */
+static void kswapd_balance(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	uint64_t high;
+	unsigned int i = 0, idle = 0;
+
+	/* No further than the high watermarks: what is cached stays for
+	 * readers. */
+	if (caa_unlikely(pb->dom)) {
+		high = KSWAPD_HIGH(dom_limit_pages(pb));
+		for (;;) {
+			uint64_t room = dom_free_room(pb), freed;
+
+			if (room >= high)
+				break;
+			freed = dom_reclaim(bdi,
+					    PWB__MIN(high - room,
+						     (uint64_t)KSWAPD_BATCH),
+					    false);
+			if (!freed)
+				break;	/* every member's lists walked */
+			uatomic_add(&pb->kswapd_reclaims, freed);
+			pwb__pcache_room(bdi);
+		}
+	}
+	high = KSWAPD_HIGH(pb->limit_pages);
+	for (;;) {
+		uint64_t room = free_room(pb), freed = 0;
+
+		if (room >= high || idle >= PWB_MAX_WB_CTX)
+			break;
+		if (pwb__aread(&pb->lru[i].len))
+			freed = lru_reclaim(bdi, i,
+					    PWB__MIN(high - room,
+						     (uint64_t)KSWAPD_BATCH),
+					    false);
+		if (freed) {
+			uatomic_add(&pb->reclaimed[i], freed);
+			uatomic_add(&pb->kswapd_reclaims, freed);
+			pwb__pcache_room(bdi);
+			idle = 0;
+		} else {
+			idle++;
+		}
+		i = (i + 1) % PWB_MAX_WB_CTX;
+	}
+}
+
+static void *kswapd_main(void *arg)
+{
+	struct pwb_bdi *bdi = arg;
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+
+	pthread_mutex_lock(&pb->kswapd_lock);
+	for (;;) {
+		uint64_t seq;
+
+		while (!pb->kswapd_kick && !pb->kswapd_stop)
+			pthread_cond_wait(&pb->kswapd_cond, &pb->kswapd_lock);
+		if (pb->kswapd_stop)
+			break;
+		pwb__aset(&pb->kswapd_kick, false);
+		pwb__aset(&pb->kswapd_busy, 1);
+		pthread_mutex_unlock(&pb->kswapd_lock);
+		/* Read before the round: a write that ends after it may
+		 * make pages clean that the round did not see. */
+		seq = pwb__aread(&pb->room->seq);
+		kswapd_balance(bdi);
+		/* Nothing more to free for now: no kick until a write ends
+		 * or pages are freed (room->seq moves), so writers of a
+		 * cache full of dirty pages do not have it walk the lists
+		 * over and over. */
+		if (kswapd_below_low(pb, pwb__aread(&pb->nr_pages)))
+			pwb__aset(&pb->kswapd_idle_seq, seq + 1);
+		pthread_mutex_lock(&pb->kswapd_lock);
+		pwb__aset(&pb->kswapd_busy, 0);
+	}
+	pthread_mutex_unlock(&pb->kswapd_lock);
+	return NULL;
+}
+
+/* Start the reclaimer; on failure the writers reclaim themselves. */
+static void kswapd_start(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	sigset_t all, old;
+	int ret;
+
+	if (uatomic_cmpxchg(&pb->kswapd_state, 0, 1) != 0)
+		return;
+	/* Every signal blocked, as the flushers: the application's
+	 * handlers run on its own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&pb->kswapd, NULL, kswapd_main, bdi);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pwb__aset(&pb->kswapd_state, ret ? -1 : 2);
+}
+
+/*
+ * A page was charged and the free room is below the low watermark: wake
+ * the reclaimer unless it is at work, or found nothing to free and no
+ * write ended since. Any thread; a few loads when there is nothing to do.
+ */
+static void kswapd_wake(struct pwb_bdi *bdi)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	int state = pwb__aread(&pb->kswapd_state);
+
+	if (state < 0 || pwb__aread(&pb->kswapd_busy) ||
+	    pwb__aread(&pb->kswapd_kick) ||
+	    pwb__aread(&pb->room->seq) + 1 ==
+		    pwb__aread(&pb->kswapd_idle_seq))
+		return;
+	if (state == 0) {
+		kswapd_start(bdi);
+		if (pwb__aread(&pb->kswapd_state) != 2)
+			return;
+	} else if (state != 2) {
+		return;		/* starting on another thread */
+	}
+	pthread_mutex_lock(&pb->kswapd_lock);
+	if (!pb->kswapd_kick) {
+		pwb__aset(&pb->kswapd_kick, true);
+		pthread_cond_signal(&pb->kswapd_cond);
+	}
+	pthread_mutex_unlock(&pb->kswapd_lock);
+}
+
+void pwb__pcache_kswapd_stop(struct pwb__pcache_bdi *pb)
+{
+	if (pwb__aread(&pb->kswapd_state) != 2)
+		return;
+	pthread_mutex_lock(&pb->kswapd_lock);
+	pb->kswapd_stop = true;
+	pthread_cond_signal(&pb->kswapd_cond);
+	pthread_mutex_unlock(&pb->kswapd_lock);
+	pthread_join(pb->kswapd, NULL);
+	pwb__aset(&pb->kswapd_state, 0);
+	/* Its last batch's descriptors, queued after the close's own
+	 * barrier if it freed a page of a closing inode. */
+	rcu_barrier();
+}
+
 void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
@@ -361,7 +620,7 @@ void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi, unsigned int idx)
 	}
 	uatomic_inc(&pb->reclaim_passes[idx]);
 	t0 = pwb__clock_monotonic(NULL);
-	freed = reclaim(bdi, (int)idx, n - low);
+	freed = reclaim(bdi, (int)idx, n - low, false);
 	uatomic_add(&pb->reclaim_ns[idx], pwb__clock_monotonic(NULL) - t0);
 	if (freed) {
 		uatomic_add(&pb->reclaimed[idx], freed);
@@ -432,6 +691,8 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 							    1ull << pb->page_shift);
 					continue;
 				}
+				if (kswapd_below_low(pb, n + 1))
+					kswapd_wake(bdi);
 				if (n + 1 > pb->limit_pages -
 						    pb->limit_pages / 16)
 					kick_reclaim(bdi);
@@ -442,9 +703,9 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 		seq = pwb__aread(&pb->room->seq);
 		/* The bdi's own bound, or else its domain's budget. */
 		if (caa_likely(!pb->dom) || own_full)
-			freed = reclaim(bdi, -1, 32);
+			freed = reclaim(bdi, -1, 32, true);
 		else
-			freed = dom_reclaim(bdi, 32);
+			freed = dom_reclaim(bdi, 32, true);
 		if (freed) {
 			uatomic_add(&pb->direct_reclaims, freed);
 			continue;

@@ -10,7 +10,35 @@
 #include "readahead.h"
 #include "io.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------------- */
+/* The page lock's contended halves (pcache.h)                            */
+
+#ifndef PWB_LOCKDEP
+static long futex(uint32_t *uaddr, int op, uint32_t val)
+{
+	return syscall(SYS_futex, uaddr, op, val, NULL, NULL, 0);
+}
+
+/* The lock was held: mark it waited for (2) and sleep until it is free,
+ * then take it, still marked 2 (another waiter may sleep too: the unlock
+ * that follows wakes one, which is only a spare wake-up if none). */
+void pwb__page_lock_wait(uint32_t *l)
+{
+	while (__atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE) != 0)
+		futex(l, FUTEX_WAIT_PRIVATE, 2);
+}
+
+/* An unlock found the lock marked 2: wake one sleeper. */
+void pwb__page_unlock_wake(uint32_t *l)
+{
+	futex(l, FUTEX_WAKE_PRIVATE, 1);
+}
+#endif
 
 /* ---------------------------------------------------------------------- */
 /* Waiting for a page under read                                          */
@@ -88,12 +116,12 @@ static void wait_read(struct pwb_bdi *bdi, struct pwb__page *p)
 void pwb__page_lock_settled(struct pwb_inode *inode, struct pwb__page *p)
 {
 	for (;;) {
-		pthread_mutex_lock(&p->lock);
 		uint64_t t0;
 
+		pwb__page_lock(p);
 		if (!(pwb__page_flags(p) & PWB__PG_READING))
 			return;
-		pthread_mutex_unlock(&p->lock);
+		pwb__page_unlock(p);
 		t0 = pwb__now(inode->bdi);
 		wait_read(inode->bdi, p);
 		pwb__blocked_since(inode->bdi, inode,
@@ -104,11 +132,11 @@ void pwb__page_lock_settled(struct pwb_inode *inode, struct pwb__page *p)
 
 bool pwb__page_trylock_settled(struct pwb__page *p)
 {
-	if (pthread_mutex_trylock(&p->lock))
+	if (pwb__page_trylock(p))
 		return false;
 	if (!(pwb__page_flags(p) & PWB__PG_READING))
 		return true;
-	pthread_mutex_unlock(&p->lock);
+	pwb__page_unlock(p);
 	return false;
 }
 

@@ -192,7 +192,7 @@ write_page(struct pwb_inode *inode, uint64_t index, unsigned int pgoff,
 	}
 	uatomic_and(&p->flags, ~PWB__PG_WLATCH);
 	uatomic_or(&p->flags, PWB__PG_REF);
-	pthread_mutex_unlock(&p->lock);
+	pwb__page_unlock(p);
 	if (grow)
 		size_raise(inode->pcache, start + pgoff + n);
 	/* Dirtied while we hold the reference: reclaim cannot drop the
@@ -218,7 +218,7 @@ out:
 	 * not stay up until the close). */
 	if (reserved)
 		pcache_unreserve(inode, index);
-	pthread_mutex_unlock(&p->lock);
+	pwb__page_unlock(p);
 	/* Not dirtied: reclaimable, even if never filled. */
 	pwb__pcache_lru_add(inode->bdi->pcache, p,
 			    pwb__pcache_owner_ctx(inode));
@@ -260,14 +260,14 @@ write_fast(struct pwb_inode *inode, const void *buf, size_t len,
 	     !pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, index);
 	pthread_mutex_unlock(&inode->lock);
 	if (!ok) {
-		pthread_mutex_unlock(&p->lock);
+		pwb__page_unlock(p);
 		pwb__page_put(p);
 		return -EAGAIN;
 	}
 	memcpy((char *)p->data + pgoff, buf, len);
 	if (!(pwb__aread(&p->flags) & PWB__PG_REF))
 		uatomic_or(&p->flags, PWB__PG_REF);
-	pthread_mutex_unlock(&p->lock);
+	pwb__page_unlock(p);
 	size_raise(inode->pcache, off + len);
 	pwb__page_put(p);
 	return (ssize_t)len;

@@ -53,26 +53,96 @@
 #define PWB__PG_DROP 0x40u	/* a PWB_RW_DONTCACHE write dirtied it: freed
 				 * once a write of it ends clean (uatomic) */
 
+/*
+ * The page lock: one 32-bit word (0 free, 1 held, 2 held and maybe
+ * waited for, sleeping on a futex), not a 40-byte pthread mutex, since
+ * there is one in every cached page. Under --enable-lockdep it is a ranked
+ * mutex (PWB__LOCK_PAGE) so that lockdep still checks its order.
+ * pwb__page_trylock() answers as pthread_mutex_trylock() does: 0 when
+ * taken.
+ */
+#ifdef PWB_LOCKDEP
+typedef pthread_mutex_t pwb__page_lock_t;
+#define pwb__page_lock_init(p) pwb__mutex_init(&(p)->lock, PWB__LOCK_PAGE)
+#define pwb__page_lock_destroy(p) pthread_mutex_destroy(&(p)->lock)
+#define pwb__page_lock(p) pthread_mutex_lock(&(p)->lock)
+#define pwb__page_trylock(p) pthread_mutex_trylock(&(p)->lock)
+/* A second page lock while one is held, in rising index (base.h). */
+#define pwb__page_trylock_nested(p) pwb__mutex_trylock_nested(&(p)->lock)
+#define pwb__page_unlock(p) pthread_mutex_unlock(&(p)->lock)
+#define pwb__page_assert_locked(p) pwb__lockdep_assert_held(&(p)->lock)
+#else
+typedef uint32_t pwb__page_lock_t;
+/* pcache-wait.c: the contended halves. */
+void pwb__page_lock_wait(uint32_t *l) PWB__INTERNAL;
+void pwb__page_unlock_wake(uint32_t *l) PWB__INTERNAL;
+#define pwb__page_lock_init(p) ((void)((p)->lock = 0))
+#define pwb__page_trylock_nested(p) pwb__page_trylock(p)
+#define pwb__page_lock_destroy(p) ((void)(p))
+#define pwb__page_assert_locked(p) ((void)(p))
+#endif
+
 struct pwb__page {
 	struct cds_lfht_node node;	/* pcache->pages: RCU */
-	struct pwb__pcache_bdi *pb;	/* read-only: for the buffer pool */
 	struct pwb_inode *inode;	/* read-only: the owner */
 	uint64_t index;			/* read-only */
-	struct cds_list_head lru;	/* lru[lru_idx].lock */
+	union {
+		struct cds_list_head lru;	/* lru[lru_idx].lock */
+		/* Once dead and off every list (pcache-lookup.c), the
+		 * cache whose pool takes the buffer back in the free
+		 * callback. */
+		struct pwb__pcache_bdi *dead_pb;
+	};
+	void *data;			/* read-only pointer, page_size bytes
+					 * aligned to the logical block size */
+	struct pwb__rd_ring *rd_ring;	/* atomic: the ring of the read in
+					 * flight, NULL: none, or read on
+					 * its submitter's thread */
+	int ref;			/* uatomic; PWB__PAGE_DEAD: removed */
+	unsigned int flags;		/* uatomic: PWB__PG_* */
 	int lru_idx;			/* uatomic: the reclaim list the
 					 * page is on or about to join, -1:
 					 * none (pcache-reclaim.c) */
 	bool lru_linked;		/* lru[lru_idx].lock: on it */
-	void *data;			/* read-only pointer, page_size bytes
-					 * aligned to the logical block size */
-	pthread_mutex_t lock;		/* the data, PWB__PG_UPTODATE */
-	int ref;			/* uatomic; PWB__PAGE_DEAD: removed */
-	unsigned int flags;		/* uatomic: PWB__PG_* */
-	struct pwb__rd_ring *rd_ring;	/* atomic: the ring of the read in
-					 * flight, NULL: none, or read on
-					 * its submitter's thread */
+#ifndef PWB_LOCKDEP
+	pwb__page_lock_t lock;		/* the data, PWB__PG_UPTODATE */
+#endif
 	struct rcu_head rcu;
+#ifdef PWB_LOCKDEP
+	pwb__page_lock_t lock;		/* the data, PWB__PG_UPTODATE */
+#endif
 };
+
+#ifndef PWB_LOCKDEP
+/* Acquire the page lock; the word is 0, 1 or 2 as said above. */
+static inline void pwb__page_lock(struct pwb__page *p)
+{
+	uint32_t c = 0;
+
+	if (!__atomic_compare_exchange_n(&p->lock, &c, 1, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		pwb__page_lock_wait(&p->lock);
+	PWB__TSAN_ACQUIRE(&p->lock);
+}
+
+static inline int pwb__page_trylock(struct pwb__page *p)
+{
+	uint32_t c = 0;
+
+	if (!__atomic_compare_exchange_n(&p->lock, &c, 1, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return EBUSY;
+	PWB__TSAN_ACQUIRE(&p->lock);
+	return 0;
+}
+
+static inline void pwb__page_unlock(struct pwb__page *p)
+{
+	PWB__TSAN_RELEASE(&p->lock);
+	if (__atomic_exchange_n(&p->lock, 0, __ATOMIC_RELEASE) == 2)
+		pwb__page_unlock_wake(&p->lock);
+}
+#endif
 
 struct pwb__pcache_inode {
 	struct cds_lfht *pages;		/* index -> page: RCU */
@@ -164,6 +234,23 @@ struct pwb__pcache_bdi {
 	/* Page buffers: the bdi's own pool, or in a domain with a cache
 	 * budget the domain's pool of this page size (read-only pointer). */
 	struct pwb__page_pool own_pool, *pool;
+	/* The background reclaimer (pcache-reclaim.c): a thread started
+	 * the first time the free room falls below the low watermark (of
+	 * the cache, or in a domain of the cache or of the budget), which
+	 * frees clean pages up to the high one, ahead of the writers. */
+	pthread_mutex_t kswapd_lock;	/* kswapd_cond, kswapd_kick,
+					 * kswapd_stop */
+	pthread_cond_t kswapd_cond;
+	pthread_t kswapd;		/* valid once kswapd_state is 2 */
+	int kswapd_state;		/* uatomic: 0 none, 1 starting,
+					 * 2 running, -1 none possible */
+	int kswapd_kick;		/* set under kswapd_lock (uatomic:
+					 * read without it as a hint) */
+	bool kswapd_stop;		/* kswapd_lock */
+	int kswapd_busy;		/* uatomic: reclaiming now */
+	uint64_t kswapd_idle_seq;	/* uatomic: room->seq + 1 when a
+					 * round found nothing to free */
+	uint64_t kswapd_reclaims;	/* uatomic: pages it freed */
 	struct pwb__ra_bdi ra;		/* reads and readahead (readahead.c) */
 	/* In a domain with a cache budget (pcache-domain.c), else NULL:
 	 * every page charged to nr_pages is also charged, in bytes, to
@@ -229,9 +316,12 @@ static inline void pwb__pcache_uncharge(struct pwb__pcache_bdi *pb,
 
 /*
  * pwb_read() copied from @p: referenced (CLOCK's second chance), unless
- * this is the first copy since the device read, which already marked it
- * (readahead.c): a page read once, in order, then stays behind the pages
- * read ahead of its reader in reclaim's order, and goes first.
+ * this is the first copy since the device read. The read marked the page
+ * referenced (readahead.c), which protects pages read ahead and not yet
+ * copied from reclaim; the first copy takes that mark off again (use
+ * once): a page its sequential reader is done with is the first reclaim
+ * takes, before the pages read ahead of that reader. A second copy marks
+ * it, as for any page read again.
  */
 static inline void pwb__page_read_touch(struct pwb__page *p)
 {
@@ -240,7 +330,7 @@ static inline void pwb__page_read_touch(struct pwb__page *p)
 	if (caa_likely((fl & (PWB__PG_REF | PWB__PG_FRESH)) == PWB__PG_REF))
 		return;
 	if (fl & PWB__PG_FRESH)
-		uatomic_and(&p->flags, ~PWB__PG_FRESH);
+		uatomic_and(&p->flags, ~(PWB__PG_FRESH | PWB__PG_REF));
 	else
 		uatomic_or(&p->flags, PWB__PG_REF);
 }
@@ -361,7 +451,7 @@ pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
 		return NULL;
 	}
 	pwb__rcu_read_unlock();
-	if (pthread_mutex_trylock(&p->lock)) {
+	if (pwb__page_trylock(p)) {
 		pwb__page_put(p);
 		return NULL;
 	}
@@ -473,6 +563,9 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait) PWB__INTERNAL;
  * (called by its flusher after its passes). */
 void pwb__pcache_reclaim_ctx(struct pwb_bdi *bdi,
 			     unsigned int idx) PWB__INTERNAL;
+/* bdi close, from pwb__pcache_bdi_fini(): stop the background reclaimer
+ * and run the frees it queued. */
+void pwb__pcache_kswapd_stop(struct pwb__pcache_bdi *pb) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
 /* pcache-domain.c: a domain's budget                                     */
@@ -505,8 +598,13 @@ void pwb__pcache_dom_kick_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* A page buffer: from the pool, else a new chunk. NULL: out of memory. */
 void *pwb__pcache_buf_alloc(struct pwb_bdi *bdi) PWB__INTERNAL;
 void pwb__pcache_buf_free(struct pwb__pcache_bdi *pb, void *b) PWB__INTERNAL;
-/* call_rcu callbacks: free one removed page; free a reclaim batch (the
- * first page's rcu_head, the others linked through their lru heads). */
+/* Give back the buffers of a reclaim batch at once, one pool lock for
+ * all: @first and the pages linked behind it through their lru heads. */
+void pwb__pcache_batch_bufs_free(struct pwb__pcache_bdi *pb,
+				 struct pwb__page *first) PWB__INTERNAL;
+/* call_rcu callbacks: free one removed page; free a reclaim batch's
+ * descriptors (the first page's rcu_head, the others linked through
+ * their lru heads; their buffers went back at once). */
 void pwb__pcache_page_free_rcu(struct rcu_head *head) PWB__INTERNAL;
 void pwb__pcache_batch_free_rcu(struct rcu_head *head) PWB__INTERNAL;
 /* A pool, empty, of buffers of @page_size bytes. */

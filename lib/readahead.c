@@ -186,7 +186,7 @@ static void read_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
 		r = pwb__pcache_page_find(inode, idx, true, false, &p);
 		if (r)
 			break;	/* no room (or no memory): stop here */
-		if (pthread_mutex_trylock(&p->lock)) {
+		if (pwb__page_trylock(p)) {
 			pwb__page_put(p);	/* a writer has it */
 			goto close_run;
 		}
@@ -194,7 +194,7 @@ static void read_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
 		if (fl & (PWB__PG_UPTODATE | PWB__PG_READING)) {
 			if (idx == marker && (fl & PWB__PG_UPTODATE))
 				uatomic_or(&p->flags, PWB__PG_READAHEAD);
-			pthread_mutex_unlock(&p->lock);
+			pwb__page_unlock(p);
 			pwb__page_put(p);
 			goto close_run;
 		}
@@ -231,7 +231,7 @@ static void read_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
 						  (idx == marker ?
 						   PWB__PG_READAHEAD : 0),
 						  __ATOMIC_SEQ_CST);
-				pthread_mutex_unlock(&p->lock);
+				pwb__page_unlock(p);
 				q->pages[q->n] = p;
 				q->iov[q->n] = (struct iovec){ p->data, ps };
 				q->n++;
@@ -240,7 +240,7 @@ static void read_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
 				continue;	/* its reference is the read's */
 			}
 		}
-		pthread_mutex_unlock(&p->lock);
+		pwb__page_unlock(p);
 		pwb__pcache_lru_add(pb, p, lru);
 		pwb__page_put(p);
 close_run:

@@ -61,13 +61,10 @@
 #include "tenant.h"
 
 #include <string.h>
-#include <time.h>
 
 #define MAX_WEIGHT 10000u
 /* Dirtiers are counted over windows of this length, as in throttle.c. */
 #define DIRTIER_WINDOW_NS (200 * PWB__NSEC_PER_MSEC)
-/* A flusher waiting for a rate cap looks for queued work this often. */
-#define RATE_SLICE_NS (10 * PWB__NSEC_PER_MSEC)
 
 static pthread_mutex_t tenant_lock = PTHREAD_MUTEX_INITIALIZER;
 PWB__MUTEX_RANK_STATIC(tenant_lock, PWB__LOCK_TENANT);
@@ -271,16 +268,16 @@ static unsigned int tenant_dirtiers(struct pwb_tenant *t, uint64_t now)
 	return (unsigned int)PWB__MAX(PWB__MAX(cur, prev), 1ull);
 }
 
-uint64_t pwb__tenant_pause(struct pwb_tenant *t, struct pwb_bdi *bdi,
-			   struct pwb__throttle_state *s, bool *hard)
+unsigned int pwb__tenant_throttle_state(struct pwb_tenant *t,
+					struct pwb_bdi *bdi,
+					struct pwb__throttle_state *s)
 {
-	unsigned int sh = bdi->page_shift;
+	unsigned int sh = bdi->page_shift, what = 0;
 	uint64_t lim, bg, slim, sbg, aw, free_bytes;
 	uint64_t held = pwb__aread(&t->held);
 	struct pwb__tenant_scope *sc = pwb__aread(&t->scope);
 	int64_t a = sc ? pwb__aread(&sc->active_weight) : 0;
 
-	*hard = false;
 	scope_limits(t, bdi, &slim, &sbg);
 	/*
 	 * The common case, decided from what the last call stored: the
@@ -309,17 +306,17 @@ uint64_t pwb__tenant_pause(struct pwb_tenant *t, struct pwb_bdi *bdi,
 		return 0;
 	s->dirty = held >> sh;
 	if (bg && held > bg)
-		pwb__kick_background(bdi);
+		what |= PWB__TENANT_KICK;
 	if (s->dirty <= pwb__throttle_setpoint(s->bg, s->limit))
-		return 0;
+		return what;
 	if (!bg)
-		pwb__kick_background(bdi);	/* no threshold: start it here */
+		what |= PWB__TENANT_KICK;	/* no threshold: start it here */
 	/* Its share of the device, at most its rate cap. */
 	s->bw = scale(s->bw, t->cfg.weight, aw);
 	if (t->rate.rate)
 		s->bw = PWB__MIN(s->bw, t->rate.rate);
 	s->nr_dirtiers = tenant_dirtiers(t, pwb__now(bdi));
-	return pwb__throttle_pause(s, hard);
+	return what | PWB__TENANT_PAUSE;
 }
 
 void pwb__tenant_throttled(struct pwb_tenant *t, uint64_t ns, uint64_t events)
@@ -459,26 +456,6 @@ bool pwb__tenant_charge(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			    until - PWB__MAX(prev, now));
 	raise_to(&t->rate_until, until);
 	return true;
-}
-
-bool pwb__tenant_rate_pause(struct pwb__wb_ctx *wb,
-			    const struct pwb__tenant_round *r)
-{
-	uint64_t ns = PWB__MIN(r->rate_wait, RATE_SLICE_NS);
-	struct timespec ts = {
-		.tv_sec = (time_t)(ns / PWB__NSEC_PER_SEC),
-		.tv_nsec = (long)(ns % PWB__NSEC_PER_SEC),
-	};
-
-	uint64_t before = pwb__now(wb->bdi);
-
-	if (!ns || pwb__wb_work_pending(wb) || pwb__aread(&wb->bdi->park_req))
-		return false;
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-	/* The caps run on the bdi's clock: one that stands still (a test's)
-	 * would never pay the debt, and the pass must end instead. */
-	return pwb__now(wb->bdi) != before;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -3,6 +3,14 @@
  * tenant.h - tenants: the kernel's cgroup writeback in user space
  * (tenant.c)
  *
+ * tenant.c sits below the writeback engine: inode.c, discard.c, io.c,
+ * writeback.c and throttle.c count pages on a tenant, ask for its share
+ * and its place in the flushers' order of service, and act on the
+ * answers; tenant.c calls none of them back (it reads their structs). It
+ * tells the throttle to kick writeback or to pause a dirtier, and the
+ * flusher how long a rate cap holds a round, and leaves the kicking and
+ * sleeping to them.
+ *
  * Not installed. Part of lib/pwb-internal.h; the lock order and the
  * locking rules are in lib/base.h.
  */
@@ -130,17 +138,25 @@ void pwb__tenant_inode_closed(struct pwb_inode *inode) PWB__INTERNAL;
 void pwb__tenant_scope_release(struct pwb__tenant_scope *sc) PWB__INTERNAL;
 
 /* ---------------------------------------------------------------------- */
-/* Throttling (throttle.c calls it for an inode with a tenant)            */
+/* Throttling (throttle.c asks for an inode with a tenant)                */
 
+/* What pwb__tenant_throttle_state() asks of the throttle, OR-ed: */
+#define PWB__TENANT_KICK	1u	/* start background writeback */
+#define PWB__TENANT_PAUSE	2u	/* pause the dirtier by the state */
 /*
- * The pause of a dirtier of tenant @t on @bdi: @s comes with bw (the
- * bdi's), dirtied and page_shift filled in; the tenant's own state
- * replaces the rest. 0: go on. Kicks background writeback on @bdi when
- * the tenant is over its background threshold.
+ * The throttle's state for a dirtier of tenant @t on @bdi: @s comes with
+ * bw (the bdi's), dirtied and page_shift filled in. With PWB__TENANT_PAUSE
+ * in the answer, the tenant's own state has replaced the rest (its limits,
+ * held pages, dirtiers and its share of bw, at most its rate cap) and the
+ * dirtier is above its set point; PWB__TENANT_KICK: the tenant is over its
+ * background threshold (or has none and is to be paused). 0: go on.
+ * Counts the calling thread among @t's dirtiers when it is to pause.
+ * Lock-free; tenant.c neither kicks nor sleeps itself.
  */
-uint64_t pwb__tenant_pause(struct pwb_tenant *t, struct pwb_bdi *bdi,
-			   struct pwb__throttle_state *s,
-			   bool *hard) PWB__INTERNAL;
+unsigned int pwb__tenant_throttle_state(struct pwb_tenant *t,
+					struct pwb_bdi *bdi,
+					struct pwb__throttle_state *s)
+	PWB__INTERNAL;
 /* Add a finished balance (slept @ns in @events sleeps) to @t. */
 void pwb__tenant_throttled(struct pwb_tenant *t, uint64_t ns,
 			   uint64_t events) PWB__INTERNAL;
@@ -179,12 +195,6 @@ bool pwb__tenant_skip_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
  * tenant's rate cap is now in debt: end the visit. */
 bool pwb__tenant_charge(struct pwb__wb_ctx *wb, struct pwb_inode *inode,
 			uint64_t bytes) PWB__INTERNAL;
-/* A round wrote nothing and passed over inodes for their rate caps:
- * sleep until the first cap allows (10 ms slices, cut short by queued
- * work). Returns true if it slept and the bdi's clock moved meanwhile.
- * Caller holds no lock. */
-bool pwb__tenant_rate_pause(struct pwb__wb_ctx *wb,
-			    const struct pwb__tenant_round *r) PWB__INTERNAL;
 
 /* Behind the sized entry points of abi.c. */
 void pwb__tenant_config_defaults(struct pwb_tenant_config *cfg) PWB__INTERNAL;

@@ -34,6 +34,7 @@
 #include "blocked.h"
 
 #include <time.h>
+#include <urcu/rculist.h>
 
 #define MAX_PAUSE_NS PWB__THROTTLE_MAX_PAUSE_NS
 #define MIN_PAUSE_NS PWB__THROTTLE_MIN_PAUSE_NS
@@ -84,13 +85,6 @@ static uint64_t bdi_dirty_state(struct pwb_bdi *bdi, uint64_t *bw)
 	}
 	pwb__rcu_read_unlock();
 	return sum;
-}
-
-uint64_t pwb__throttle_dirty(struct pwb_bdi *bdi)
-{
-	uint64_t bw;
-
-	return bdi_dirty_state(bdi, &bw);
 }
 
 bool pwb__throttle_over_setpoint(struct pwb_bdi *bdi)
@@ -171,6 +165,19 @@ void pwb__kick_background(struct pwb_bdi *bdi)
 	pwb__rcu_read_unlock();
 }
 
+/* Start background writeback on every member of @dom with pages to write
+ * (pwb__domain_throttle(): the domain is over its background threshold). */
+static void kick_members(struct pwb_domain *dom)
+{
+	struct pwb__dom_member *m;
+
+	rcu_read_lock();
+	cds_list_for_each_entry_rcu(m, &dom->members, node)
+		if (pwb__bdi_dirty_pages_rcu(m->bdi))
+			pwb__kick_background(m->bdi);
+	pwb__rcu_read_unlock();
+}
+
 static void sleep_ns(uint64_t ns)
 {
 	struct timespec ts = {
@@ -185,9 +192,10 @@ static void sleep_ns(uint64_t ns)
 /*
  * The cause a pause of a dirtier is counted under: PWB_BLOCK_RATE_CAP when
  * the bandwidth its length came from was a rate cap's, the tenant's (its
- * share of the device, which pwb__tenant_pause() capped at its rate, at
- * least 7/8 of the cap) or the bdi's (writeback measured at no more than
- * an eighth over the bdi's cap: the cap, not the device, sets the pace);
+ * share of the device, which pwb__tenant_throttle_state() capped at its
+ * rate, at least 7/8 of the cap) or the bdi's (writeback measured at no
+ * more than an eighth over the bdi's cap: the cap, not the device, sets
+ * the pace);
  * otherwise PWB_BLOCK_THROTTLE. The eighths: the measured bandwidth is a
  * moving average and hovers around a cap that binds.
  */
@@ -202,6 +210,45 @@ static unsigned int pause_cause(const struct pwb_bdi *bdi,
 	if (t ? s->bw >= cap - cap / 8 : s->bw <= cap + cap / 8)
 		return PWB_BLOCK_RATE_CAP;
 	return PWB_BLOCK_THROTTLE;
+}
+
+/*
+ * next_pause() for a writer whose tenant asks for something (@what:
+ * pwb__tenant_throttle_state()'s answer, not 0; @s: a copy of the state
+ * it filled in). Out of line, and @s by value, so that next_pause() keeps
+ * the registers of the common writer, whose tenant asks for nothing or
+ * who has none: with &s passed to two calls, GCC held it in one more
+ * callee-saved register for every writer.
+ */
+static __attribute__((noinline)) uint64_t
+tenant_pause(struct pwb_bdi *bdi, unsigned int what,
+	     struct pwb__throttle_state s, bool *hard)
+{
+	if (what & PWB__TENANT_KICK)
+		pwb__kick_background(bdi);
+	if (!(what & PWB__TENANT_PAUSE))
+		return 0;
+	return pwb__throttle_pause(&s, hard);
+}
+
+/* next_pause() for a writer of a bdi in a domain, above its share's set
+ * point: the domain's state decides (domain.c). Out of line, as
+ * tenant_pause(). */
+static __attribute__((noinline)) uint64_t
+domain_pause(struct pwb_bdi *bdi, struct pwb__throttle_state *s, bool *hard)
+{
+	unsigned int what = pwb__domain_throttle(bdi, s);
+
+	if (what & PWB__DOMAIN_KICK)
+		kick_members(bdi->dom->dom);
+	if (!(what & PWB__DOMAIN_PAUSE))
+		return 0;
+	/* A throttled writer always has its flusher at work: the pause may
+	 * come from the domain's state, not the bdi's own background
+	 * threshold, which alone kicks in next_pause(). */
+	pwb__kick_background(bdi);
+	s->nr_dirtiers = pwb__throttle_dirtiers(bdi, pwb__now(bdi));
+	return pwb__throttle_pause(s, hard);
 }
 
 /*
@@ -227,22 +274,20 @@ static uint64_t next_pause(struct pwb_bdi *bdi, struct pwb_tenant *t,
 		pwb__kick_background(bdi);
 	/* A tenant's writers go by the tenant's own state (tenant.c). */
 	if (caa_unlikely(t)) {
-		pause = pwb__tenant_pause(t, bdi, &s, hard);
-		goto out;
-	}
-	if (caa_unlikely(bdi->dom)) {
-		if (!pwb__domain_throttle(bdi, &s))
+		unsigned int what = pwb__tenant_throttle_state(t, bdi, &s);
+
+		if (!what)
 			return 0;
-		/* A throttled writer always has its flusher at work: the
-		 * pause may come from the domain's state, not the bdi's own
-		 * background threshold, which alone kicks above. */
-		pwb__kick_background(bdi);
-		s.nr_dirtiers = pwb__throttle_dirtiers(bdi, pwb__now(bdi));
-		pause = pwb__throttle_pause(&s, hard);
+		pause = tenant_pause(bdi, what, s, hard);
 		goto out;
 	}
+	/* In a domain too: under its share's set point a writer runs. */
 	if (!s.limit || s.dirty <= pwb__throttle_setpoint(s.bg, s.limit))
 		return 0;
+	if (caa_unlikely(bdi->dom)) {
+		pause = domain_pause(bdi, &s, hard);
+		goto out;
+	}
 	if (!s.bg)
 		pwb__kick_background(bdi);	/* no bg set: start it here */
 	s.nr_dirtiers = pwb__throttle_dirtiers(bdi, pwb__now(bdi));

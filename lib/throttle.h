@@ -29,8 +29,6 @@ static inline uint64_t pwb__throttle_setpoint(uint64_t bg, uint64_t limit)
 {
 	return bg + (limit - bg) / 2;
 }
-/* The bdi's dirty + writeback pages, over every context (lock-free). */
-uint64_t pwb__throttle_dirty(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* pwb_balance_dirty() without argument checks; the caller holds a
  * pwb__bdi_enter() reference. @t: the dirtied inode's tenant, whose own
  * state decides (NULL: the bdi's). -ESHUTDOWN if close began meanwhile. */

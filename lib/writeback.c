@@ -945,6 +945,33 @@ static int64_t chunk_pages(struct pwb__wb_ctx *wb, struct pwb__wb_work *work)
 	return (int64_t)PWB__MIN(pages, (uint64_t)INT64_MAX);
 }
 
+/* A flusher sleeping for a rate cap looks for queued work this often. */
+#define RATE_SLICE_NS (10 * PWB__NSEC_PER_MSEC)
+
+/*
+ * A round under tenants wrote nothing and passed over inodes for their
+ * tenants' rate caps, the first of which allows in @wait ns: sleep that
+ * long, 10 ms at most, unless work is queued. Returns true if it slept
+ * and the bdi's clock moved meanwhile. Caller holds no lock.
+ */
+static bool tenant_rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait)
+{
+	uint64_t ns = PWB__MIN(wait, RATE_SLICE_NS);
+	struct timespec ts = {
+		.tv_sec = (time_t)(ns / PWB__NSEC_PER_SEC),
+		.tv_nsec = (long)(ns % PWB__NSEC_PER_SEC),
+	};
+	uint64_t before = pwb__now(wb->bdi);
+
+	if (!ns || pwb__wb_work_pending(wb) || pwb__aread(&wb->bdi->park_req))
+		return false;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	/* The caps run on the bdi's clock: one that stands still (a test's)
+	 * would never pay the debt, and the pass must end instead. */
+	return pwb__now(wb->bdi) != before;
+}
+
 /*
  * Visit the inodes on b_io. Returns pages written; *err gets the first
  * error. Caller holds list_lock.
@@ -1024,7 +1051,7 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 		bool slept;
 
 		pthread_mutex_unlock(&wb->list_lock);
-		slept = pwb__tenant_rate_pause(wb, &round);
+		slept = tenant_rate_sleep(wb, round.rate_wait);
 		pthread_mutex_lock(&wb->list_lock);
 		return slept;
 	}
@@ -1806,9 +1833,6 @@ void pwb__inflight_put(struct pwb_bdi *bdi, unsigned int nr)
 
 /* ---------------------------------------------------------------------- */
 /* the rate cap's sleep on a flusher                                      */
-
-/* A flusher sleeping for the bucket looks for queued work this often. */
-#define RATE_SLICE_NS (10 * PWB__NSEC_PER_MSEC)
 
 bool pwb__rate_sleep(struct pwb__wb_ctx *wb, uint64_t wait)
 {

@@ -8,8 +8,9 @@
  * injected clock has moved, which it does only when the test moves it;
  * completions can be added without I/O (pwb__domain_written()). The
  * throttle's decisions are read with pwb_balance_dirty_nowait(), which
- * never sleeps. Only the last two cases wait for real writeback: a writer
- * that must get its pages written to go on, and a slow device (the delay
+ * never sleeps. Only the last three cases wait for real writeback: a
+ * writer that must get its pages written to go on, the members a domain
+ * over its background threshold starts, and a slow device (the delay
  * fault) beside a fast one.
  */
 #include <check.h>
@@ -135,7 +136,7 @@ static bool paused(struct dev *d, uint64_t dirty)
 		.page_shift = d->bdi->page_shift,
 	};
 
-	return pwb__domain_throttle(d->bdi, &s);
+	return pwb__domain_throttle(d->bdi, &s) & PWB__DOMAIN_PAUSE;
 }
 
 START_TEST(share_follows_completed_writeback_and_decays)
@@ -504,6 +505,58 @@ START_TEST(throttled_writer_always_has_writeback)
 }
 END_TEST
 
+/*
+ * A domain over its background threshold starts every member with dirty
+ * pages, not only the one whose writer asked: here 20 MiB dirty on bdi a
+ * (its flushers parked, so the pages stay) and 3 MiB on bdi b, below b's
+ * own threshold (4 MiB: half of the domain's 8), with no periodic
+ * writeback. Nothing of b's would be written; a's writer above its set
+ * point finds the domain over 8 MiB, and b's flusher writes b's pages.
+ */
+START_TEST(domain_over_background_starts_every_member)
+{
+	struct pwb_domain *dom;
+	struct dev a, b;
+	struct pwb_stats st;
+
+	clk.now = 10 * SEC;
+	dom = domain(64 * MIB, 8 * MIB);
+	dev_open(&a, 8192, dom, "null", 1);
+	dev_open(&b, 8192, dom, "null", 2);
+	pwb__domain_written(a.bdi, 1000);
+	pwb__domain_written(b.bdi, 1000);
+	update(dom);
+	ck_assert_uint_eq(stats(&b).dirty_background_limit_bytes, 4 * MIB);
+	ck_assert_uint_eq(stats(&a).dirty_limit_bytes, 32 * MIB);
+
+	pthread_mutex_lock(&a.bdi->reshard_lock);
+	pwb__flushers_park(a.bdi);
+	ck_assert_int_eq(dev_dirty(&b, 0, 768), 0);
+	ck_assert_int_eq(dev_dirty(&a, 0, 5120), 0);
+	ck_assert_uint_eq(stats(&b).written_pages, 0);
+	/* Above a's set point (18 MiB): the domain's state decides. */
+	pwb__throttle_account(4096);
+	ck_assert_int_eq(pwb_balance_dirty_nowait(a.bdi), -EAGAIN);
+	/* b's flusher runs on its own: wait for it, up to 20 s of real
+	 * time (a loaded machine). */
+	for (int i = 0; i < 20000; i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		st = stats(&b);
+		if (st.written_pages >= 768)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	ck_assert_uint_ge(st.written_pages, 768);
+	pwb__flushers_resume(a.bdi);
+	pthread_mutex_unlock(&a.bdi->reshard_lock);
+
+	dev_close(&a);
+	dev_close(&b);
+	ck_assert_int_eq(pwb_domain_destroy(dom), 0);
+}
+END_TEST
+
 struct slow_writer {
 	struct dev *d;
 	uint64_t pages;
@@ -638,6 +691,7 @@ static Suite *domain_suite(void)
 	tc = tcase_create("writeback");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, throttled_writer_always_has_writeback);
+	tcase_add_test(tc, domain_over_background_starts_every_member);
 	tcase_add_test(tc, slow_bdi_does_not_stall_a_fast_one);
 	suite_add_tcase(s, tc);
 	return s;

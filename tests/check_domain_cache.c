@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PS 4096u
 #define MIB (1ull << 20)
@@ -328,6 +329,76 @@ END_TEST
 
 /* A cached first, B after it, both clean: C's room comes from A, the
  * member that charged least recently, and B keeps all of its pages. */
+/*
+ * The background reclaimer keeps the budget's free room above its
+ * watermarks, not only its own cache's: A and B have 768-page caches of
+ * their own in the 1024-page budget. B caches 600 clean pages, A dirties
+ * 340: A's cache is far from full, the budget is 84 pages from full
+ * (below the low watermark of 128, below the flushers' 15/16 too), and
+ * nobody needed room yet. A's reclaimer frees B's clean pages (up to
+ * 192 free pages of the budget).
+ */
+START_TEST(background_reclaim_keeps_budget_room)
+{
+	struct pwb_domain *dom = domain(BUDGET, 0);
+	struct pwb_bdi_config cfg;
+	struct mem a, b;
+	struct mem *all[] = { &a, &b };
+	struct mem *m[] = { &a, &b };
+	struct timespec t0, t;
+	unsigned int i;
+
+	clk.now = 1000 * PWB__NSEC_PER_MSEC;
+	for (i = 0; i < 2; i++) {
+		memset(m[i], 0, sizeof(*m[i]));
+		mem_cfg(&cfg, dom);
+		cfg.cache_bytes = 768 * PS;
+		m[i]->img = tu_image_create((uint64_t)IMG_PAGES * PS);
+		ck_assert_int_eq(pwb_bdi_open(m[i]->img, &cfg, &m[i]->bdi), 0);
+		ck_assert_int_eq(pwb_inode_open(m[i]->bdi, i + 1, &lib_ops,
+						NULL, &m[i]->inode),
+				 0);
+		m[i]->ref = calloc(IMG_PAGES, PS);
+		ck_assert_ptr_nonnull(m[i]->ref);
+		ck_assert_uint_eq(m[i]->bdi->pcache->limit_pages, 768);
+	}
+	mem_write(&b, dom, all, 2, 0, 600, 1);
+	mem_sync(&b);
+	ck_assert_uint_eq(cached(&b), 600);
+	tu_clock_advance_ms(&clk, 10);
+	mem_write(&a, dom, all, 2, 0, 340, 2);
+	/* The reclaimer runs on its own thread: wait until it freed pages
+	 * and went back to sleep, at most 20 s of real time (a busy
+	 * machine). It may have started while A still wrote, and then
+	 * stopped at 192 free pages with A charging more after: what is
+	 * sure is that the budget is not left where A's writes put it. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (used(dom) >= 940 * PS ||
+	       pwb__aread(&a.bdi->pcache->kswapd_busy) ||
+	       pwb__aread(&a.bdi->pcache->kswapd_kick)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 20)
+			break;
+		usleep(1000);
+	}
+	ck_assert_uint_lt(used(dom), 940 * PS);
+	ck_assert_uint_gt(pwb__aread(&a.bdi->pcache->kswapd_reclaims), 0);
+	ck_assert_uint_eq(cached(&a), 340);
+	ck_assert_uint_eq(dirty(&a), 340);
+	ck_assert_uint_lt(cached(&b), 600);
+	/* Not much further than the high watermark. */
+	ck_assert_uint_ge(cached(&b), 600 - 108 - 64);
+	ck_assert_uint_eq(used(dom), (cached(&a) + cached(&b)) * PS);
+
+	mem_sync(&a);
+	mem_verify(&a, 340);
+	mem_verify(&b, 600);
+	mem_close(&a);
+	mem_close(&b);
+	ck_assert_int_eq(pwb_domain_destroy(dom), 0);
+}
+END_TEST
+
 START_TEST(least_recently_charged_member_gives_first)
 {
 	struct pwb_domain *dom = domain(BUDGET, 0);
@@ -520,6 +591,7 @@ static Suite *domain_cache_suite(void)
 	tcase_add_test(tc, dontcache_drop_uncharges_the_budget);
 	tcase_add_test(tc, second_bdi_takes_room_from_the_first);
 	tcase_add_test(tc, least_recently_charged_member_gives_first);
+	tcase_add_test(tc, background_reclaim_keeps_budget_room);
 	tcase_add_test(tc, waiter_woken_by_another_member);
 	tcase_add_test(tc, budget_holds_under_concurrent_writers);
 	suite_add_tcase(s, tc);

@@ -464,6 +464,90 @@ START_TEST(test_concurrent_readers)
 }
 END_TEST
 
+/*
+ * ra_open() with a cache of @cache_pages pages: the file is written and
+ * synced a slice at a time, so that its dirty pages always fit.
+ */
+static void ra_open_small(struct ra_env *r, uint64_t ra, uint64_t cache_pages,
+			  uint64_t file_pages)
+{
+	unsigned char *buf = malloc(32 * PS);
+
+	tu_env_config(&r->e, 1, backend());
+	r->e.cfg.readahead_bytes = ra;
+	r->e.cfg.cache_bytes = cache_pages * PS;
+	tu_env_open(&r->e, IMG_PAGES);
+	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &lib_ops, NULL,
+					&r->inode),
+			 0);
+	for (uint64_t p0 = 0; p0 < file_pages; p0 += 32) {
+		for (uint64_t p = 0; p < 32; p++)
+			for (unsigned int i = 0; i < PS; i++)
+				buf[p * PS + i] = pat(p0 + p, i);
+		ck_assert_int_eq(pwb_write(r->inode, buf, 32 * PS, p0 * PS),
+				 (ssize_t)(32 * PS));
+		ck_assert_int_eq(pwb_fsync(r->inode), 0);
+	}
+	ck_assert_int_eq(pwb_inode_close(r->inode), 0);
+	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &lib_ops, NULL,
+					&r->inode),
+			 0);
+	ck_assert_int_eq(pwb_inode_set_size(r->inode, file_pages * PS), 0);
+	ck_assert_uint_eq(stats(r).cache_pages, 0);
+	free(buf);
+}
+
+/*
+ * Reclaim takes the pages their reader is done with before the pages read
+ * ahead and not yet copied, wherever they are in reclaim's order: pages
+ * [0, 64) read ahead first and not copied, [64, 128) read after them and
+ * copied once; filling the cache (128 pages) with 64 more pages frees
+ * the copied ones, and reading [0, 64) then costs no device read. Pages
+ * read ahead that nobody copies are not kept for ever: a later reader
+ * still finds room.
+ */
+START_TEST(test_reclaim_spares_pages_read_ahead)
+{
+	struct ra_env r;
+	uint64_t pages;
+
+	ra_open_small(&r, RA_PAGES * PS, 128, 1024);
+	ck_assert_int_eq(pwb_fadvise(r.inode, 0, 64 * PS, PWB_FADV_WILLNEED),
+			 0);
+	ck_assert_int_eq(pwb_fadvise(r.inode, 64 * PS, 64 * PS,
+				     PWB_FADV_WILLNEED),
+			 0);
+	ck_assert_uint_eq(stats(&r).read_pages, 128);
+	for (uint64_t p = 64; p < 128; p++)
+		read_page(&r, p);
+	ck_assert_uint_eq(stats(&r).read_pages, 128);
+	/* 64 more: the cache is full, room is made. */
+	ck_assert_int_eq(pwb_fadvise(r.inode, 128 * PS, 64 * PS,
+				     PWB_FADV_WILLNEED),
+			 0);
+	ck_assert_uint_eq(stats(&r).read_pages, 192);
+	for (uint64_t p = 0; p < 64; p++)
+		read_page(&r, p);
+	ck_assert_uint_eq(stats(&r).read_pages, 192);
+
+	/* A cache's worth read ahead of nobody, [512, 640), is not kept for
+	 * ever: a sequential reader of [640, 1024) after it still gets its
+	 * pages into the cache, each read once, and finds its last page
+	 * cached (else it was read around a cache full of the others). */
+	ck_assert_int_eq(pwb_fadvise(r.inode, 512 * PS, 128 * PS,
+				     PWB_FADV_WILLNEED),
+			 0);
+	pages = stats(&r).read_pages;
+	for (uint64_t p = 640; p < 1024; p++)
+		read_page(&r, p);
+	ck_assert_uint_eq(stats(&r).read_pages, pages + 384);
+	ck_assert_uint_le(stats(&r).cache_pages, 128);
+	read_page(&r, 1023);
+	ck_assert_uint_eq(stats(&r).read_pages, pages + 384);
+	ra_close(&r);
+}
+END_TEST
+
 static Suite *ra_suite(void)
 {
 	Suite *s = suite_create("readahead");
@@ -478,6 +562,7 @@ static Suite *ra_suite(void)
 		tcase_add_test(tc, test_readahead_off);
 		tcase_add_test(tc, test_fadvise_random_sequential);
 		tcase_add_test(tc, test_fadvise_app_owned);
+		tcase_add_test(tc, test_reclaim_spares_pages_read_ahead);
 	}
 	tcase_add_test(tc, test_fadvise_willneed_dontneed);
 	tcase_add_test(tc, test_read_error_only_for_its_page);
