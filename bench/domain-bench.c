@@ -211,7 +211,19 @@ struct figures {
 	double slow_limit;	/* MiB, its dirty limit at the end */
 	double slow_share;	/* its share, ppm */
 	double slow_rate;	/* MiB/s its device wrote */
+	double slow_chunk;	/* MiB, its writeback chunk at that rate */
 };
+
+/* The least writeback chunk of the library (lib/writeback.c). */
+#define WB_CHUNK_MIB 4.0
+
+/* A writeback chunk at @rate MiB/s, as lib/writeback.c's chunk_pages()
+ * computes it: half a second of it, rounded up to the next multiple of
+ * 4 MiB. */
+static double chunk_mib(double rate)
+{
+	return ((double)(uint64_t)(rate / 2 / WB_CHUNK_MIB) + 1) * WB_CHUNK_MIB;
+}
 
 static uint64_t held(struct dev *d)
 {
@@ -319,6 +331,7 @@ static int run_once(const struct pwb_bench_domain_opts *o, struct dev *devs,
 		f->slow_limit = (double)st.dirty_limit_bytes / MIB;
 		f->slow_share = (double)st.domain_share_ppm;
 		f->slow_rate = (double)(w1 - w0) / MIB / (t1 - tw);
+		f->slow_chunk = chunk_mib(f->slow_rate);
 	}
 	f->slow_mean = samples ? (double)sum / (double)samples / MIB : 0;
 	f->slow_max = (double)max / MIB;
@@ -357,7 +370,7 @@ int pwb_bench_domain(FILE *out, const struct pwb_bench_domain_opts *o)
 	static const char *const name[3] = { "alone", "domain", "separate" };
 	double fast[3][MAX_RUNS], mean[3][MAX_RUNS], max[3][MAX_RUNS];
 	double lim[3][MAX_RUNS], share[3][MAX_RUNS], srate[3][MAX_RUNS];
-	double last[3][MAX_RUNS];
+	double last[3][MAX_RUNS], chunk[3][MAX_RUNS];
 	struct dev devs[3];
 	unsigned int i, k, runs = o->runs > MAX_RUNS ? MAX_RUNS : o->runs;
 	int rc = setup();
@@ -395,6 +408,7 @@ int pwb_bench_domain(FILE *out, const struct pwb_bench_domain_opts *o)
 			lim[i][k] = f.slow_limit;
 			share[i][k] = f.slow_share;
 			srate[i][k] = f.slow_rate;
+			chunk[i][k] = f.slow_chunk;
 			if (o->verbose)
 				fprintf(stderr, "domain run %u %s: fast %.1f "
 					"MiB/s; slow writes %.1f MiB/s, holds "
@@ -444,6 +458,29 @@ int pwb_bench_domain(FILE *out, const struct pwb_bench_domain_opts *o)
 			fprintf(out, "); goal >= 0.9");
 		}
 		fprintf(out, "\n");
+	}
+	/*
+	 * "Within its share": what the slow bdi holds on average over the
+	 * run against its share's dirty limit plus one writeback chunk
+	 * (what one visit of its flusher writes, and what a bdi may borrow
+	 * beyond its share at most), run by run; the worst run decides.
+	 */
+	for (i = 1; i < 3; i++) {
+		double worst = -1e300, over;
+
+		for (k = 0; k < runs; k++) {
+			over = mean[i][k] - (lim[i][k] + chunk[i][k]);
+			if (over > worst)
+				worst = over;
+		}
+		fprintf(out, "%-9s the slow bdi holds %.1f MiB on average "
+			"(median; runs ", name[i], bench_median(mean[i], runs));
+		for (k = 0; k < runs; k++)
+			fprintf(out, "%s%.1f", k ? ", " : "", mean[i][k]);
+		fprintf(out, ") against its limit + one writeback chunk "
+			"%.1f + %.0f MiB: %s (worst run %+.1f MiB)\n",
+			bench_median(lim[i], runs), bench_median(chunk[i], runs),
+			worst <= 0 ? "within" : "over", worst);
 	}
 out:
 	for (i = 0; i < 3; i++)

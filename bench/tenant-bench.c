@@ -140,6 +140,7 @@ static int image_make(const char *path, uint64_t bytes)
 
 struct run {
 	double ratio;		/* heavy : medium written */
+	double wrote[NR_T];	/* MiB/s each tenant's writes completed */
 	double p99_alone;	/* light, s */
 	double p99_flood;
 	uint64_t max_held[NR_T];
@@ -236,6 +237,10 @@ static int phase(const char *path, const struct pwb_bench_tenant_opts *o,
 		uint64_t b = st[1].written_bytes - st0[1].written_bytes;
 
 		r->ratio = b ? (double)a / (double)b : 0;
+		for (i = 0; i < NR_T; i++)
+			r->wrote[i] = (double)(st[i].written_bytes -
+					       st0[i].written_bytes) /
+				      MIB / o->seconds;
 		r->p99_flood = p99(w[2].lat, w[2].nr_lat);
 		for (i = 0; i < NR_T; i++) {
 			r->max_held[i] = st[i].max_held_bytes;
@@ -297,10 +302,12 @@ int pwb_bench_tenants(FILE *out, const struct pwb_bench_tenant_opts *o)
 			lim[i][k] = (double)r.limit[i];
 		}
 		if (o->verbose)
-			fprintf(stderr, "tenants run %u: written %.2f : 1, light "
-				"p99 %.2f ms alone, %.2f ms beside the flood, "
-				"max held %.1f/%.1f/%.1f MiB\n",
-				k + 1, r.ratio, r.p99_alone * 1e3,
+			fprintf(stderr, "tenants run %u: written %.2f : 1 "
+				"(%.1f/%.1f/%.1f MiB/s), light p99 %.2f ms "
+				"alone, %.2f ms beside the flood, max held "
+				"%.1f/%.1f/%.1f MiB\n",
+				k + 1, r.ratio, r.wrote[0], r.wrote[1],
+				r.wrote[2], r.p99_alone * 1e3,
 				r.p99_flood * 1e3, r.max_held[0] / MIB,
 				r.max_held[1] / MIB, r.max_held[2] / MIB);
 	}

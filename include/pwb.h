@@ -421,7 +421,10 @@ struct pwb_bdi_config {
  * far its dirty and writeback bytes are above its share of the domain's
  * limits, but a bdi may borrow: its limit is at least an eighth of the
  * room the domain has left (within max_share_ppm), so a bdi whose share
- * is still small can start while the others leave room. With this flag
+ * is still small can start while the others leave room, but never more
+ * than one writeback chunk of its own beyond its share (half a second of
+ * what it completed lately, at least 4 MiB), so a slow device holds
+ * little more than its share. With this flag
  * it never borrows: its writers are paused at its share even when the
  * domain is under its limits (a tenant held to its budget; the kernel's
  * strictlimit). In both cases writers wait while the domain as a whole
@@ -530,8 +533,10 @@ PWB_API void pwb_domain_config_init(struct pwb_domain_config *cfg,
  * @domp: on success, the new domain
  *
  * A bdi joins the domain at pwb_bdi_open() (pwb_bdi_config.domain) and
- * leaves it at pwb_bdi_close(). Until a bdi of the domain has completed
- * writes, the domain's limits are split evenly (within each bdi's bounds).
+ * leaves it at pwb_bdi_close(). A bdi starts at its floor
+ * (pwb_bdi_config.min_share_ppm) and earns its share by completing
+ * writes (its first completion recomputes the shares at once); until
+ * then its writers run on what it may borrow (PWB_BDI_STRICT_SHARE).
  *
  * Context: any thread. The caller owns the domain and must destroy it
  * with pwb_domain_destroy() after closing every bdi in it.

@@ -26,12 +26,22 @@
  * the flushers of a bdi without a domain read theirs (bdi->bg_thresh_pages,
  * bdi->dirty_limit_pages). The dirtying path thus costs what it costs
  * without a domain; only a writer above its share's set point looks at
- * the whole domain (pwb__domain_throttle()): there a bdi may borrow an
- * eighth of the domain's free room beyond its share, unless it is held
- * strictly (PWB_BDI_STRICT_SHARE), and every writer waits while the
- * domain as a whole is at its limit.
+ * the whole domain (pwb__domain_throttle()): there a bdi may borrow
+ * beyond its share an eighth of the domain's free room, but never more
+ * than one writeback chunk of its own (half a second of what it completed
+ * lately, at least 4 MiB), unless it is held strictly
+ * (PWB_BDI_STRICT_SHARE); and every writer waits while the domain as a
+ * whole is at its limit.
  *
- * Until some member completed a write, the limits are split evenly.
+ * A share is earned by completed writes, as in the kernel: a bdi that
+ * has completed none since it joined (or since its count decayed to
+ * nothing) has its floor, min_share_ppm, and what it may borrow. An even
+ * split until the first completions would hand a USB stick a third of a
+ * three-device domain: its writer dirties that at memory speed before
+ * anything is known about the device, and the stick then takes many
+ * seconds to write it while the fast devices' writers wait for room. A
+ * member's first completion recomputes the shares at once, so a fast
+ * device earns its share within a write or two.
  *
  * domain.c sits below the throttle and the flushers: they ask it for the
  * shares and for the domain's state (which it reads from the members'
@@ -43,6 +53,7 @@
 #include "bdi.h"
 #include "throttle.h"
 #include "domain.h"
+#include "writeback.h"
 
 #include <string.h>
 #include <urcu/rculist.h>
@@ -117,8 +128,9 @@ static void set_share_locked(struct pwb_domain *dom, struct pwb__dom_member *m,
 	pwb__aset(&bdi->bg_thresh_pages, cap && bg > cap ? cap : bg);
 }
 
-/* Every published member's share from the counts. Caller holds
- * dom->lock. */
+/* Every published member's share from the counts: with no count at all
+ * (nothing written yet, or long ago), every member at its floor. Caller
+ * holds dom->lock. */
 static void recompute_locked(struct pwb_domain *dom)
 {
 	uint64_t total = 0, free_ppm = PWB__PPM - dom->sum_min_ppm;
@@ -130,7 +142,7 @@ static void recompute_locked(struct pwb_domain *dom)
 		uint64_t raw = total ? (uint64_t)((unsigned __int128)
 						  pwb__aread(&m->events) *
 						  PWB__PPM / total)
-				     : PWB__PPM / dom->nr_members;
+				     : 0;
 		uint64_t share = m->min_ppm + raw * free_ppm / PWB__PPM;
 
 		set_share_locked(dom, m, PWB__MIN(share, (uint64_t)m->max_ppm));
@@ -153,6 +165,13 @@ static void age_locked(struct pwb_domain *dom, uint64_t now)
 		age_events(m, (unsigned int)PWB__MIN(n, 64ull));
 }
 
+static void update_locked(struct pwb_domain *dom, uint64_t now)
+{
+	age_locked(dom, now);
+	recompute_locked(dom);
+	pwb__aset(&dom->next_update, now + dom->update_ns);
+}
+
 void pwb__domain_update(struct pwb_domain *dom, uint64_t now, bool force)
 {
 	if (force) {
@@ -168,18 +187,31 @@ void pwb__domain_update(struct pwb_domain *dom, uint64_t now, bool force)
 			return;
 		}
 	}
-	age_locked(dom, now);
-	recompute_locked(dom);
-	pwb__aset(&dom->next_update, now + dom->update_ns);
+	update_locked(dom, now);
 	pthread_mutex_unlock(&dom->lock);
 }
 
 void pwb__domain_written(struct pwb_bdi *bdi, uint64_t pages)
 {
 	struct pwb__dom_member *m = bdi->dom;
+	struct pwb_domain *dom = m->dom;
+	uint64_t now = pwb__domain_now(dom);
 
-	uatomic_add(&m->events, pages);
-	pwb__domain_update(m->dom, pwb__domain_now(m->dom), false);
+	/*
+	 * The first pages counted (since the count decayed to nothing):
+	 * the bdi is at its floor until the shares are recomputed, so do
+	 * it now, not at the next update due. Tried, never waited for, as
+	 * every completion's update (base.h); if the lock is busy, the
+	 * next update due (a sixteenth of a period later) counts them.
+	 */
+	if (uatomic_add_return(&m->events, pages) == pages) {
+		if (!pthread_mutex_trylock(&dom->lock)) {
+			update_locked(dom, now);
+			pthread_mutex_unlock(&dom->lock);
+		}
+		return;
+	}
+	pwb__domain_update(dom, now, false);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -217,6 +249,27 @@ bool pwb__domain_over_bg(struct pwb_bdi *bdi)
 	return dirty > dom->cfg.dirty_background_bytes;
 }
 
+/*
+ * One writeback chunk of @m's bdi in pages, from what it completed
+ * lately: half a second at the rate its decaying count implies, rounded
+ * up to the next multiple of PWB__MIN_WRITEBACK_BYTES, as a context's
+ * chunk is (writeback.c). The count holds between one and two periods'
+ * worth of completions (the halving at each period's end), so count /
+ * (2 x period) is at most the rate. Not the contexts' bandwidth
+ * estimate: until measured, that is a guess of 100 MiB/s, and a USB
+ * stick would borrow for seconds on it. A bdi that has completed nothing
+ * gets the least chunk.
+ */
+static uint64_t loan_pages(const struct pwb__dom_member *m)
+{
+	uint64_t min = PWB__MIN_WRITEBACK_BYTES >> m->bdi->page_shift;
+	uint64_t half_s = (uint64_t)((unsigned __int128)pwb__aread(&m->events) *
+				     PWB__NSEC_PER_SEC /
+				     (4 * m->dom->period_ns));
+
+	return half_s / min * min + min;
+}
+
 unsigned int pwb__domain_throttle(struct pwb_bdi *bdi,
 				  struct pwb__throttle_state *s)
 {
@@ -246,11 +299,15 @@ unsigned int pwb__domain_throttle(struct pwb_bdi *bdi,
 	 * drained for a moment would keep it for as long as it needs to
 	 * write it, and the fast ones would then wait for the slow one (a
 	 * free run of everyone under the domain's set point, the kernel's
-	 * rule, lets it ratchet up so).
+	 * rule, lets it ratchet up so). And never more than one writeback
+	 * chunk of its own: a loan its flushers pay back in about half a
+	 * second, however slow the device, so a slow bdi holds at most its
+	 * share and one chunk.
 	 */
 	if (!m->strict && total < limit) {
 		uint64_t room = to_pages(bdi, (limit - total) / 8);
 
+		room = PWB__MIN(room, loan_pages(m));
 		room = PWB__MIN(room, m->max_limit_pages);
 		s->limit = PWB__MAX(s->limit, room);
 		if (s->dirty <= pwb__throttle_setpoint(s->bg, s->limit))
@@ -319,11 +376,8 @@ int pwb__domain_attach(struct pwb_bdi *bdi, const struct pwb_bdi_config *cfg)
 	}
 	dom->sum_min_ppm += m->min_ppm;
 	dom->nr_joined++;
-	/* Until published: an even share's worth, as the others have. */
-	set_share_locked(dom, m,
-			 PWB__MIN(m->min_ppm + (PWB__PPM - dom->sum_min_ppm) /
-						       (dom->nr_members + 1),
-				  (uint64_t)m->max_ppm));
+	/* Until it completes writes: its floor (see the top). */
+	set_share_locked(dom, m, m->min_ppm);
 	pthread_mutex_unlock(&dom->lock);
 	bdi->dom = m;
 	return 0;

@@ -111,7 +111,8 @@ static inline uint64_t pwb__domain_now(const struct pwb_domain *dom)
  * (its share's thresholds, its dirty + writeback pages); this adds the
  * domain's: no PWB__DOMAIN_PAUSE if the writer may run (the bdi under its
  * share's set point, or, not held strictly, under the set point of what
- * it may borrow: an eighth of the domain's free room); PWB__DOMAIN_PAUSE
+ * it may borrow: an eighth of the domain's free room, one writeback chunk
+ * of its own at most); PWB__DOMAIN_PAUSE
  * if it is to be paused, with @s adjusted for pwb__throttle_pause(): the
  * limit raised to what it may borrow, the dirty count raised to the limit
  * when the domain as a whole is at its limit. PWB__DOMAIN_KICK while the

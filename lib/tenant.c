@@ -34,7 +34,7 @@
  *    not among b_io's, so its share goes to the others (work-conserving);
  *    a tenant coming back from idle is raised to the bdi's virtual clock
  *    (the highest round minimum), so it cannot claim the time it did not
- *    use. Visits write at most PWB__TENANT_CHUNK_BYTES, the grain of the
+ *    use. Visits write at most PWB__TENANT_VISIT_BYTES, the grain of the
  *    order.
  *
  *  - Rate cap. A tenant's token bucket (pacing.c) is charged for what its

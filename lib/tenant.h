@@ -104,10 +104,15 @@ struct pwb_tenant {
 #define PWB__TENANT_VT 10000ull
 /* The default weight, also that of a bdi's untenanted inodes. */
 #define PWB__TENANT_DEFAULT_WEIGHT 100u
-/* A flusher's visit of an inode while tenants share the bdi writes at
- * most this much, so that the order of service by weight has a grain
- * finer than the half-second chunk of a bdi without tenants. */
+/* What a tenant's rate cap lets through at once (its bucket's burst). */
 #define PWB__TENANT_CHUNK_BYTES (4ull << 20)
+/* A flusher's visit of an inode while tenants share the bdi writes at
+ * most this much: the grain of the order of service by weight, finer
+ * than the half-second chunk of a bdi without tenants. A tenant gets its
+ * share within a visit of each owner, so over a few seconds of a slow
+ * device (50 MiB/s, a share of 1/7: a visit of 4 MiB would be a sixth
+ * of 5 s of it) the grain is what the proportion is off by. */
+#define PWB__TENANT_VISIT_BYTES (1ull << 20)
 
 /* ---------------------------------------------------------------------- */
 /* Page accounting: the callers hold the inode's lock (inode->tenant and  */

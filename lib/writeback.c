@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 /* The kernel's MIN_WRITEBACK_PAGES: 4 MiB. */
-#define MIN_WRITEBACK_BYTES (4ull << 20)
+#define MIN_WRITEBACK_BYTES PWB__MIN_WRITEBACK_BYTES
 /* A non-integrity pass checks for other work after this long. */
 #define PASS_SLICE_NS (100 * PWB__NSEC_PER_MSEC)
 /* Bandwidth is sampled over at least this long (the kernel's 200 ms). */
@@ -986,8 +986,24 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 			       pwb__tenant_active(bdi, &bdi->tn));
 	struct pwb__tenant_round round;
 
-	if (tn)
+	if (tn) {
+		struct pwb_inode *inode, *tmp;
+
+		/*
+		 * A round cut short (its time slice, the background
+		 * threshold met, the work's pages done) left on b_more_io
+		 * the inodes it served or passed over. This round compares
+		 * their owners too: from what was left on b_io alone, the
+		 * rest of b_io would be served whatever its owners' virtual
+		 * time, and with visits longer than the slice (a slow device
+		 * or a loaded machine) every inode would get its turn, 1 : 1
+		 * whatever the weights.
+		 */
+		cds_list_for_each_entry_safe(inode, tmp, &wb->b_more_io,
+					     io_list)
+			pwb__inode_move_locked(wb, inode, PWB__LIST_IO);
 		pwb__tenant_round_start_locked(wb, &round);
+	}
 	while (!cds_list_empty(&wb->b_io)) {
 		struct pwb_inode *inode = first_io_inode(wb);
 		struct wb_control wbc = {
@@ -1002,7 +1018,7 @@ static uint64_t writeback_inodes(struct pwb__wb_ctx *wb,
 				continue;
 			}
 			wbc.nr_to_write = PWB__MIN(wbc.nr_to_write,
-				(int64_t)(PWB__TENANT_CHUNK_BYTES >>
+				(int64_t)(PWB__TENANT_VISIT_BYTES >>
 					  bdi->page_shift));
 		}
 		if (!claim_inode_locked(inode)) {

@@ -15,6 +15,11 @@ struct pwb_inode;
 struct pwb__wb_ctx;
 struct pwb__wb_work;
 
+/* The least writeback chunk of a SYNC_NONE visit: half a second of the
+ * context's measured bandwidth, rounded up to the next multiple of this
+ * (the kernel's writeback_chunk_size()). */
+#define PWB__MIN_WRITEBACK_BYTES (4ull << 20)
+
 /* ---------------------------------------------------------------------- */
 /* writeback.c                                                            */
 

@@ -122,6 +122,23 @@ static void update(struct pwb_domain *dom)
 	pwb__domain_update(dom, clk.now, true);
 }
 
+/* Would a writer of @d holding @dirty pages be paused by its share (and
+ * what it may borrow)? The throttle's decision alone, from the bdi's
+ * thresholds and the domain's real state, without a race with the
+ * flusher that a bdi's small background threshold starts at once. */
+static bool paused(struct dev *d, uint64_t dirty)
+{
+	struct pwb__throttle_state s = {
+		.bg = pwb__aread(&d->bdi->bg_thresh_pages),
+		.limit = pwb__aread(&d->bdi->dirty_limit_pages),
+		.dirty = dirty,
+		.bw = 100 << 20,
+		.page_shift = d->bdi->page_shift,
+	};
+
+	return pwb__domain_throttle(d->bdi, &s) & PWB__DOMAIN_PAUSE;
+}
+
 START_TEST(share_follows_completed_writeback_and_decays)
 {
 	struct pwb_domain *dom;
@@ -132,12 +149,13 @@ START_TEST(share_follows_completed_writeback_and_decays)
 	dom = domain(64 * MIB, 16 * MIB);
 	dev_open(&a, 4096, dom, "null", 1);
 	dev_open(&b, 4096, dom, "null", 2);
-	/* No writeback yet: an even split, and the thresholds with it. */
-	ck_assert_uint_eq(share(&a), 500000);
-	ck_assert_uint_eq(share(&b), 500000);
+	/* No writeback yet: each at its floor (0 here), and the thresholds
+	 * with it; a share of 0 is one page, not "no limit". */
+	ck_assert_uint_eq(share(&a), 0);
+	ck_assert_uint_eq(share(&b), 0);
 	st = stats(&a);
-	ck_assert_uint_eq(st.dirty_limit_bytes, 32 * MIB);
-	ck_assert_uint_eq(st.dirty_background_limit_bytes, 8 * MIB);
+	ck_assert_uint_eq(st.dirty_limit_bytes, PS);
+	ck_assert_uint_eq(st.dirty_background_limit_bytes, PS);
 
 	/* Real completions count: only a wrote. */
 	ck_assert_int_eq(dev_dirty(&a, 0, 1024), 0);
@@ -146,7 +164,6 @@ START_TEST(share_follows_completed_writeback_and_decays)
 	ck_assert_uint_eq(share(&a), 1000000);
 	ck_assert_uint_eq(share(&b), 0);
 	ck_assert_uint_eq(stats(&a).dirty_limit_bytes, 64 * MIB);
-	/* A share of 0 is one page, not "no limit". */
 	ck_assert_uint_eq(stats(&b).dirty_limit_bytes, PS);
 
 	/* 1024 : 3072 pages written: a quarter and three quarters. */
@@ -168,11 +185,12 @@ START_TEST(share_follows_completed_writeback_and_decays)
 	/* Without that decay a would be at (1024 + 2048) / 6144. */
 	ck_assert_uint_ne(share(&a), 500000);
 
-	/* Twenty quiet periods: nothing is left of the past; the next
-	 * writes alone decide. */
+	/* Twenty quiet periods: nothing is left of the past, both are back
+	 * at their floors; the next writes alone decide. */
 	tu_clock_advance_ms(&clk, 20 * 1000);
 	update(dom);
-	ck_assert_uint_eq(share(&a), 500000);
+	ck_assert_uint_eq(share(&a), 0);
+	ck_assert_uint_eq(share(&b), 0);
 	pwb__domain_written(b.bdi, 1);
 	update(dom);
 	ck_assert_uint_eq(share(&b), 1000000);
@@ -190,6 +208,66 @@ START_TEST(share_follows_completed_writeback_and_decays)
 }
 END_TEST
 
+/*
+ * A domain's bdis before any write completed: each at its floor, not an
+ * even split. A bdi that is a USB stick would otherwise get a third of a
+ * three-bdi domain (21 MiB of 64) to dirty at memory speed, and then take
+ * many seconds to write it. It may borrow one writeback chunk (4 MiB, the
+ * least, as it has written nothing; set point 2 MiB): 3 MiB dirty are
+ * paused (with the even split, under its set point of 13 MiB, not even
+ * 12 MiB would be). It earns its share by completing writes, and the
+ * first completion of a bdi recomputes at once: the clock stands still
+ * here, the periodic update is never due after the first.
+ */
+START_TEST(new_member_starts_at_its_floor)
+{
+	struct pwb_domain *dom;
+	struct pwb_bdi_config cfg;
+	struct dev a, b, c;
+
+	clk.now = 10 * SEC;
+	dom = domain(64 * MIB, 16 * MIB);
+	dev_open(&a, 4096, dom, "null", 1);
+	dev_open(&b, 4096, dom, "null", 2);
+	bdi_cfg(&cfg, dom, "null");
+	cfg.min_share_ppm = 100000;
+	ck_assert_int_eq(dev_open_cfg(&c, 4096, &cfg, 3), 0);
+	ck_assert_uint_eq(share(&a), 0);
+	ck_assert_uint_eq(share(&b), 0);
+	ck_assert_uint_eq(share(&c), 100000);
+	ck_assert_uint_eq(stats(&b).dirty_limit_bytes, PS);
+	ck_assert_uint_eq(stats(&c).dirty_limit_bytes,
+			  (64 * MIB / 10) & ~(uint64_t)(PS - 1));
+
+	/* b's writer: 1.5 MiB dirty runs, 3 MiB are over its loan's set
+	 * point, and so are 12 MiB. */
+	ck_assert(!paused(&b, 384));
+	ck_assert(paused(&b, 768));
+	ck_assert(paused(&b, 3072));
+
+	/* b writes: b has all of the 90% above c's floor. */
+	ck_assert_int_eq(dev_dirty(&b, 0, 768), 0);
+	ck_assert_int_eq(pwb_sync(b.bdi), 0);
+	ck_assert_uint_eq(share(&b), 900000);
+	ck_assert_uint_eq(share(&a), 0);
+	/* a writes, the clock still where it was: the update is not due,
+	 * but a's first completion recomputes (by its first write, so some
+	 * of the 1024 pages). */
+	ck_assert_int_eq(dev_dirty(&a, 0, 1024), 0);
+	ck_assert_int_eq(pwb_sync(a.bdi), 0);
+	ck_assert_uint_gt(share(&a), 0);
+	ck_assert_uint_lt(share(&b), 900000);
+	ck_assert_uint_eq(share(&c), 100000);
+	update(dom);
+	ck_assert_uint_eq(share(&a), 1024ull * 1000000 / 1792 * 9 / 10);
+
+	dev_close(&a);
+	dev_close(&b);
+	dev_close(&c);
+	ck_assert_int_eq(pwb_domain_destroy(dom), 0);
+}
+END_TEST
+
 /* A bdi whose page cache holds library-owned pages starts background
  * writeback at half the cache at most, in a domain as without one: a
  * share recomputed later must not raise it again. */
@@ -203,11 +281,14 @@ START_TEST(share_keeps_the_page_cache_cap)
 
 	bdi_cfg(&cfg, dom, "null");
 	cfg.cache_bytes = 4 * MIB;
+	cfg.min_share_ppm = 500000;	/* 16 MiB of background threshold */
 	ck_assert_int_eq(dev_open_cfg(&a, 4096, &cfg, 1), 0);
 	ck_assert_int_eq(pwb_inode_open(a.bdi, 2, &alloc_ops, NULL, &lib), 0);
 	ck_assert_uint_le(stats(&a).dirty_background_limit_bytes, 2 * MIB);
 	/* A second member: every share is recomputed. */
-	dev_open(&b, 4096, dom, "null", 1);
+	bdi_cfg(&cfg, dom, "null");
+	cfg.min_share_ppm = 500000;
+	ck_assert_int_eq(dev_open_cfg(&b, 4096, &cfg, 1), 0);
 	ck_assert_uint_le(stats(&a).dirty_background_limit_bytes, 2 * MIB);
 	ck_assert_uint_gt(stats(&b).dirty_background_limit_bytes, 2 * MIB);
 	ck_assert_int_eq(pwb_inode_close(lib), 0);
@@ -319,10 +400,12 @@ END_TEST
 
 /*
  * Two bdis with a share of nearly nothing in a 64 MiB domain (a third one
- * did the writeback; no background threshold), 3 MiB dirty on each: the
- * one not held strictly borrows an eighth of the domain's free room
- * (58 MiB / 8, set point 3.6 MiB) and runs; the strict one is paused at
- * its share.
+ * did the writeback; no background threshold), 1.5 MiB dirty on each:
+ * the one not held strictly borrows an eighth of the domain's free room
+ * (61 MiB / 8), but no more than one writeback chunk of its own (4 MiB,
+ * the least, for what it has written: set point 2 MiB), and runs; the strict
+ * one is paused at its share. At 3 MiB the loan is used up: the lax one
+ * is paused too (an eighth of the room alone would let it run to 3.8).
  */
 START_TEST(strict_share_throttles_at_the_share)
 {
@@ -349,12 +432,13 @@ START_TEST(strict_share_throttles_at_the_share)
 	 * the pages the caller owes are set by hand.) */
 	pwb__throttle_account(4096);
 	ck_assert_int_eq(pwb_balance_dirty_nowait(strict.bdi), 0);
-	ck_assert_int_eq(dev_dirty(&lax, 0, 768), 0);
-	ck_assert_int_eq(dev_dirty(&strict, 0, 768), 0);
+	ck_assert_int_eq(dev_dirty(&lax, 0, 384), 0);
+	ck_assert_int_eq(dev_dirty(&strict, 0, 384), 0);
 	pwb__throttle_account(4096);
 	ck_assert_int_eq(pwb_balance_dirty_nowait(lax.bdi), 0);
 	pwb__throttle_account(4096);
 	ck_assert_int_eq(pwb_balance_dirty_nowait(strict.bdi), -EAGAIN);
+	ck_assert(paused(&lax, 768));
 	/* The pause started its writeback: it gets below its share. */
 	ck_assert_int_eq(pwb_sync(strict.bdi), 0);
 	ck_assert_int_eq(pwb_balance_dirty_nowait(strict.bdi), 0);
@@ -368,12 +452,14 @@ END_TEST
 
 /*
  * A writer paused because of the domain (above its share's set point,
- * the domain at its limit because of another bdi) must have its own
+ * the domain near its limit because of another bdi) must have its own
  * flusher writing, or it waits for nothing: with no background
  * threshold nothing else starts that flusher. Here the other bdi's 24
  * MiB are never written (no threshold, no periodic writeback), the
- * writer's bdi has 10 MiB dirty of its 16 MiB share: pwb_balance_dirty()
- * returns once its flusher wrote them, long before throttle_timeout_ms.
+ * writer's bdi, which has written nothing yet (its share is its floor,
+ * 0, and it may borrow an eighth of the room left), dirties 4 MiB, then
+ * 6 MiB more: pwb_balance_dirty() returns once its flusher wrote enough
+ * of them, long before throttle_timeout_ms.
  */
 START_TEST(throttled_writer_always_has_writeback)
 {
@@ -390,10 +476,9 @@ START_TEST(throttled_writer_always_has_writeback)
 	cfg.throttle_timeout_ms = 3000;
 	ck_assert_int_eq(dev_open_cfg(&w, 4096, &cfg, 1), 0);
 	ck_assert_int_eq(dev_dirty(&other, 0, 6144), 0);
-	/* The first call stays under the share's set point (8 MiB); the
-	 * second goes above it with the domain at its limit: it is paused
-	 * until its bdi's pages are written (whether it sleeps depends on
-	 * how fast the flusher is; it must not wait for the time-out). */
+	/* Both calls go above what the bdi may hold: each is paused until
+	 * its bdi's pages are written (whether it sleeps depends on how
+	 * fast the flusher is; it must not wait for the time-out). */
 	ck_assert_int_eq(dev_dirty(&w, 0, 1024), 0);
 	ck_assert_int_eq(dev_dirty(&w, 1024, 1536), 0);
 	/* Its flusher is writing its pages, though nothing else would start
@@ -597,6 +682,7 @@ static Suite *domain_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, share_follows_completed_writeback_and_decays);
 	tcase_add_test(tc, share_bounds);
+	tcase_add_test(tc, new_member_starts_at_its_floor);
 	tcase_add_test(tc, share_keeps_the_page_cache_cap);
 	tcase_add_test(tc, domain_bad_inputs);
 	tcase_add_test(tc, strict_share_throttles_at_the_share);

@@ -305,6 +305,47 @@ START_TEST(weights_share_writeback)
 END_TEST
 
 /*
+ * The same 5 : 1, but in passes of one visit each: every pass ends with
+ * inodes still on b_io, as a pass cut short by its time slice or by the
+ * background threshold does (under CPU load, or on a slow device, a pass
+ * often ends after one visit). The next pass must compare every owner,
+ * also those waiting on b_more_io: served from what was left on b_io, the
+ * tenants would take turns, 1 : 1.
+ */
+START_TEST(weights_hold_across_short_passes)
+{
+	struct pwb_bdi_config cfg;
+	struct pwb_tenant *a, *b;
+	struct pwb_inode *ia, *ib;
+	struct env e;
+	uint64_t wa, wb, visit = PWB__TENANT_VISIT_BYTES / PS;
+	int i;
+
+	clk.now = 10 * SEC;
+	env_cfg(&cfg);
+	env_open(&e, &cfg);
+	a = tenant(NULL, e.bdi, 500, 0, 0);
+	b = tenant(NULL, e.bdi, 100, 0, 0);
+	ia = iopen(&e, 1, a);
+	ib = iopen(&e, 2, b);
+	dirty(ia, 0, INODE_PAGES);
+	dirty(ib, 0, INODE_PAGES);
+	for (i = 0; i < 120; i++)
+		run_pass(&e, (int64_t)visit);
+	wa = tstats(a).written_bytes;
+	wb = tstats(b).written_bytes;
+	ck_assert_uint_eq(wa + wb, 120 * visit * PS);
+	assert_ratio(wa, wb, 5.0);
+
+	ck_assert_int_eq(pwb_inode_close(ia), 0);
+	ck_assert_int_eq(pwb_inode_close(ib), 0);
+	ck_assert_int_eq(pwb_tenant_destroy(a), 0);
+	ck_assert_int_eq(pwb_tenant_destroy(b), 0);
+	env_close(&e);
+}
+END_TEST
+
+/*
  * Work-conserving: the heavy tenant (weight 5) runs out of dirty data
  * early and the light one (weight 1) gets the rest of the pass. Then the
  * heavy one comes back after having been idle: it gets its 5 : 1 again,
@@ -633,6 +674,10 @@ START_TEST(domain_tenant)
 	ck_assert_int_eq(pwb_domain_create(NULL, &dom), 0);
 	env_cfg(&cfg);
 	cfg.domain = dom;
+	/* A floor of its own: a bdi at a floor of 0 (nothing written yet)
+	 * has a background threshold of one page, and its flusher would
+	 * write the pages before the weight below is looked at. */
+	cfg.min_share_ppm = 500000;
 	env_open(&e, &cfg);
 	env_cfg(&cfg);
 	env_open(&f, &cfg);
@@ -663,6 +708,7 @@ static Suite *tenant_suite(void)
 	tcase_add_test(tc, bad_inputs);
 	tcase_add_test(tc, pages_follow_the_inode);
 	tcase_add_test(tc, weights_share_writeback);
+	tcase_add_test(tc, weights_hold_across_short_passes);
 	tcase_add_test(tc, idle_share_goes_to_the_busy);
 	tcase_add_test(tc, rate_cap_passes_over_the_tenant);
 	tcase_add_test(tc, throttle_decides_by_the_tenant);
