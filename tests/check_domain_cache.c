@@ -34,18 +34,6 @@
 
 static struct tu_clock clk;
 
-static int ident_map(struct pwb_inode *inode, uint64_t index,
-		     uint64_t *dev_off)
-{
-	(void)inode;
-	if (index >= IMG_PAGES)
-		return -ERANGE;
-	*dev_off = index * PS;
-	return 0;
-}
-
-static const struct pwb_inode_ops lib_ops = { .map_page = ident_map };
-
 /* A bdi of the domain on an image of its own, one library-owned inode
  * over the image, and what the test wrote to it. */
 struct mem {
@@ -89,8 +77,8 @@ static void mem_open(struct mem *m, struct pwb_domain *dom, uint64_t ino)
 	mem_cfg(&cfg, dom);
 	m->img = tu_image_create((uint64_t)IMG_PAGES * PS);
 	ck_assert_int_eq(pwb_bdi_open(m->img, &cfg, &m->bdi), 0);
-	ck_assert_int_eq(pwb_inode_open(m->bdi, ino, &lib_ops, NULL,
-					&m->inode),
+	ck_assert_int_eq(pwb_inode_open(m->bdi, ino, &tu_ident_ops,
+					tu_ident_pages(IMG_PAGES), &m->inode),
 			 0);
 	m->ref = calloc(IMG_PAGES, PS);
 	ck_assert_ptr_nonnull(m->ref);
@@ -355,8 +343,9 @@ START_TEST(background_reclaim_keeps_budget_room)
 		cfg.cache_bytes = 768 * PS;
 		m[i]->img = tu_image_create((uint64_t)IMG_PAGES * PS);
 		ck_assert_int_eq(pwb_bdi_open(m[i]->img, &cfg, &m[i]->bdi), 0);
-		ck_assert_int_eq(pwb_inode_open(m[i]->bdi, i + 1, &lib_ops,
-						NULL, &m[i]->inode),
+		ck_assert_int_eq(pwb_inode_open(m[i]->bdi, i + 1, &tu_ident_ops,
+						tu_ident_pages(IMG_PAGES),
+						&m[i]->inode),
 				 0);
 		m[i]->ref = calloc(IMG_PAGES, PS);
 		ck_assert_ptr_nonnull(m[i]->ref);

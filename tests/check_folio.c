@@ -22,18 +22,6 @@
 #define IMG_PAGES 1024u
 #define RUN 64u			/* pages of the folios written here */
 
-static int ident_map(struct pwb_inode *inode, uint64_t index,
-		     uint64_t *dev_off)
-{
-	(void)inode;
-	if (index >= IMG_PAGES)
-		return -ERANGE;
-	*dev_off = index * PS;
-	return 0;
-}
-
-static const struct pwb_inode_ops lib_ops = { .map_page = ident_map };
-
 static struct tu_env e;
 static struct pwb_inode *inode;
 static unsigned char ref[IMG_PAGES * PS];	/* what the file holds */
@@ -49,7 +37,9 @@ static void setup(void)
 	 * dirty). */
 	e.cfg.dirty_background_bytes = 0;
 	tu_env_open(&e, IMG_PAGES);
-	ck_assert_int_eq(pwb_inode_open(e.bdi, 1, &lib_ops, NULL, &inode), 0);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 1, &tu_ident_ops,
+					tu_ident_pages(IMG_PAGES), &inode),
+			 0);
 }
 
 static void teardown(void)

@@ -32,19 +32,6 @@ static const char *backend(void)
 	return TU_URING_VARIANT ? "io_uring" : "psync";
 }
 
-/* Page i of the file at device page i. */
-static int ident_map(struct pwb_inode *inode, uint64_t index,
-		     uint64_t *dev_off)
-{
-	(void)inode;
-	if (index >= IMG_PAGES)
-		return -ERANGE;
-	*dev_off = index * PS;
-	return 0;
-}
-
-static const struct pwb_inode_ops lib_ops = { .map_page = ident_map };
-
 /* Byte @i of page @page of the file: a pattern no other page has. */
 static unsigned char pat(uint64_t page, unsigned int i)
 {
@@ -74,15 +61,15 @@ static void ra_open(struct ra_env *r, uint64_t ra)
 	for (uint64_t p = 0; p < FILE_PAGES; p++)
 		for (unsigned int i = 0; i < PS; i++)
 			buf[p * PS + i] = pat(p, i);
-	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &lib_ops, NULL,
-					&r->inode),
+	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &tu_ident_ops,
+					tu_ident_pages(IMG_PAGES), &r->inode),
 			 0);
 	ck_assert_int_eq(pwb_write(r->inode, buf, FILE_PAGES * PS, 0),
 			 (ssize_t)(FILE_PAGES * PS));
 	ck_assert_int_eq(pwb_fsync(r->inode), 0);
 	ck_assert_int_eq(pwb_inode_close(r->inode), 0);
-	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &lib_ops, NULL,
-					&r->inode),
+	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &tu_ident_ops,
+					tu_ident_pages(IMG_PAGES), &r->inode),
 			 0);
 	ck_assert_int_eq(pwb_inode_set_size(r->inode, FILE_PAGES * PS), 0);
 	free(buf);
@@ -317,13 +304,15 @@ static int app_get_page(struct pwb_inode *inode, uint64_t index,
 START_TEST(test_fadvise_app_owned)
 {
 	static const struct pwb_inode_ops ops = { .get_page = app_get_page,
-						  .map_page = ident_map };
+						  .map_page = tu_ident_map };
 	struct tu_env e;
 	struct pwb_inode *inode;
 
 	tu_env_config(&e, 1, backend());
 	tu_env_open(&e, IMG_PAGES);
-	ck_assert_int_eq(pwb_inode_open(e.bdi, 1, &ops, NULL, &inode), 0);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 1, &ops,
+					tu_ident_pages(IMG_PAGES), &inode),
+			 0);
 	ck_assert_int_eq(pwb_fadvise(inode, 0, 0, PWB_FADV_WILLNEED), -EINVAL);
 	ck_assert_int_eq(pwb_inode_close(inode), 0);
 	tu_env_close(&e);
@@ -477,8 +466,8 @@ static void ra_open_small(struct ra_env *r, uint64_t ra, uint64_t cache_pages,
 	r->e.cfg.readahead_bytes = ra;
 	r->e.cfg.cache_bytes = cache_pages * PS;
 	tu_env_open(&r->e, IMG_PAGES);
-	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &lib_ops, NULL,
-					&r->inode),
+	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &tu_ident_ops,
+					tu_ident_pages(IMG_PAGES), &r->inode),
 			 0);
 	for (uint64_t p0 = 0; p0 < file_pages; p0 += 32) {
 		for (uint64_t p = 0; p < 32; p++)
@@ -489,8 +478,8 @@ static void ra_open_small(struct ra_env *r, uint64_t ra, uint64_t cache_pages,
 		ck_assert_int_eq(pwb_fsync(r->inode), 0);
 	}
 	ck_assert_int_eq(pwb_inode_close(r->inode), 0);
-	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &lib_ops, NULL,
-					&r->inode),
+	ck_assert_int_eq(pwb_inode_open(r->e.bdi, 1, &tu_ident_ops,
+					tu_ident_pages(IMG_PAGES), &r->inode),
 			 0);
 	ck_assert_int_eq(pwb_inode_set_size(r->inode, file_pages * PS), 0);
 	ck_assert_uint_eq(stats(r).cache_pages, 0);

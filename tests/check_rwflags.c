@@ -49,23 +49,12 @@ static const char *backend(void)
 	return TU_URING_VARIANT ? "io_uring" : "psync";
 }
 
-static int ident_map(struct pwb_inode *inode, uint64_t index,
-		     uint64_t *dev_off)
-{
-	(void)inode;
-	if (index >= IMG_PAGES)
-		return -ERANGE;
-	*dev_off = index * PS;
-	return 0;
-}
-
-static const struct pwb_inode_ops lib_ops = { .map_page = ident_map };
-
 static struct pwb_inode *open_lib(struct tu_env *e, uint64_t ino)
 {
 	struct pwb_inode *inode = NULL;
 
-	ck_assert_int_eq(pwb_inode_open(e->bdi, ino, &lib_ops, NULL, &inode),
+	ck_assert_int_eq(pwb_inode_open(e->bdi, ino, &tu_ident_ops,
+					tu_ident_pages(IMG_PAGES), &inode),
 			 0);
 	return inode;
 }

@@ -214,6 +214,16 @@ static void tu_end_write(struct pwb_inode *inode, uint64_t index, uint64_t nr,
 #endif
 #endif
 
+int tu_ident_map(struct pwb_inode *inode, uint64_t index, uint64_t *dev_off)
+{
+	if (index >= (uint64_t)(uintptr_t)pwb_inode_priv(inode))
+		return -ERANGE;
+	*dev_off = index * 4096u;
+	return 0;
+}
+
+const struct pwb_inode_ops tu_ident_ops = { .map_page = tu_ident_map };
+
 const struct pwb_inode_ops tu_ops = {
 	.get_page = tu_get_page,
 	.map_page = tu_map_page,

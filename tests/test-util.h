@@ -95,6 +95,15 @@ struct tu_store {
 
 extern const struct pwb_inode_ops tu_ops;
 
+/*
+ * Library-owned pages (no get_page) mapped one to one onto the image:
+ * page i is device byte i * 4096. The inode's priv is the image's size in
+ * pages, tu_ident_pages(n); map_page gives -ERANGE at and past it.
+ */
+extern const struct pwb_inode_ops tu_ident_ops;
+int tu_ident_map(struct pwb_inode *inode, uint64_t index, uint64_t *dev_off);
+#define tu_ident_pages(n) ((void *)(uintptr_t)(n))
+
 /* Allocate the page memory of @st (zeroed); aborts on failure. */
 void tu_store_init(struct tu_store *st, uint64_t ino, unsigned int page_size,
 		   uint64_t nr_pages, uint64_t base_off);
