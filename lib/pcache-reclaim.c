@@ -284,6 +284,7 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 			batch[n] = p;
 		}
 		pwb__aset(&l->len, pwb__aread(&l->len) - n);
+		uatomic_add(&l->sweeping, n);
 		/* The read-side section starts before the lock ends: no page
 		 * taken off can be freed by a kill before it. */
 		rcu_read_lock();
@@ -292,6 +293,11 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 			pwb__rcu_read_unlock();
 			break;
 		}
+		/* Pages another sweep holds may be what this one wants: a
+		 * caller does not take the mark off pages read ahead until
+		 * they are back (charge_wanted() then tries again). */
+		if (late && direct && pwb__aread(&l->sweeping) != n)
+			sw.direct = false;
 		budget -= n;
 		nr_dead = 0;
 		for (i = kept = 0; i < n; i++) {
@@ -330,6 +336,7 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 		 * under the lock; the section still keeps their memory). */
 		for (i = 0; i < kept; i++)
 			pwb__pcache_lru_add(pb, batch[i], idx);
+		uatomic_sub(&l->sweeping, n);
 		pwb__rcu_read_unlock();
 	}
 	PWB_PROBE3(reclaim, idx, want, freed);
@@ -765,11 +772,23 @@ full:
 /* Charge one page against cache_bytes: reclaim, or start writeback and
  * wait for it, when the cache is full. 0, or -ETIMEDOUT; without @wait,
  * -ENOBUFS at once. */
+/* Does a sweep hold pages it took off a reclaim list of @pb? */
+static bool lists_swept(struct pwb__pcache_bdi *pb)
+{
+	unsigned int i;
+
+	for (i = 0; i < PWB_MAX_WB_CTX; i++)
+		if (pwb__aread(&pb->lru[i].sweeping))
+			return true;
+	return false;
+}
+
 int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	uint64_t deadline = 0, timeout, t_wait;
+	unsigned int yields = 0;
 	bool asked = false;
 
 	timeout = bdi->cfg.throttle_timeout_ms * PWB__NSEC_PER_MSEC;
@@ -813,6 +832,19 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 			freed = dom_reclaim(bdi, 32, true);
 		if (freed) {
 			uatomic_add(&pb->direct_reclaims, freed);
+			continue;
+		}
+		/*
+		 * Another sweep (the background reclaimer's, another
+		 * caller's) holds pages off the lists for a moment, which it
+		 * frees or puts back: look again once it is done rather than
+		 * give up (a readahead would stop short) or take the mark
+		 * off pages read ahead (lru_reclaim does not meanwhile). A
+		 * yield, not a sleep: PWB_RW_NOWAIT callers come here too.
+		 */
+		if (lists_swept(pb) && yields < 10000) {
+			yields++;
+			sched_yield();
 			continue;
 		}
 		if (!wait)

@@ -193,6 +193,8 @@ struct pwb__pcache_lru {
 	pthread_mutex_t lock;
 	struct cds_list_head head;	/* lock */
 	uint64_t len;			/* uatomic, changed under lock */
+	uint64_t sweeping;		/* uatomic: entries a sweep took off
+					 * and has not put back or freed */
 } __attribute__((aligned(64)));
 
 /*
