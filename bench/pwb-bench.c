@@ -150,7 +150,7 @@ struct result {
 	unsigned int auto_nr;		/* auto: the count chosen at the end */
 	unsigned int auto_reason;	/* auto: enum pwb_auto_reason */
 	uint64_t auto_steps;		/* auto: re-shards made */
-	char note[160];
+	char note[224];
 };
 
 static struct opts o;
@@ -2278,6 +2278,8 @@ struct dp_thread {
 	double *stamps;			/* if set: when each call ended */
 	pthread_barrier_t *bar;
 	double t0, t1;
+	double cpu;			/* the thread's CPU seconds over its
+					 * calls */
 	int err;
 };
 
@@ -2325,6 +2327,16 @@ static ssize_t dp_stream_call(struct dp_thread *t, const void *buf,
 	return r;
 }
 
+/* The calling thread's CPU time, in seconds. */
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void *dp_thread_fn(void *arg)
 {
 	struct dp_thread *t = arg;
@@ -2337,6 +2349,7 @@ static void *dp_thread_fn(void *arg)
 	memset(buf, 0x5a, len);	/* g_src exists only with an image */
 	pthread_barrier_wait(t->bar);
 	t->t0 = bench_now_s();
+	t->cpu = thread_cpu_s();
 	for (i = 0; i < t->n && !t->err; i++) {
 		uint64_t off = t->order[i] * len;
 		ssize_t r;
@@ -2357,6 +2370,7 @@ static void *dp_thread_fn(void *arg)
 			t->stamps[i] = bench_now_s();
 	}
 	t->t1 = bench_now_s();
+	t->cpu = thread_cpu_s() - t->cpu;
 	free(buf);
 	return NULL;
 }
@@ -2856,6 +2870,7 @@ static void bench_dp_uncached(bool seq)
 	uint64_t per = o.size / PS / T, seed = 11;
 	double p[MAX_RUNS], f[MAX_RUNS], rd_pages[MAX_RUNS] = { 0 };
 	double rd_size[MAX_RUNS] = { 0 }, ra_share[MAX_RUNS] = { 0 };
+	double cpu[MAX_RUNS] = { 0 };
 	struct pwb_stats st;
 	struct result r = { .wl = seq ? WL_PCSEQREAD : WL_PCUNCACHED,
 			    .backend = o.backend,
@@ -2890,6 +2905,11 @@ static void bench_dp_uncached(bool seq)
 			}
 		}
 		p[run] = dp_run_threads(t, T) * (double)chunk / MIB;
+		/* The readers' CPU per MiB read (their own threads issue
+		 * and reap the reads). */
+		for (i = 0; i < T; i++)
+			cpu[run] += t[i].cpu;
+		cpu[run] *= 1e3 / ((double)(per * T * PS) / MIB);
 		if (!pwb_bdi_stats(bdi, &st)) {
 			rd_pages[run] = (double)st.read_pages /
 					(double)(per * T);
@@ -2923,15 +2943,17 @@ static void bench_dp_uncached(bool seq)
 	if (seq)
 		snprintf(r.note, sizeof(r.note), "sequential 1 MiB pwb_read, "
 			 "cache 1/16 of the data, vs fio read bs=1M; goal "
-			 "0.95; reads/page %.2f, pages/read %.1f, %.0f%% ahead",
+			 "0.95; reads/page %.2f, pages/read %.1f, %.0f%% ahead;"
+			 " reader CPU %.3f ms/MiB",
 			 median(rd_pages, o.runs), median(rd_size, o.runs),
-			 100 * median(ra_share, o.runs));
+			 100 * median(ra_share, o.runs), median(cpu, o.runs));
 	else
 		snprintf(r.note, sizeof(r.note), "random 4 KiB pwb_read, cache "
 			 "1/16 of the data, vs fio randread O_DIRECT; goal "
-			 "pwb/fio >= 0.9; reads/page %.2f, %.0f%% ahead",
+			 "pwb/fio >= 0.9; reads/page %.2f, %.0f%% ahead; "
+			 "reader CPU %.3f ms/MiB",
 			 median(rd_pages, o.runs),
-			 100 * median(ra_share, o.runs));
+			 100 * median(ra_share, o.runs), median(cpu, o.runs));
 	add_result(&r);
 }
 

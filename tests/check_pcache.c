@@ -968,6 +968,51 @@ START_TEST(test_large_read_fills_runs_with_one_device_read)
 }
 END_TEST
 
+/*
+ * The page index's hash: a run of consecutive pages (what a sequential
+ * reader streams through and the cache holds) takes one bucket each (an
+ * aligned block of 4096) or at most two, so a look-up walks a chain of
+ * one or two; pages at a stride of a power of two still spread over the
+ * buckets.
+ */
+START_TEST(test_page_hash_spreads_runs)
+{
+	enum { BUCKETS = 4096 };
+	static unsigned int chain[BUCKETS];
+	const uint64_t starts[] = { 0, 1, 4095, 4096, 12345, 1ull << 20,
+				    (1ull << 40) + 777 };
+	unsigned int most;
+
+	for (unsigned int s = 0; s < sizeof(starts) / sizeof(starts[0]);
+	     s++) {
+		bool aligned = !(starts[s] % BUCKETS);
+
+		memset(chain, 0, sizeof(chain));
+		for (uint64_t i = 0; i < BUCKETS; i++) {
+			unsigned long h = pwb__page_hash(starts[s] + i);
+
+			/* One block of 4096: one a bucket; across two: the
+			 * pages of each block one a bucket. */
+			ck_assert_uint_le(++chain[h & (BUCKETS - 1)],
+					  aligned ? 1 : 2);
+		}
+	}
+	/* Strides of 2^12 .. 2^20 pages, 4096 pages each, over 512
+	 * buckets (8 a bucket on average): no chain of more than 32. */
+	for (unsigned int k = 12; k <= 20; k += 4) {
+		memset(chain, 0, sizeof(chain));
+		most = 0;
+		for (uint64_t i = 0; i < BUCKETS; i++) {
+			unsigned long h = pwb__page_hash(i << k);
+			unsigned int c = ++chain[h & 511];
+
+			most = c > most ? c : most;
+		}
+		ck_assert_uint_le(most, 32);
+	}
+}
+END_TEST
+
 static Suite *pcache_suite(void)
 {
 	Suite *s = suite_create("pcache");
@@ -989,6 +1034,7 @@ static Suite *pcache_suite(void)
 	tcase_add_test(tc, test_concurrent_cold_reads);
 	tcase_add_test(tc, test_large_read_fills_runs_with_one_device_read);
 	tcase_add_test(tc, test_close_does_not_wait_for_a_grace_period);
+	tcase_add_test(tc, test_page_hash_spreads_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }
