@@ -295,7 +295,7 @@ static uint64_t lru_reclaim(struct pwb_bdi *bdi, unsigned int idx,
 		}
 		/* Pages another sweep holds may be what this one wants: a
 		 * caller does not take the mark off pages read ahead until
-		 * they are back (charge_wanted() then tries again). */
+		 * they are back (pwb__pcache_charge() then looks again). */
 		if (late && direct && pwb__aread(&l->sweeping) != n)
 			sw.direct = false;
 		budget -= n;
@@ -769,9 +769,6 @@ full:
 	}
 }
 
-/* Charge one page against cache_bytes: reclaim, or start writeback and
- * wait for it, when the cache is full. 0, or -ETIMEDOUT; without @wait,
- * -ENOBUFS at once. */
 /* Does a sweep hold pages it took off a reclaim list of @pb? */
 static bool lists_swept(struct pwb__pcache_bdi *pb)
 {
@@ -783,6 +780,9 @@ static bool lists_swept(struct pwb__pcache_bdi *pb)
 	return false;
 }
 
+/* Charge one page against cache_bytes: reclaim, or start writeback and
+ * wait for it, when the cache is full. 0, or -ETIMEDOUT; without @wait,
+ * -ENOBUFS at once. */
 int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 {
 	struct pwb_bdi *bdi = inode->bdi;
