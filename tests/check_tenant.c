@@ -112,6 +112,19 @@ static struct pwb_tenant *tenant(struct pwb_domain *dom, struct pwb_bdi *bdi,
 	return t;
 }
 
+/* The end of a test of two tenants @a and @b, an inode in each: close
+ * the inodes, destroy the tenants (each call must succeed), close @e. */
+static void pair_close(struct env *e, struct pwb_tenant *a,
+		       struct pwb_tenant *b, struct pwb_inode *ia,
+		       struct pwb_inode *ib)
+{
+	ck_assert_int_eq(pwb_inode_close(ia), 0);
+	ck_assert_int_eq(pwb_inode_close(ib), 0);
+	ck_assert_int_eq(pwb_tenant_destroy(a), 0);
+	ck_assert_int_eq(pwb_tenant_destroy(b), 0);
+	env_close(e);
+}
+
 static struct pwb_tenant_stats tstats(struct pwb_tenant *t)
 {
 	struct pwb_tenant_stats st;
@@ -296,11 +309,7 @@ START_TEST(weights_share_writeback)
 	assert_ratio(wa, wb, 5.0);
 	ck_assert_uint_eq(tstats(a).dirty_bytes, INODE_PAGES * PS - wa);
 
-	ck_assert_int_eq(pwb_inode_close(ia), 0);
-	ck_assert_int_eq(pwb_inode_close(ib), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(a), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(b), 0);
-	env_close(&e);
+	pair_close(&e, a, b, ia, ib);
 }
 END_TEST
 
@@ -337,11 +346,7 @@ START_TEST(weights_hold_across_short_passes)
 	ck_assert_uint_eq(wa + wb, 120 * visit * PS);
 	assert_ratio(wa, wb, 5.0);
 
-	ck_assert_int_eq(pwb_inode_close(ia), 0);
-	ck_assert_int_eq(pwb_inode_close(ib), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(a), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(b), 0);
-	env_close(&e);
+	pair_close(&e, a, b, ia, ib);
 }
 END_TEST
 
@@ -380,11 +385,7 @@ START_TEST(idle_share_goes_to_the_busy)
 	wb = tstats(b).written_bytes - 38 * CHUNK_PAGES * PS;
 	assert_ratio(wa, wb, 5.0);
 
-	ck_assert_int_eq(pwb_inode_close(ia), 0);
-	ck_assert_int_eq(pwb_inode_close(ib), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(a), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(b), 0);
-	env_close(&e);
+	pair_close(&e, a, b, ia, ib);
 }
 END_TEST
 
@@ -509,11 +510,7 @@ START_TEST(throttle_decides_by_the_tenant)
 	ck_assert_uint_eq(tstats(a).limit_bytes, 64 * MIB);
 	ck_assert(!hard);
 
-	ck_assert_int_eq(pwb_inode_close(ia), 0);
-	ck_assert_int_eq(pwb_inode_close(ib), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(a), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(b), 0);
-	env_close(&e);
+	pair_close(&e, a, b, ia, ib);
 }
 END_TEST
 
@@ -612,11 +609,7 @@ START_TEST(light_tenant_not_throttled_by_a_flood)
 	ck_assert_uint_eq(tstats(b).throttle_events, 0);
 	ck_assert_uint_eq(tstats(b).throttled_ns, 0);
 
-	ck_assert_int_eq(pwb_inode_close(ia), 0);
-	ck_assert_int_eq(pwb_inode_close(ib), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(a), 0);
-	ck_assert_int_eq(pwb_tenant_destroy(b), 0);
-	env_close(&e);
+	pair_close(&e, a, b, ia, ib);
 }
 END_TEST
 
