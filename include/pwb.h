@@ -432,10 +432,26 @@ struct pwb_bdi_config {
  * domain (-EINVAL without).
  */
 #define PWB_BDI_STRICT_SHARE 0x10u
+/**
+ * PWB_BDI_CACHE_PREFAULT - fault the page cache's memory in at open
+ *
+ * pwb_bdi_open() maps the memory of the whole page cache (cache_bytes;
+ * in a domain with a cache budget, this bdi's limit within it, added to
+ * the domain's shared buffers) and faults it in, instead of mapping it
+ * 2 MiB at a time as the cache first grows. Memory the process has not
+ * touched costs the thread that first needs it the kernel's zeroing and,
+ * in a virtual machine whose host takes back free memory, the host's
+ * backing it again: with this flag the first reads and writes into an
+ * empty cache cost the same as later ones, as a daemon that allocates its
+ * buffer pool at start wants. The price: pwb_bdi_open() takes as long as
+ * faulting the memory in, and the memory is resident from the start.
+ * pwb_bdi_open() fails with -ENOMEM if it cannot be had.
+ */
+#define PWB_BDI_CACHE_PREFAULT 0x20u
 /** Every flag this release knows; other bits give -EINVAL. */
 #define PWB_BDI_FLAGS_ALL                                                      \
 	(PWB_BDI_THROTTLE | PWB_BDI_AUTO_WB_CTX | PWB_BDI_ATOMIC_WRITES |      \
-	 PWB_BDI_REUSE_FREED | PWB_BDI_STRICT_SHARE)
+	 PWB_BDI_REUSE_FREED | PWB_BDI_STRICT_SHARE | PWB_BDI_CACHE_PREFAULT)
 
 /**
  * pwb_bdi_config_init() - set every field of @cfg to its default
@@ -778,7 +794,9 @@ PWB_API int pwb_tenant_stats(const struct pwb_tenant *tenant,
  *           when the kernel refuses io_uring (use "psync"); or
  *           PWB_BDI_ATOMIC_WRITES on a device that reports no atomic
  *           write range holding page_size;
- *  -ENOMEM; or the errno of open(), a device ioctl or pthread_create().
+ *  -ENOMEM (also: PWB_BDI_CACHE_PREFAULT and the cache's memory could
+ *           not be had); or the errno of open(), a device ioctl or
+ *           pthread_create().
  */
 PWB_API int pwb_bdi_open(const char *path, const struct pwb_bdi_config *cfg,
 			 size_t cfg_sz, struct pwb_bdi **bdip);

@@ -104,6 +104,14 @@ int pwb__pcache_bdi_init(struct pwb_bdi *bdi)
 		pwb__pcache_bdi_fini(bdi);
 		return -ENOMEM;
 	}
+	/* A domain's pool is filled to this member's limit; the next
+	 * member adds only what its own limit needs beyond that. */
+	if ((bdi->cfg.flags & PWB_BDI_CACHE_PREFAULT) &&
+	    pwb__page_pool_prefault(pb->pool, pwb__page_size(bdi),
+				    pb->limit_pages << bdi->page_shift)) {
+		pwb__pcache_bdi_fini(bdi);
+		return -ENOMEM;
+	}
 	return 0;
 }
 

@@ -8,6 +8,7 @@
  */
 #include "pcache.h"
 
+#include <inttypes.h>
 #include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,30 +185,30 @@ static void *take_locked(struct pwb__page_pool *pool, size_t ps,
 	return b;
 }
 
-/* Map one chunk of @pool, add it to the free lists as folios of the
- * chunk's order, and take a buffer of @order from the lists. NULL: out of
- * memory. */
-static void *chunk_carve(struct pwb__page_pool *pool, size_t ps,
-			 unsigned int order)
+/*
+ * Map one chunk of @pool and add it to the free lists as folios of the
+ * chunk's order. With @bound, only while the pool holds fewer than @bound
+ * chunks. Returns with the pool's lock held, or NULL and the lock not
+ * held: out of memory, or the bound reached.
+ */
+static char *chunk_add(struct pwb__page_pool *pool, size_t ps, size_t bound)
 {
 	char *c = chunk_reuse(pool->chunk_bytes);
 	unsigned int k = chunk_order(pool, ps);
-	void *b;
 
 	if (!c)
 		c = chunk_map(pool->chunk_bytes);
 	if (!c)
 		return NULL;
 	pthread_mutex_lock(&pool->lock);
+	if (bound && pool->nr_chunks >= bound)
+		goto give_back;
 	if (pool->nr_chunks == pool->cap_chunks) {
 		size_t cap = pool->cap_chunks ? 2 * pool->cap_chunks : 16;
 		void **v = realloc(pool->chunks, cap * sizeof(*v));
 
-		if (!v) {
-			pthread_mutex_unlock(&pool->lock);
-			chunk_release(c, pool->chunk_bytes);
-			return NULL;
-		}
+		if (!v)
+			goto give_back;
 		pool->chunks = v;
 		pool->cap_chunks = cap;
 	}
@@ -217,9 +218,51 @@ static void *chunk_carve(struct pwb__page_pool *pool, size_t ps,
 	for (size_t off = 0; off + (ps << k) <= pool->chunk_bytes;
 	     off += ps << k)
 		put_locked(pool, c + off, k);
+	return c;
+give_back:
+	pthread_mutex_unlock(&pool->lock);
+	chunk_release(c, pool->chunk_bytes);
+	return NULL;
+}
+
+/* Map one chunk of @pool and take a buffer of @order from the free lists.
+ * NULL: out of memory. */
+static void *chunk_carve(struct pwb__page_pool *pool, size_t ps,
+			 unsigned int order)
+{
+	void *b;
+
+	if (!chunk_add(pool, ps, 0))
+		return NULL;
 	b = take_locked(pool, ps, order);
 	pthread_mutex_unlock(&pool->lock);
 	return b;
+}
+
+int pwb__page_pool_prefault(struct pwb__page_pool *pool, size_t ps,
+			    uint64_t bytes)
+{
+	size_t want = (size_t)((bytes + pool->chunk_bytes - 1) /
+			       pool->chunk_bytes);
+
+	for (;;) {
+		size_t have;
+
+		if (chunk_add(pool, ps, want)) {
+			pthread_mutex_unlock(&pool->lock);
+			continue;
+		}
+		/* The bound reached (perhaps by another member of a domain
+		 * first), or no memory. */
+		pthread_mutex_lock(&pool->lock);
+		have = pool->nr_chunks;
+		pthread_mutex_unlock(&pool->lock);
+		if (have >= want)
+			return 0;
+		return pwb__err(-ENOMEM, "out of memory faulting in %" PRIu64
+					 " bytes of page cache",
+				bytes);
+	}
 }
 
 /* A page buffer: from the pool, else a new chunk. NULL: out of memory. */

@@ -753,5 +753,10 @@ void pwb__page_pool_init(struct pwb__page_pool *pool,
 /* After the last buffer of @pool went back to it (its bdi's close, after
  * rcu_barrier; a domain's last member's): give back every chunk. */
 void pwb__page_pool_fini(struct pwb__page_pool *pool) PWB__INTERNAL;
+/* Map and fault in chunks until @pool holds at least @bytes of page
+ * buffers of @ps bytes (PWB_BDI_CACHE_PREFAULT). 0 or -ENOMEM (message
+ * set); the chunks mapped stay in the pool either way. Any thread. */
+int pwb__page_pool_prefault(struct pwb__page_pool *pool, size_t ps,
+			    uint64_t bytes) PWB__INTERNAL;
 
 #endif /* PWB_PCACHE_H */

@@ -69,12 +69,15 @@ static void mem_cfg(struct pwb_bdi_config *cfg, struct pwb_domain *dom)
 	cfg->throttle_timeout_ms = 5000;
 }
 
-static void mem_open(struct mem *m, struct pwb_domain *dom, uint64_t ino)
+/* Open a member with pwb_bdi_config.flags @flags. */
+static void mem_open_flags(struct mem *m, struct pwb_domain *dom,
+			   uint64_t ino, unsigned int flags)
 {
 	struct pwb_bdi_config cfg;
 
 	memset(m, 0, sizeof(*m));
 	mem_cfg(&cfg, dom);
+	cfg.flags |= flags;
 	m->img = tu_image_create((uint64_t)IMG_PAGES * PS);
 	ck_assert_int_eq(pwb_bdi_open(m->img, &cfg, &m->bdi), 0);
 	ck_assert_int_eq(pwb_inode_open(m->bdi, ino, &tu_ident_ops,
@@ -82,6 +85,11 @@ static void mem_open(struct mem *m, struct pwb_domain *dom, uint64_t ino)
 			 0);
 	m->ref = calloc(IMG_PAGES, PS);
 	ck_assert_ptr_nonnull(m->ref);
+}
+
+static void mem_open(struct mem *m, struct pwb_domain *dom, uint64_t ino)
+{
+	mem_open_flags(m, dom, ino, 0);
 }
 
 static void mem_close(struct mem *m)
@@ -226,6 +234,36 @@ START_TEST(alone_uses_the_whole_budget)
 	mem_sync(&a);
 	mem_verify(&a, BUDGET_PAGES * 3 / 2);
 	mem_close(&a);
+	ck_assert_int_eq(pwb_domain_destroy(dom), 0);
+}
+END_TEST
+
+/* PWB_BDI_CACHE_PREFAULT in a domain with a cache budget fills the
+ * members' shared buffers to the budget once: a second member with the
+ * flag maps nothing more, and both use the memory the first faulted in. */
+START_TEST(prefault_fills_the_shared_pool_once)
+{
+	struct pwb_domain *dom = domain(BUDGET, 0);
+	struct mem a, b;
+	struct mem *all[] = { &a, &b };
+	struct pwb__page_pool *pool;
+	size_t chunks;
+
+	mem_open_flags(&a, dom, 1, PWB_BDI_CACHE_PREFAULT);
+	pool = a.bdi->pcache->pool;
+	chunks = pool->nr_chunks;
+	ck_assert_uint_eq(chunks, BUDGET / pool->chunk_bytes);
+	mem_open_flags(&b, dom, 2, PWB_BDI_CACHE_PREFAULT);
+	ck_assert_ptr_eq(b.bdi->pcache->pool, pool);
+	ck_assert_uint_eq(pool->nr_chunks, chunks);
+	mem_write(&a, dom, all, 2, 0, BUDGET_PAGES / 2, 1);
+	mem_write(&b, dom, all, 2, 0, BUDGET_PAGES / 2, 2);
+	mem_sync(&a);
+	mem_sync(&b);
+	mem_verify(&a, BUDGET_PAGES / 2);
+	mem_verify(&b, BUDGET_PAGES / 2);
+	mem_close(&a);
+	mem_close(&b);
 	ck_assert_int_eq(pwb_domain_destroy(dom), 0);
 }
 END_TEST
@@ -577,6 +615,7 @@ static Suite *domain_cache_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, budget_bad_values);
 	tcase_add_test(tc, alone_uses_the_whole_budget);
+	tcase_add_test(tc, prefault_fills_the_shared_pool_once);
 	tcase_add_test(tc, dontcache_drop_uncharges_the_budget);
 	tcase_add_test(tc, second_bdi_takes_room_from_the_first);
 	tcase_add_test(tc, least_recently_charged_member_gives_first);

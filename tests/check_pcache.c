@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PS 4096u
 #define IMG_PAGES 2048u
@@ -401,6 +403,82 @@ START_TEST(test_small_cache)
 	ck_assert_uint_ge(reclaimed, total - cache_pages);
 	ck_assert_int_eq(pwb_inode_close(inode[0]), 0);
 	ck_assert_int_eq(pwb_inode_close(inode[1]), 0);
+	tu_env_close(&e);
+	free(ref);
+	free(buf);
+}
+END_TEST
+
+static uint64_t pool_chunks(struct pwb_bdi *bdi)
+{
+	struct pwb__page_pool *pool = bdi->pcache->pool;
+	uint64_t n;
+
+	pthread_mutex_lock(&pool->lock);
+	n = pool->nr_chunks;
+	pthread_mutex_unlock(&pool->lock);
+	return n;
+}
+
+/* Resident memory of this process, from /proc/self/statm, in bytes. */
+static uint64_t resident_bytes(void)
+{
+	unsigned long size, res;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%lu %lu", &size, &res), 2);
+	fclose(f);
+	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * PWB_BDI_CACHE_PREFAULT maps and faults in the whole cache at open: the
+ * memory is resident before any page is used, and a cache so made serves
+ * twice its size written and read back. Without the flag nothing is
+ * mapped until a page is needed.
+ */
+START_TEST(test_cache_prefault_maps_the_whole_cache_at_open)
+{
+	/* Four inodes of a quarter of the image each: twice the cache. */
+	const uint64_t cache = 4ull << 20, per = IMG_PAGES / 4;
+	unsigned char *ref = malloc(per * PS), *buf = malloc(per * PS);
+	struct pwb_inode *inode[4];
+	struct tu_env e;
+	uint64_t seed = 11, chunks, rss0;
+	unsigned int q;
+
+	ck_assert_ptr_nonnull(ref);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_ge(IMG_PAGES * PS, 2 * cache);
+	env_open(&e, 1, cache);
+	ck_assert_uint_eq(pool_chunks(e.bdi), 0);
+	tu_env_close(&e);
+
+	tu_env_config(&e, 1, "psync");
+	e.cfg.cache_bytes = cache;
+	e.cfg.flags |= PWB_BDI_CACHE_PREFAULT;
+	rss0 = resident_bytes();
+	tu_env_open(&e, IMG_PAGES);
+	chunks = pool_chunks(e.bdi);
+	ck_assert_uint_ge(chunks * e.bdi->pcache->pool->chunk_bytes, cache);
+	ck_assert_uint_lt((chunks - 1) * e.bdi->pcache->pool->chunk_bytes,
+			  cache);
+	ck_assert_uint_ge(resident_bytes() - rss0, cache);
+
+	fill_rand(&seed, ref, per * PS);
+	for (q = 0; q < 4; q++) {
+		inode[q] = open_lib(&e, q, q);
+		ck_assert_int_eq(pwb_write(inode[q], ref, per * PS, 0),
+				 (ssize_t)(per * PS));
+	}
+	ck_assert_int_eq(pwb_sync(e.bdi), 0);
+	for (q = 0; q < 4; q++) {
+		ck_assert_int_eq(pwb_read(inode[q], buf, per * PS, 0),
+				 (ssize_t)(per * PS));
+		ck_assert(!memcmp(buf, ref, per * PS));
+		ck_assert_int_eq(pwb_inode_close(inode[q]), 0);
+	}
 	tu_env_close(&e);
 	free(ref);
 	free(buf);
@@ -1026,6 +1104,7 @@ static Suite *pcache_suite(void)
 	tcase_add_test(tc, test_stable_pages);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_small_cache);
+	tcase_add_test(tc, test_cache_prefault_maps_the_whole_cache_at_open);
 	tcase_add_test(tc, test_reclaim_per_context);
 	tcase_add_test(tc, test_full_cache_timeout);
 	tcase_add_test(tc, test_background_writeback_starts_at_half_the_cache);
