@@ -81,6 +81,7 @@ static struct {
 	const char *policy;
 	const char *backend;
 	uint64_t cache_bytes;
+	bool lazy_cache;		/* --lazy-cache */
 	uint64_t max_object;
 	unsigned int max_key;
 	unsigned int max_conn;
@@ -2460,6 +2461,9 @@ static void usage(FILE *f)
 "  -P, --policy SPEC     shard policy (default: libpwb's)\n"
 "  -b, --backend NAME    io_uring, psync or null (default: libpwb's)\n"
 "  -C, --cache-size N    page cache bytes, K/M/G suffixes (default: libpwb's)\n"
+"  -F, --lazy-cache      map the page cache's memory as it fills (default:\n"
+"                        all of it faulted in at start, so the first\n"
+"                        requests do not pay for fresh memory)\n"
 "  -m, --max-object N    largest object, bytes (default 256M)\n"
 "  -k, --max-key N       longest key, bytes (default 1024)\n"
 "  -n, --max-connections N  connections at once, per listener (default 1024)\n"
@@ -2521,6 +2525,7 @@ int main(int argc, char **argv)
 		{ "max-connections", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "keep-open", no_argument, NULL, 'K' },
+		{ "lazy-cache", no_argument, NULL, 'F' },
 		{ "inline-max", required_argument, NULL, 'I' },
 		{ "idle-open", required_argument, NULL, 'O' },
 		{ "bucket-weight", required_argument, NULL, 'w' },
@@ -2542,7 +2547,7 @@ int main(int argc, char **argv)
 	int c, fd, tcp_fd = -1, sig, ret, status = 1;
 
 	while ((c = getopt_long(argc, argv,
-				"d:i:s:p:c:P:b:C:m:k:n:t:KO:I:w:R:B:L:M:vh",
+				"d:i:s:p:c:P:b:C:Fm:k:n:t:KO:I:w:R:B:L:M:vh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -2585,6 +2590,7 @@ int main(int argc, char **argv)
 				goto bad;
 			break;
 		case 'K': keep_open = true; break;
+		case 'F': opt.lazy_cache = true; break;
 		case 'O':
 			if (parse_uint(optarg, 1000000, &opt.idle_open))
 				goto bad;
@@ -2687,6 +2693,8 @@ int main(int argc, char **argv)
 	/* Writers wait for writeback at the dirty limits: each bucket's at
 	 * its tenant's, so that a flooded bucket holds up only itself. */
 	cfg.flags |= PWB_BDI_THROTTLE;
+	if (!opt.lazy_cache)
+		cfg.flags |= PWB_BDI_CACHE_PREFAULT;
 	ret = devs_open(&cfg, opt.dirty_limit);
 	if (ret) {
 		status = ret;
