@@ -597,6 +597,48 @@ START_TEST(test_readers_share_the_cache)
 }
 END_TEST
 
+struct ring_arg {
+	struct pwb__pcache_bdi *pb;
+	struct pwb__rd_ring *ring;
+};
+
+static void *ring_fn(void *arg)
+{
+	struct ring_arg *a = arg;
+
+	a->ring = a->pb->ra.ops->read_ring_get(a->pb->ra.state);
+	if (a->ring)
+		a->pb->ra.ops->read_ring_put(a->ring);
+	return NULL;
+}
+
+/*
+ * io_uring: a reading thread has a ring of its own (it sleeps on it,
+ * holding its lock, while it waits for its reads), whatever the number of
+ * CPUs: nine threads, one after the other, each get a different ring.
+ * With one ring per CPU (at most 8), two of them shared one, and readers
+ * outnumbering the CPUs waited for each other's reads.
+ */
+START_TEST(test_readers_own_rings)
+{
+	struct ra_env r;
+	struct ring_arg a[9];
+	pthread_t t;
+
+	ra_open(&r, RA_PAGES * PS);
+	ck_assert_ptr_nonnull(r.e.bdi->pcache->ra.ops);
+	for (unsigned int i = 0; i < 9; i++) {
+		a[i].pb = r.e.bdi->pcache;
+		ck_assert_int_eq(pthread_create(&t, NULL, ring_fn, &a[i]), 0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_ptr_nonnull(a[i].ring);
+		for (unsigned int j = 0; j < i; j++)
+			ck_assert_ptr_ne(a[i].ring, a[j].ring);
+	}
+	ra_close(&r);
+}
+END_TEST
+
 static Suite *ra_suite(void)
 {
 	Suite *s = suite_create("readahead");
@@ -619,6 +661,8 @@ static Suite *ra_suite(void)
 	tcase_add_test(tc, test_readahead_error_retried);
 	tcase_add_test(tc, test_read_rule_spares_writes);
 	tcase_add_test(tc, test_concurrent_readers);
+	if (TU_URING_VARIANT)
+		tcase_add_test(tc, test_readers_own_rings);
 	suite_add_tcase(s, tc);
 	return s;
 }
