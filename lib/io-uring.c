@@ -321,9 +321,10 @@ static void uring_ctx_fini(void *state)
 /*
  * Reads are issued by application threads (pwb_read(), readahead,
  * pwb_fadvise()), not by the flushers, so they have rings of their own: a
- * small pool per bdi, each ring with its own lock. A submitter takes a
- * ring (trylock, its thread's own ring first, then the others; only when
- * every ring is busy does it wait for one), queues its reads, enters them and gives the ring back. A
+ * pool per bdi (RD_RINGS, each set up on first use), each ring with its
+ * own lock. A submitter takes a ring (trylock, its thread's own ring
+ * first, then the others; only when every ring is busy does it wait for
+ * one), queues its reads, enters them and gives the ring back. A
  * thread that needs a page under read takes the lock of the ring the
  * page's read is on and reaps it until that read has ended (read_wait):
  * whoever waits reaps, so a completion is never left for a thread that is
@@ -337,7 +338,7 @@ static void uring_ctx_fini(void *state)
  * enter the kernel.
  */
 #define RD_DEPTH 64u		/* reads in flight per ring */
-#define RD_RINGS_MAX 8u
+#define RD_RINGS 32u		/* rings per bdi, each set up when used */
 
 struct pwb__rd_ring {
 	pthread_mutex_t lock;		/* everything below */
@@ -353,8 +354,6 @@ struct pwb__rd_ring {
 
 struct rd_pool {
 	unsigned int nr;		/* read-only */
-	unsigned int next;		/* uatomic: hands out threads'
-					 * preferred rings */
 	struct pwb__rd_ring rings[];
 };
 
@@ -458,12 +457,19 @@ static void rd_wait_one_locked(struct pwb__rd_ring *r)
 	rd_reap_locked(r);
 }
 
-/* The ring a thread tries first: its own while there are as many rings
- * as threads, so that a reader finds its reads, and only its reads, on the
- * ring it waits on (a waiter holds the ring's lock while it sleeps for a
- * completion, and the kernel posts a read's completion from its
- * submitter's task work). */
+/*
+ * The ring a thread tries first: its own while there are no more reading
+ * threads than rings, so that a reader finds its reads, and only its
+ * reads, on the ring it waits on. A waiter holds the ring's lock while it
+ * sleeps for a completion, and the kernel posts a read's completion from
+ * its submitter's task work: readers sharing a ring wait for each other's
+ * reads, and a reader that wants to queue its next window waits behind a
+ * reader asleep on the ring. Handed out once per thread, in turn, from one
+ * count for the process (a thread reading two bdis has the same number in
+ * both, and numbers of different threads differ).
+ */
 static __thread unsigned int rd_pref_plus1;
+static unsigned int rd_pref_next;	/* uatomic */
 
 static struct pwb__rd_ring *uring_read_ring_get(void *state)
 {
@@ -472,7 +478,7 @@ static struct pwb__rd_ring *uring_read_ring_get(void *state)
 	struct pwb__rd_ring *r = NULL;
 
 	if (!rd_pref_plus1)
-		rd_pref_plus1 = uatomic_add_return(&pl->next, 1);
+		rd_pref_plus1 = uatomic_add_return(&rd_pref_next, 1);
 	start = rd_pref_plus1 - 1;
 
 	for (i = 0; i < pl->nr && !r; i++) {
@@ -545,9 +551,10 @@ static void uring_read_reap(void *state)
 
 static int uring_read_init(struct pwb_bdi *bdi, void **state)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned int nr = (unsigned int)PWB__MIN(PWB__MAX(cpus, 2L),
-						 (long)RD_RINGS_MAX);
+	/* As many as reading threads, not CPUs: readers outnumbering the
+	 * CPUs still each wait for their own reads (the ring get above).
+	 * A ring not used costs its lock only. */
+	unsigned int nr = RD_RINGS;
 	struct rd_pool *pl = calloc(1, sizeof(*pl) + nr * sizeof(pl->rings[0]));
 
 	if (!pl)

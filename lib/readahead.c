@@ -261,19 +261,65 @@ close_run:
 /* ---------------------------------------------------------------------- */
 /* Windows                                                                */
 
-/* The most pages a window of @inode may have; 0: no readahead. */
+/* The smallest window the readers' share of the cache cuts a window to,
+ * in pages. */
+#define RA_SHARE_MIN 16u
+
+/*
+ * The most pages a window of @inode may have; 0: no readahead. A
+ * sequential reader holds up to two windows in the cache (the one it
+ * reads, the next one read ahead), and the readers of a bdi share its
+ * cache: with more of them than two, each window is cut to a quarter of
+ * the cache over the readers (nr_streams), so that their windows fill at
+ * most half of it. Else pages read ahead for one reader are reclaimed
+ * before it copies them, to make room for another's (four readers of
+ * 2 MiB windows in a 16 MiB cache read a third of their pages twice).
+ */
 static uint32_t ra_max(struct pwb_inode *inode)
 {
-	uint32_t max = inode->bdi->pcache->ra.max_pages;
+	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
+	uint64_t max = pb->ra.max_pages, share;
+	unsigned int readers = pwb__aread(&pb->ra.nr_streams);
 
 	switch (pwb__aread(&inode->pcache->ra.advice)) {
 	case PWB_FADV_RANDOM:
 		return 0;
 	case PWB_FADV_SEQUENTIAL:
-		return max * 2;
+		max *= 2;
+		break;
 	default:
-		return max;
+		break;
 	}
+	if (max && readers > 2) {
+		share = PWB__MAX(pb->limit_pages / (4 * (uint64_t)readers),
+				 (uint64_t)RA_SHARE_MIN);
+		max = PWB__MIN(max, share);
+	}
+	return (uint32_t)max;
+}
+
+/*
+ * Count stream @s among the bdi's readers (pwb__ra_bdi.nr_streams) while
+ * its window stops short of the end of the file (@size bytes): a reader
+ * whose window reaches the end reads nothing ahead any more. @size 0 (a
+ * stream forgotten or reset): not counted. ra->lock held.
+ */
+static void stream_account(struct pwb_inode *inode, struct pwb__ra_stream *s,
+			   uint64_t size)
+{
+	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
+	uint64_t pages = (size + pwb__page_size(inode->bdi) - 1) >>
+			 inode->bdi->page_shift;
+	bool on = s->size && s->start + s->size < pages;
+
+	pwb__lockdep_assert_held(&inode->pcache->ra.lock);
+	if (on == s->counted)
+		return;
+	s->counted = on;
+	if (on)
+		uatomic_inc(&pb->ra.nr_streams);
+	else
+		uatomic_dec(&pb->ra.nr_streams);
 }
 
 /* The first window of a reader asking for @nr pages: four times the
@@ -346,6 +392,7 @@ void pwb__ra_miss(struct pwb_inode *inode, uint64_t index, uint64_t nr)
 	s = stream_find(ra, index);
 	if (!s) {
 		s = stream_new(ra);
+		stream_account(inode, s, 0);
 		memset(s, 0, sizeof(*s));
 		s->next = index + nr;
 		s->start = index;
@@ -371,6 +418,7 @@ void pwb__ra_miss(struct pwb_inode *inode, uint64_t index, uint64_t nr)
 	s->async_size = (uint32_t)async;
 	s->next = index + nr;
 	s->used = ++ra->clock;
+	stream_account(inode, s, pwb__aread(&inode->pcache->size));
 	pthread_mutex_unlock(&ra->lock);
 	read_range(inode, index, size, async ? index + nr : NO_MARKER,
 		   index + nr, !async);
@@ -404,6 +452,7 @@ void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p, uint64_t nr)
 	} else {
 		/* Its stream was forgotten: start another from here. */
 		s = stream_new(ra);
+		stream_account(inode, s, 0);
 		memset(s, 0, sizeof(*s));
 		start = index + nr;
 		size = init_size(nr, max);
@@ -413,6 +462,7 @@ void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p, uint64_t nr)
 	s->async_size = size;
 	s->next = index + nr;
 	s->used = ++ra->clock;
+	stream_account(inode, s, pwb__aread(&inode->pcache->size));
 	pthread_mutex_unlock(&ra->lock);
 	read_range(inode, start, size, start, 0, false);
 }
@@ -468,8 +518,12 @@ void pwb__ra_inode_init(struct pwb__ra_inode *ra)
 	pwb__mutex_init(&ra->lock, PWB__LOCK_READAHEAD);
 }
 
-void pwb__ra_inode_fini(struct pwb__ra_inode *ra)
+void pwb__ra_inode_fini(struct pwb_bdi *bdi, struct pwb__ra_inode *ra)
 {
+	/* No reader left: the inode is closing. */
+	for (unsigned int i = 0; i < PWB__RA_STREAMS; i++)
+		if (ra->s[i].counted)
+			uatomic_dec(&bdi->pcache->ra.nr_streams);
 	pthread_mutex_destroy(&ra->lock);
 }
 

@@ -48,6 +48,8 @@ struct pwb__ra_stream {
 	uint64_t used;		/* ra->clock at its last use (0: free) */
 	uint32_t size;
 	uint32_t async_size;
+	bool counted;		/* in the bdi's nr_streams: it has a window
+				 * that does not reach the end of the file */
 };
 
 struct pwb__ra_inode {
@@ -73,9 +75,14 @@ struct pwb__ra_bdi {
 						 * synchronous reads */
 	void *state;			/* read-only: the backend's */
 	uint32_t max_pages;		/* read-only: readahead_bytes in
-					 * pages, at most a quarter of the
+					 * pages, at most an eighth of the
 					 * cache; 0: no readahead */
 	uint64_t ra_pages;		/* uatomic: pages read ahead */
+	unsigned int nr_streams;	/* uatomic: streams of the bdi's
+					 * inodes with a window short of the
+					 * end of the file (changed under the
+					 * inode's ra.lock): the readers the
+					 * cache is shared among */
 	struct pwb__page_wait wait[PWB__PAGE_WAIT_SLOTS];
 };
 
@@ -84,7 +91,8 @@ struct pwb__ra_bdi {
 int pwb__ra_bdi_init(struct pwb_bdi *bdi) PWB__INTERNAL;
 void pwb__ra_bdi_fini(struct pwb_bdi *bdi) PWB__INTERNAL;
 void pwb__ra_inode_init(struct pwb__ra_inode *ra) PWB__INTERNAL;
-void pwb__ra_inode_fini(struct pwb__ra_inode *ra) PWB__INTERNAL;
+void pwb__ra_inode_fini(struct pwb_bdi *bdi,
+			struct pwb__ra_inode *ra) PWB__INTERNAL;
 
 /*
  * pwb_read() found page @index not cached; it asks for @nr pages from

@@ -537,6 +537,108 @@ START_TEST(test_reclaim_spares_pages_read_ahead)
 }
 END_TEST
 
+/*
+ * Interleave @nr sequential 4 KiB readers of one file (reader k from page
+ * k * 256, 192 pages each) in a cache of 512 pages with windows of up to
+ * 64 (psync: a call reads the window it starts). Return the largest
+ * number of pages one call read once every reader has had 96 pages.
+ */
+static uint64_t readers_window(struct ra_env *r, unsigned int nr)
+{
+	uint64_t before = stats(r).read_pages, most = 0;
+
+	for (uint64_t i = 0; i < 192; i++)
+		for (unsigned int k = 0; k < nr; k++) {
+			uint64_t now;
+
+			read_page(r, k * 256 + i);
+			now = stats(r).read_pages;
+			if (i >= 96 && now - before > most)
+				most = now - before;
+			before = now;
+		}
+	return most;
+}
+
+/*
+ * The readers of a bdi share its cache: with more than two sequential
+ * readers a window is cut to a quarter of the cache over the readers (4
+ * readers of a 512-page cache: 32 pages, not readahead_bytes' 64), so
+ * that pages read ahead are not reclaimed before their reader copies
+ * them. Two readers keep their 64. A reader counts while its window
+ * stops short of the end of its file, and no longer once the inode is
+ * closed.
+ */
+START_TEST(test_readers_share_the_cache)
+{
+	struct ra_env r;
+	uint64_t before;
+
+	ra_open_small(&r, RA_PAGES * PS, 512, 1024);
+	ck_assert_uint_eq(readers_window(&r, 2), RA_PAGES);
+	/* Each page once, and up to two windows past the last. */
+	ck_assert_uint_le(stats(&r).read_pages, 2 * (192 + 2 * 64));
+	ck_assert_int_eq(pwb_inode_close(r.inode), 0);
+	ck_assert_uint_eq(pwb__aread(&r.e.bdi->pcache->ra.nr_streams), 0);
+	ck_assert_int_eq(pwb_inode_open(r.e.bdi, 1, &tu_ident_ops,
+					tu_ident_pages(IMG_PAGES), &r.inode),
+			 0);
+	ck_assert_int_eq(pwb_inode_set_size(r.inode, 1024 * PS), 0);
+	before = stats(&r).read_pages;
+	ck_assert_uint_eq(readers_window(&r, 4), 512 / (4 * 4));
+	ck_assert_uint_eq(pwb__aread(&r.e.bdi->pcache->ra.nr_streams), 4);
+	ck_assert_uint_le(stats(&r).read_pages - before, 4 * (192 + 2 * 32));
+	ck_assert_int_eq(pwb_inode_close(r.inode), 0);
+	ck_assert_uint_eq(pwb__aread(&r.e.bdi->pcache->ra.nr_streams), 0);
+	ck_assert_int_eq(pwb_inode_open(r.e.bdi, 1, &tu_ident_ops,
+					tu_ident_pages(IMG_PAGES), &r.inode),
+			 0);
+	ra_close(&r);
+}
+END_TEST
+
+struct ring_arg {
+	struct pwb__pcache_bdi *pb;
+	struct pwb__rd_ring *ring;
+};
+
+static void *ring_fn(void *arg)
+{
+	struct ring_arg *a = arg;
+
+	a->ring = a->pb->ra.ops->read_ring_get(a->pb->ra.state);
+	if (a->ring)
+		a->pb->ra.ops->read_ring_put(a->ring);
+	return NULL;
+}
+
+/*
+ * io_uring: a reading thread has a ring of its own (it sleeps on it,
+ * holding its lock, while it waits for its reads), whatever the number of
+ * CPUs: nine threads, one after the other, each get a different ring.
+ * With one ring per CPU (at most 8), two of them shared one, and readers
+ * outnumbering the CPUs waited for each other's reads.
+ */
+START_TEST(test_readers_own_rings)
+{
+	struct ra_env r;
+	struct ring_arg a[9];
+	pthread_t t;
+
+	ra_open(&r, RA_PAGES * PS);
+	ck_assert_ptr_nonnull(r.e.bdi->pcache->ra.ops);
+	for (unsigned int i = 0; i < 9; i++) {
+		a[i].pb = r.e.bdi->pcache;
+		ck_assert_int_eq(pthread_create(&t, NULL, ring_fn, &a[i]), 0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_ptr_nonnull(a[i].ring);
+		for (unsigned int j = 0; j < i; j++)
+			ck_assert_ptr_ne(a[i].ring, a[j].ring);
+	}
+	ra_close(&r);
+}
+END_TEST
+
 static Suite *ra_suite(void)
 {
 	Suite *s = suite_create("readahead");
@@ -552,12 +654,15 @@ static Suite *ra_suite(void)
 		tcase_add_test(tc, test_fadvise_random_sequential);
 		tcase_add_test(tc, test_fadvise_app_owned);
 		tcase_add_test(tc, test_reclaim_spares_pages_read_ahead);
+		tcase_add_test(tc, test_readers_share_the_cache);
 	}
 	tcase_add_test(tc, test_fadvise_willneed_dontneed);
 	tcase_add_test(tc, test_read_error_only_for_its_page);
 	tcase_add_test(tc, test_readahead_error_retried);
 	tcase_add_test(tc, test_read_rule_spares_writes);
 	tcase_add_test(tc, test_concurrent_readers);
+	if (TU_URING_VARIANT)
+		tcase_add_test(tc, test_readers_own_rings);
 	suite_add_tcase(s, tc);
 	return s;
 }
