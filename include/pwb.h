@@ -2158,7 +2158,8 @@ PWB_API int pwb_wb_ctx_stats(const struct pwb_bdi *bdi, unsigned int idx,
  * enum pwb_hist - which latency pwb_bdi_histogram() reads
  */
 enum pwb_hist {
-	/** Write I/Os, from submission to the backend to completion. */
+	/** Write I/Os, from submission to the backend to completion
+	 *  (the null backend's, which write nothing, as 0 ns). */
 	PWB_HIST_WRITE_IO = 0,
 	/** pwb_fsync() calls, from entry to return. */
 	PWB_HIST_FSYNC = 1,

@@ -7,9 +7,10 @@
  * ends successfully inside submit() and the device is never touched, so
  * what a benchmark measures through it is CPU time in libpwb and in the
  * application's callbacks. Nothing written is durable: pwb_sync() still
- * flushes the (unchanged) device cache. Reads of library-owned pages are
- * real: synchronous preadv()s, as with psync (no read ops). Fault injection does not apply:
- * there is no write to hit.
+ * flushes the (unchanged) device cache. Its writes take no time: each is
+ * recorded in PWB_HIST_WRITE_IO as 0 ns, without reading the clock. Reads
+ * of library-owned pages are real: synchronous preadv()s, as with psync
+ * (no read ops). Fault injection does not apply: there is no write to hit.
  */
 #include "base.h"
 #include "io.h"
@@ -18,7 +19,11 @@
 static int null_submit(void *state, struct pwb__io *io)
 {
 	uatomic_inc(&io->wb->stats.io_submitted);
-	pwb__io_end(io, 0);
+	/* Nothing is written, so the write takes no time: 0 ns in the
+	 * write I/O histogram, and no clock read (two of them made a
+	 * one-page write cost the engine about 40% more). */
+	io->submitted_at = 0;
+	pwb__io_end_at(io, 0, 0);
 	return 0;
 }
 

@@ -31,6 +31,8 @@ static int psync_submit(void *state, struct pwb__io *io)
 	uint64_t off = io->dev_off, limit, rem = io->nr << bdi->page_shift;
 	int err = 0;
 
+	/* Before the fault check: an injected delay is the device's. */
+	io->submitted_at = pwb__now(bdi);
 	uatomic_inc(&io->wb->stats.io_submitted);
 	if (pwb__io_fault_check(io, &err, &limit) == PWB__FAULT_FAIL) {
 		pwb__io_end(io, err);

@@ -8,7 +8,8 @@
  * submit() queues one IORING_OP_WRITEV for a request and returns; while
  * io_depth requests are in flight it first reaps at least one completion.
  * wait() reaps until nothing is in flight. Completions are therefore always
- * handled on the flusher, which calls pwb__io_end() for each request.
+ * handled on the flusher, which ends each request (pwb__io_end_at(), with
+ * one clock read for all the completions it reaps at once).
  *
  * A short completion is continued from where the device stopped (a new SQE
  * for the rest), -EINTR and -EAGAIN are retried, any other error ends the
@@ -75,16 +76,18 @@ struct uring_state {
 	struct uring_req reqs[];	/* depth slots */
 };
 
-static void finish(struct uring_state *s, unsigned int slot, int err);
+static void finish(struct uring_state *s, unsigned int slot, int err,
+		   uint64_t now);
 
 /*
  * Prepare the next SQE of @r: at most UIO_MAXIOV entries, under atomic
  * writes the next naturally aligned RWF_ATOMIC piece, and for an injected
  * short write at most r->limit bytes (the last entry is cut in place and
  * restored when the completion arrives). There is always an SQE: the ring
- * has depth entries and at most depth requests are in flight.
+ * has depth entries and at most depth requests are in flight. A request
+ * that fails here ends at @now (cfg.clock).
  */
-static void prep_sqe(struct uring_state *s, unsigned int slot)
+static void prep_sqe(struct uring_state *s, unsigned int slot, uint64_t now)
 {
 	struct uring_req *r = &s->reqs[slot];
 	unsigned int n = PWB__MIN(r->cnt, (unsigned int)IOV_MAX);
@@ -94,7 +97,7 @@ static void prep_sqe(struct uring_state *s, unsigned int slot)
 
 	err = pwb__io_next_write(s->wb->bdi, r->off, r->rem, &wlen, &flags);
 	if (err) {
-		finish(s, slot, err);
+		finish(s, slot, err, now);
 		return;
 	}
 	sqe = io_uring_get_sqe(&s->ring);
@@ -121,7 +124,8 @@ static void prep_sqe(struct uring_state *s, unsigned int slot)
 	s->queued++;
 }
 
-static void finish(struct uring_state *s, unsigned int slot, int err)
+static void finish(struct uring_state *s, unsigned int slot, int err,
+		   uint64_t now)
 {
 	struct uring_req *r = &s->reqs[slot];
 	struct pwb__io *io = r->io;
@@ -130,11 +134,13 @@ static void finish(struct uring_state *s, unsigned int slot, int err)
 	r->next_free = s->free_head;
 	s->free_head = slot;
 	s->inflight--;
-	pwb__io_end(io, err);
+	pwb__io_end_at(io, err, now);
 }
 
-/* Handle the completion of one SQE of request @slot with result @res. */
-static void complete_one(struct uring_state *s, unsigned int slot, int res)
+/* Handle the completion of one SQE of request @slot with result @res,
+ * reaped at @now (cfg.clock). */
+static void complete_one(struct uring_state *s, unsigned int slot, int res,
+			 uint64_t now)
 {
 	struct uring_req *r = &s->reqs[slot];
 
@@ -143,36 +149,43 @@ static void complete_one(struct uring_state *s, unsigned int slot, int res)
 		r->cut = 0;
 	}
 	if (res == -EINTR || res == -EAGAIN) {
-		prep_sqe(s, slot);
+		prep_sqe(s, slot, now);
 		return;
 	}
 	if (res < 0) {
-		finish(s, slot, res);
+		finish(s, slot, res, now);
 		return;
 	}
 	if (res == 0) {
 		/* No progress and no error: out of space, as psync says. */
-		finish(s, slot, -ENOSPC);
+		finish(s, slot, -ENOSPC, now);
 		return;
 	}
 	r->off += (uint64_t)res;
 	r->rem -= (uint64_t)res;
 	r->iov = pwb__iov_advance(r->iov, &r->cnt, (size_t)res);
 	if (r->cnt)
-		prep_sqe(s, slot);	/* short: continue with the rest */
+		prep_sqe(s, slot, now);	/* short: continue with the rest */
 	else
-		finish(s, slot, 0);
+		finish(s, slot, 0, now);
 }
 
-/* Handle every completion that has arrived; return how many. */
+/*
+ * Handle every completion that has arrived; return how many. One clock
+ * read for them all: each was done by the time the first is looked at, and
+ * the time spent ending the first ones is the engine's, not the device's.
+ */
 static unsigned int reap(struct uring_state *s)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int head, seen = 0;
+	uint64_t now = 0;
 
 	io_uring_for_each_cqe(&s->ring, head, cqe) {
+		if (!seen)
+			now = pwb__now(s->wb->bdi);
 		complete_one(s, (unsigned int)io_uring_cqe_get_data64(cqe),
-			     cqe->res);
+			     cqe->res, now);
 		seen++;
 	}
 	io_uring_cq_advance(&s->ring, seen);
@@ -216,6 +229,8 @@ static int uring_submit(void *state, struct pwb__io *io)
 	while (s->inflight >= s->depth)
 		enter(s, 1);
 
+	/* Before the fault check: an injected delay is the device's. */
+	io->submitted_at = pwb__now(s->wb->bdi);
 	uatomic_inc(&io->wb->stats.io_submitted);
 	if (pwb__io_fault_check(io, &err, &short_len) == PWB__FAULT_FAIL) {
 		pwb__io_end(io, err);
@@ -232,7 +247,7 @@ static int uring_submit(void *state, struct pwb__io *io)
 	r->off = io->dev_off;
 	r->rem = io->nr << s->wb->bdi->page_shift;
 	r->limit = short_len;
-	prep_sqe(s, slot);
+	prep_sqe(s, slot, io->submitted_at);
 	/*
 	 * Enter now if the kernel has nothing of ours (the device would sit
 	 * idle) or a batch is ready. A full queue enters on the next submit

@@ -332,8 +332,12 @@ void pwb__io_cache_drain(struct pwb__wb_ctx *wb)
 
 void pwb__io_end(struct pwb__io *io, int err)
 {
+	pwb__io_end_at(io, err, pwb__now(io->inode->bdi));
+}
+
+void pwb__io_end_at(struct pwb__io *io, int err, uint64_t now)
+{
 	struct pwb_bdi *bdi = io->inode->bdi;
-	uint64_t now = pwb__now(bdi);
 
 	/* On the context's flusher: its own buckets. */
 	pwb__hist_add(&io->wb->stats.blk, PWB_HIST_WRITE_IO,

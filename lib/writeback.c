@@ -258,7 +258,7 @@ static int submit_io(struct pwb__wb_ctx *wb, struct pwb__io *io)
 	int ret;
 
 	pwb__inflight_get(wb);
-	io->submitted_at = pwb__now(wb->bdi);
+	/* The backend stamps io->submitted_at (see struct pwb__io_backend). */
 	PWB_PROBE4(io_submit, wb->idx, io->inode->ino, io->dev_off,
 		   io->nr << wb->bdi->page_shift);
 	ret = wb->bdi->io->submit(wb->io_state, io);
