@@ -254,15 +254,7 @@ unsigned int pwb__autotune_start_nr(const struct pwb_bdi *bdi)
 	return PWB__MIN(PWB__MAX(pwb__auto_nr_wb_ctx(bdi), p.min), p.max);
 }
 
-/* What the tuner looks at, at one instant. */
-struct sample {
-	uint64_t t;		/* cfg.clock */
-	uint64_t bytes;		/* bytes written since open */
-	bool backlog;		/* dirty or in-flight pages */
-	unsigned long gen;	/* reshard_gen */
-};
-
-static void take_sample(struct pwb_bdi *bdi, struct sample *s)
+static void take_sample(struct pwb_bdi *bdi, struct pwb__auto_sample *s)
 {
 	struct pwb_stats st;
 
@@ -285,8 +277,9 @@ static void publish(struct pwb__autotune *at, unsigned int nr)
 }
 
 /* One finished window from @s0 to @s1. Caller holds reshard_lock. */
-static void window_locked(struct pwb_bdi *bdi, const struct sample *s0,
-			  const struct sample *s1)
+static void window_locked(struct pwb_bdi *bdi,
+			  const struct pwb__auto_sample *s0,
+			  const struct pwb__auto_sample *s1)
 {
 	struct pwb__autotune *at = bdi->autotune;
 	unsigned int nr = bdi->ctxs->nr, next;
@@ -350,9 +343,8 @@ static void *tuner_main(void *arg)
 	struct pwb_bdi *bdi = arg;
 	struct pwb__autotune *at = bdi->autotune;
 	bool real = bdi->cfg.clock == pwb__clock_monotonic;
-	struct sample s0, s1;
+	struct pwb__auto_sample s0 = at->first, s1;
 
-	take_sample(bdi, &s0);
 	for (;;) {
 		uint64_t now = pwb__now(bdi), left;
 
@@ -402,6 +394,10 @@ int pwb__autotune_start(struct pwb_bdi *bdi)
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&at->cond, &attr);
 	pthread_condattr_destroy(&attr);
+	/* The first window starts at open, not when the thread first
+	 * runs: a caller that moves the clock on right after open (a test's
+	 * injected clock) has moved it within that window. */
+	take_sample(bdi, &at->first);
 	bdi->autotune = at;
 	ret = pthread_create(&at->thread, NULL, tuner_main, bdi);
 	if (ret) {

@@ -66,8 +66,19 @@ unsigned int pwb__auto_decide(struct pwb__auto_state *s,
 			      const struct pwb__auto_window *w) PWB__INTERNAL;
 
 /* The driver: one tuner thread per bdi with the flag. */
+/* What the tuner looks at, at one instant. */
+struct pwb__auto_sample {
+	uint64_t t;		/* cfg.clock */
+	uint64_t bytes;		/* bytes written since open */
+	bool backlog;		/* dirty or in-flight pages */
+	unsigned long gen;	/* reshard_gen */
+};
+
 struct pwb__autotune {
 	struct pwb__auto_params params;	/* set at open, then read-only */
+	struct pwb__auto_sample first;	/* taken at open, before the
+					 * thread: where its first window
+					 * starts (read-only) */
 	uint64_t interval_ns;		/* window length, cfg.clock ns */
 	pthread_t thread;		/* open/close only */
 	bool started;			/* open/close only */
