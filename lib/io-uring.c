@@ -76,6 +76,27 @@ struct uring_state {
 	struct uring_req reqs[];	/* depth slots */
 };
 
+/*
+ * liburing maps a ring's memory with its own system calls, which
+ * ThreadSanitizer does not see: a ring set up where an exited one was
+ * mapped looks to it like the old ring's memory, and the first writes of
+ * its SQEs race with the last ones of the old ring, made under a lock
+ * that no longer exists. The kernel orders them (unmap before map): say
+ * so, with a release after each exit and an acquire after each set-up.
+ */
+static char ring_memory_token;
+
+static void ring_exit(struct io_uring *ring)
+{
+	io_uring_queue_exit(ring);
+	PWB__TSAN_RELEASE(&ring_memory_token);
+}
+
+static void ring_mapped(void)
+{
+	PWB__TSAN_ACQUIRE(&ring_memory_token);
+}
+
 static void finish(struct uring_state *s, unsigned int slot, int err,
 		   uint64_t now);
 
@@ -305,6 +326,7 @@ static int uring_ctx_init(struct pwb__wb_ctx *wb, void **state)
 				     "backend",
 				depth, strerror(-ret));
 	}
+	ring_mapped();
 	if (!io_uring_register_files(&s->ring, &bdi->fd, 1)) {
 		s->fd = 0;
 		s->sqe_flags = IOSQE_FIXED_FILE;
@@ -326,7 +348,7 @@ static void uring_ctx_fini(void *state)
 	 * flight; if something is, let it land before the memory goes.
 	 */
 	uring_wait(s);
-	io_uring_queue_exit(&s->ring);
+	ring_exit(&s->ring);
 	free(s);
 }
 
@@ -383,6 +405,7 @@ static int rd_setup(struct pwb__rd_ring *r)
 		r->setup_err = ret;
 		return ret;
 	}
+	ring_mapped();
 	if (!io_uring_register_files(&r->ring, &r->bdi->fd, 1)) {
 		r->fd = 0;
 		r->sqe_flags = IOSQE_FIXED_FILE;
@@ -596,7 +619,7 @@ static void uring_read_fini(void *state)
 		while (r->ready && r->inflight)
 			rd_wait_one_locked(r);
 		if (r->ready)
-			io_uring_queue_exit(&r->ring);
+			ring_exit(&r->ring);
 		pthread_mutex_unlock(&r->lock);
 		pthread_mutex_destroy(&r->lock);
 	}
@@ -628,8 +651,10 @@ int pwb__io_uring_probe(unsigned int depth)
 	struct io_uring ring;
 	int ret = io_uring_queue_init(depth, &ring, 0);
 
-	if (!ret)
-		io_uring_queue_exit(&ring);
+	if (!ret) {
+		ring_mapped();
+		ring_exit(&ring);
+	}
 	return ret;
 }
 
