@@ -805,7 +805,7 @@ static int charge_pages(struct pwb_inode *inode, unsigned int nr, bool wait)
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	uint64_t deadline = 0, timeout, t_wait;
 	unsigned int yields = 0;
-	bool asked = false;
+	bool asked = false, dom_asked = false;
 
 	timeout = bdi->cfg.throttle_timeout_ms * PWB__NSEC_PER_MSEC;
 	for (;;) {
@@ -888,15 +888,16 @@ static int charge_pages(struct pwb_inode *inode, unsigned int nr, bool wait)
 		 * before starting it: the device would sit idle in between,
 		 * at every wait of every writer. In a domain the other
 		 * members' dirty pages may fill the budget: their
-		 * background writeback too. */
+		 * background writeback too, whatever is in flight here. */
 		if (!asked && !writes_in_flight(bdi)) {
 			pwb__bdi_writeback(bdi, PWB_WB_ALL, 0);
-			if (pb->dom) {
-				rcu_read_lock();
-				pwb__pcache_dom_kick_rcu(bdi);
-				pwb__rcu_read_unlock();
-			}
 			asked = true;
+		}
+		if (pb->dom && !dom_asked) {
+			rcu_read_lock();
+			pwb__pcache_dom_kick_rcu(bdi);
+			pwb__rcu_read_unlock();
+			dom_asked = true;
 		}
 		/* The cache is the bdi's (or its domain's): the wait is
 		 * counted as the bdi's and the writer's tenant's, not a
@@ -907,7 +908,7 @@ static int charge_pages(struct pwb_inode *inode, unsigned int nr, bool wait)
 				   PWB_BLOCK_CACHE_FULL, t_wait);
 		/* Nothing happened for 10 ms: ask again. */
 		if (pwb__aread(&pb->room->seq) == seq)
-			asked = false;
+			asked = dom_asked = false;
 	}
 }
 
