@@ -61,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -2292,6 +2293,44 @@ struct dp_thread {
  */
 static uint64_t g_stream_cache, g_stream_done;
 static uint64_t g_stream_calls[2];	/* calls before, after full */
+/* -v (stream_verbose()): the bdi's stats when the cache became full (the
+ * writer takes them once, in the timed loop), the writer's CPU seconds
+ * then and in all, its calls' wall time, the final pwb_sync()'s. */
+static struct pwb_bdi *g_stream_bdi;
+static struct pwb_stats g_stream_split;
+static bool g_stream_split_taken;
+static double g_stream_split_cpu;
+static double g_stream_cpu, g_stream_wall;
+static double g_stream_sync_s;
+static double g_stream_pcpu[3];		/* -v: the process's CPU s at the
+					 * writer's start, split and end */
+static long g_stream_csw[3][2];		/* -v: the writer's context
+					 * switches (voluntary, not) at its
+					 * start, the split and its end */
+static double thread_cpu_s(void);
+
+/* The calling thread's context switches: voluntary, involuntary. */
+static void stream_csw(long v[2])
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		v[0] = v[1] = 0;
+	else {
+		v[0] = ru.ru_nvcsw;
+		v[1] = ru.ru_nivcsw;
+	}
+}
+
+/* The process's CPU time, in seconds. */
+static double process_cpu_s(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* Each counts its calls: two identical bodies would be folded into one. */
 static ssize_t __attribute__((noinline))
@@ -2323,7 +2362,17 @@ static ssize_t dp_stream_call(struct dp_thread *t, const void *buf,
 		r = stream_write_after_full(t->inode, buf, len, off);
 	else
 		r = stream_write_filling(t->inode, buf, len, off);
-	__atomic_fetch_add(&g_stream_done, len, __ATOMIC_RELAXED);
+	/* -v: the figures when the cache became full (what the device had
+	 * not yet written then is written in the after phase). */
+	if (__atomic_add_fetch(&g_stream_done, len, __ATOMIC_RELAXED) >=
+		    g_stream_cache && !full && o.verbose && g_stream_bdi &&
+	    !__atomic_exchange_n(&g_stream_split_taken, true,
+				 __ATOMIC_RELAXED) &&
+	    (g_stream_split_cpu = thread_cpu_s() - t->cpu,
+	     stream_csw(g_stream_csw[1]),
+	     g_stream_pcpu[1] = process_cpu_s(),
+	     pwb_bdi_stats(g_stream_bdi, &g_stream_split)))
+		die("pwb_bdi_stats: %s", pwb_errmsg());
 	return r;
 }
 
@@ -2350,6 +2399,10 @@ static void *dp_thread_fn(void *arg)
 	pthread_barrier_wait(t->bar);
 	t->t0 = bench_now_s();
 	t->cpu = thread_cpu_s();
+	if (t->stamps) {
+		stream_csw(g_stream_csw[0]);
+		g_stream_pcpu[0] = process_cpu_s();
+	}
 	for (i = 0; i < t->n && !t->err; i++) {
 		uint64_t off = t->order[i] * len;
 		ssize_t r;
@@ -2371,6 +2424,10 @@ static void *dp_thread_fn(void *arg)
 	}
 	t->t1 = bench_now_s();
 	t->cpu = thread_cpu_s() - t->cpu;
+	if (t->stamps) {
+		stream_csw(g_stream_csw[2]);
+		g_stream_pcpu[2] = process_cpu_s();
+	}
 	free(buf);
 	return NULL;
 }
@@ -2725,13 +2782,23 @@ static struct stream_fig stream_once(const char *path, const char *backend,
 	g_stream_cache = cache;
 	g_stream_done = 0;
 	g_stream_calls[0] = g_stream_calls[1] = 0;
+	g_stream_bdi = bdi;
+	g_stream_split_taken = false;
+	memset(&g_stream_split, 0, sizeof(g_stream_split));
 	dp_run_threads(t, T);
+	g_stream_bdi = NULL;
+	g_stream_cpu = t[0].cpu;
+	g_stream_wall = t[0].t1 - t[0].t0;
 	if (kernel) {
 		if (fdatasync(fd))
 			die("fdatasync: %s", strerror(errno));
 		close(fd);
-	} else if (pwb_sync(bdi)) {
-		die("pwb_sync: %s", pwb_errmsg());
+	} else {
+		double s0 = bench_now_s();
+
+		if (pwb_sync(bdi))
+			die("pwb_sync: %s", pwb_errmsg());
+		g_stream_sync_s = bench_now_s() - s0;
 	}
 	f = stream_split(t, T, cache, bench_now_s());
 	if (bdi) {
@@ -2746,6 +2813,63 @@ static struct stream_fig stream_once(const char *path, const char *backend,
 		free(t[i].stamps);
 	}
 	return f;
+}
+
+/*
+ * -v: where a run's time went. The device's figures at the split (what
+ * the cache held then is written in the after phase: with W MiB not yet
+ * written, the after phase's rate is at most 384 / (384 + W) of the
+ * device's), the device's own rate after the split, the writer's CPU and
+ * context switches (an involuntary one: another thread ran on its CPU),
+ * the other threads' CPU, and the waits by cause. One writer only for
+ * the per-thread figures.
+ */
+static void stream_verbose(const struct pwb_stats *st, struct stream_fig f)
+{
+	double after_mib = (double)g_stream_calls[1] * STREAM_CHUNK / MIB;
+	double dev_mib = (double)(st->bytes_written -
+				  g_stream_split.bytes_written) / MIB;
+	unsigned int c;
+
+	fprintf(stderr, "  written %" PRIu64 " pages in %" PRIu64
+		" requests; reclaimed %" PRIu64 " (%" PRIu64 " flusher "
+		"passes); %" PRIu64 " passes (%" PRIu64 " background)\n",
+		st->written_pages, st->io_submitted, st->reclaimed_pages,
+		st->reclaim_passes, st->wb_passes, st->background_passes);
+	fprintf(stderr, "  at the split: %.1f MiB written, %.1f MiB in "
+		"flight, %.1f MiB dirty; the device's rate after it "
+		"%.1f MiB/s\n",
+		(double)g_stream_split.bytes_written / MIB,
+		(double)g_stream_split.writeback_pages * PS / MIB,
+		(double)g_stream_split.dirty_pages * PS / MIB,
+		f.after > 0 && after_mib > 0 ? dev_mib * f.after / after_mib
+					     : -1.0);
+	if (o.threads == 1) {
+		double cpu_after = g_stream_cpu - g_stream_split_cpu;
+
+		fprintf(stderr, "  writer: CPU %.1f ms before, %.1f ms "
+			"after, in %.1f ms of calls; context switches "
+			"before %ld+%ld, after %ld+%ld (voluntary+not); "
+			"other threads' CPU %.1f ms before, %.1f ms "
+			"after\n",
+			g_stream_split_cpu * 1e3, cpu_after * 1e3,
+			g_stream_wall * 1e3,
+			g_stream_csw[1][0] - g_stream_csw[0][0],
+			g_stream_csw[1][1] - g_stream_csw[0][1],
+			g_stream_csw[2][0] - g_stream_csw[1][0],
+			g_stream_csw[2][1] - g_stream_csw[1][1],
+			(g_stream_pcpu[1] - g_stream_pcpu[0] -
+			 g_stream_split_cpu) * 1e3,
+			(g_stream_pcpu[2] - g_stream_pcpu[1] - cpu_after) *
+				1e3);
+	}
+	fprintf(stderr, "  final pwb_sync %.1f ms\n", g_stream_sync_s * 1e3);
+	for (c = 0; c < PWB_BLOCK_NR_CAUSES; c++)
+		if (st->blocked_events[c])
+			fprintf(stderr, "  blocked %s: %" PRIu64 " times, "
+				"%.1f ms\n", pwb_block_cause_str(c),
+				st->blocked_events[c],
+				(double)st->blocked_ns[c] / 1e6);
 }
 
 static void bench_dp_stream(void)
@@ -2791,6 +2915,8 @@ static void bench_dp_stream(void)
 					f.before, f.after,
 					st.direct_reclaimed_pages,
 					g_stream_calls[0], g_stream_calls[1]);
+			if (o.verbose)
+				stream_verbose(&st, f);
 		}
 		fv[run] = -1;
 		if (fio && nb > 1) {
@@ -2805,6 +2931,9 @@ static void bench_dp_stream(void)
 				 strcmp(engine, "psync") ? o.depth : 1, T,
 				 per * STREAM_CHUNK, per * STREAM_CHUNK);
 			fv[run] = fio_run(job, true);
+			if (o.verbose)
+				fprintf(stderr, "pcache-stream fio run %u: "
+					"%.1f MiB/s\n", run, fv[run]);
 		}
 		for (b = 0; b < nb; b++)
 			vf[b][run] = fv[run] > 0 ? pa[b][run] / fv[run] : -1;

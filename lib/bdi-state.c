@@ -82,6 +82,17 @@ uint64_t pwb__bdi_held_pages_rcu(struct pwb_bdi *bdi)
 	return sum;
 }
 
+uint64_t pwb__bdi_writeback_pages_rcu(struct pwb_bdi *bdi)
+{
+	struct pwb__wb_ctx_array *arr = PWB__RCU_DEREF(bdi->ctxs);
+	uint64_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < arr->nr; i++)
+		sum += pwb__aread(&arr->ctx[i]->stats.writeback_pages);
+	return sum;
+}
+
 uint64_t pwb__bdi_dirty_pages(struct pwb_bdi *bdi)
 {
 	uint64_t sum;

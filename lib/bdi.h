@@ -313,6 +313,9 @@ uint64_t pwb__bdi_dirty_pages_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
 /* Dirty + writeback pages over all contexts (lock-free); the caller is in
  * a read-side section. */
 uint64_t pwb__bdi_held_pages_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
+/* Pages being written over all contexts (lock-free); the caller is in a
+ * read-side section. */
+uint64_t pwb__bdi_writeback_pages_rcu(struct pwb_bdi *bdi) PWB__INTERNAL;
 
 /* Flusher threads for @nr_ctx contexts under this bdi's config. */
 unsigned int pwb__nr_flushers_for(const struct pwb_bdi *bdi,

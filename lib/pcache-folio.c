@@ -192,8 +192,6 @@ int pwb__pcache_folio_add(struct pwb_inode *inode, uint64_t index,
 	struct pwb__page *f;
 	bool added = false;
 
-	if (pwb__pcache_charge_nowait(inode, (unsigned int)nr))
-		return -EBUSY;
 	f = calloc(1, sizeof(*f));
 	if (f && !(f->data = pwb__pcache_folio_buf_alloc(bdi, order))) {
 		free(f);

@@ -780,22 +780,38 @@ static bool lists_swept(struct pwb__pcache_bdi *pb)
 	return false;
 }
 
-/* Charge one page against cache_bytes: reclaim, or start writeback and
+/*
+ * Whether writes of @bdi's pages are in flight: their ends bring room
+ * (clean pages) to a writer waiting for it. Lock-free; a hint.
+ */
+static bool writes_in_flight(struct pwb_bdi *bdi)
+{
+	uint64_t n;
+
+	rcu_read_lock();
+	n = pwb__bdi_writeback_pages_rcu(bdi);
+	pwb__rcu_read_unlock();
+	return n != 0;
+}
+
+/*
+ * Charge @nr pages against cache_bytes: reclaim, or start writeback and
  * wait for it, when the cache is full. 0, or -ETIMEDOUT; without @wait,
- * -ENOBUFS at once. */
-int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
+ * -ENOBUFS at once.
+ */
+static int charge_pages(struct pwb_inode *inode, unsigned int nr, bool wait)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	uint64_t deadline = 0, timeout, t_wait;
 	unsigned int yields = 0;
-	bool asked = false;
+	bool asked = false, dom_asked = false;
 
 	timeout = bdi->cfg.throttle_timeout_ms * PWB__NSEC_PER_MSEC;
 	for (;;) {
 		uint64_t n = pwb__aread(&pb->nr_pages);
 		uint64_t freed, seq;
-		bool own_full = n >= pb->limit_pages;
+		bool own_full = n + nr > pb->limit_pages;
 
 		if (!own_full) {
 			int r = 0;
@@ -803,22 +819,23 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 			/* In a domain, its budget first: so the members'
 			 * counts never add up to more than it. */
 			if (caa_unlikely(pb->dom)) {
-				r = pwb__pcache_dom_charge(bdi, 1);
+				r = pwb__pcache_dom_charge(bdi, nr);
 				if (r > 0)
 					kick_flushers(bdi, -1);
 			}
 			if (caa_likely(r >= 0)) {
-				if (uatomic_cmpxchg(&pb->nr_pages, n, n + 1) !=
+				if (uatomic_cmpxchg(&pb->nr_pages, n, n + nr) !=
 				    n) {
 					if (caa_unlikely(pb->dom))
 						uatomic_sub(&pb->dom->used,
-							    1ull << pb->page_shift);
+							    (uint64_t)nr
+							    << pb->page_shift);
 					continue;
 				}
-				if (kswapd_below_low(pb, n + 1))
+				if (kswapd_below_low(pb, n + nr))
 					kswapd_wake(bdi);
-				if (n + 1 > pb->limit_pages -
-						    pb->limit_pages / 16)
+				if (n + nr > pb->limit_pages -
+						     pb->limit_pages / 16)
 					kick_reclaim(bdi);
 				return 0;
 			}
@@ -827,9 +844,9 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 		seq = pwb__aread(&pb->room->seq);
 		/* The bdi's own bound, or else its domain's budget. */
 		if (caa_likely(!pb->dom) || own_full)
-			freed = reclaim(bdi, -1, 32, true);
+			freed = reclaim(bdi, -1, PWB__MAX(nr, 32u), true);
 		else
-			freed = dom_reclaim(bdi, 32, true);
+			freed = dom_reclaim(bdi, PWB__MAX(nr, 32u), true);
 		if (freed) {
 			uatomic_add(&pb->direct_reclaims, freed);
 			continue;
@@ -864,17 +881,23 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 		/* Everything cached is dirty or in flight: have it written
 		 * and wait for a write to end. Background writeback starts
 		 * at half the cache (pwb__pcache_inode_init); below that, a
-		 * pass over everything, asked again after 10 idle ms. In a
-		 * domain the other members' dirty pages may fill the budget:
-		 * their background writeback too. */
-		if (!asked) {
+		 * pass over everything, asked again after 10 idle ms. While
+		 * writes are in flight their ends bring the room, and a pass
+		 * asked for now would end the one writing (queued work goes
+		 * first) and have the flusher wait for everything in flight
+		 * before starting it: the device would sit idle in between,
+		 * at every wait of every writer. In a domain the other
+		 * members' dirty pages may fill the budget: their
+		 * background writeback too, whatever is in flight here. */
+		if (!asked && !writes_in_flight(bdi)) {
 			pwb__bdi_writeback(bdi, PWB_WB_ALL, 0);
-			if (pb->dom) {
-				rcu_read_lock();
-				pwb__pcache_dom_kick_rcu(bdi);
-				pwb__rcu_read_unlock();
-			}
 			asked = true;
+		}
+		if (pb->dom && !dom_asked) {
+			rcu_read_lock();
+			pwb__pcache_dom_kick_rcu(bdi);
+			pwb__rcu_read_unlock();
+			dom_asked = true;
 		}
 		/* The cache is the bdi's (or its domain's): the wait is
 		 * counted as the bdi's and the writer's tenant's, not a
@@ -885,6 +908,25 @@ int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
 				   PWB_BLOCK_CACHE_FULL, t_wait);
 		/* Nothing happened for 10 ms: ask again. */
 		if (pwb__aread(&pb->room->seq) == seq)
-			asked = false;
+			asked = dom_asked = false;
 	}
+}
+
+int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
+{
+	return charge_pages(inode, 1, wait);
+}
+
+int pwb__pcache_charge_folio(struct pwb_inode *inode, unsigned int nr)
+{
+	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
+	uint64_t limit = pb->limit_pages;
+
+	if (caa_unlikely(pb->dom))
+		limit = PWB__MIN(limit, dom_limit_pages(pb));
+	/* A folio that takes more than a quarter of the cache could wait
+	 * for room single pages would find (or never find it whole). */
+	if ((uint64_t)nr > limit / 4)
+		return pwb__pcache_charge_nowait(inode, nr);
+	return charge_pages(inode, nr, true);
 }

@@ -231,14 +231,18 @@ out:
 /*
  * Write @src to the 1 << @order pages from @index (aligned) as one new
  * folio, when none of them is cached: one lookup, one buffer, one
- * dirtying for all of them. The space for each page is reserved before
- * the folio is seen, so that nothing can fail once it is: it stays
- * locked, latched and not up to date until the copy is whole (no reader
- * fills it, no flusher writes it; nothing was in flight from its new
- * buffer, so no write needs waiting for). Return as write_page() does
- * (*@dirtied for all the pages), or 1: not made (no room, scattered free
- * memory, a page of the range cached, no space; nothing changed): write
- * the pages one by one.
+ * dirtying for all of them. Its room in the cache is charged first, and
+ * waited for as a single page's is (a stream into a full cache keeps
+ * writing folios: as single pages it cost more in every layer, and each
+ * page's wait asked the flushers for a pass of its own). The space for
+ * each page is reserved after that wait and before the folio is seen, so
+ * that nothing can fail once it is: it stays locked, latched and not up
+ * to date until the copy is whole (no reader fills it, no flusher writes
+ * it; nothing was in flight from its new buffer, so no write needs
+ * waiting for). Return as write_page() does (*@dirtied for all the
+ * pages; -ETIMEDOUT if no room came), or 1: not made (a folio too large
+ * for the cache and no room now, scattered free memory, a page of the
+ * range cached, no space; nothing changed): write the pages one by one.
  */
 static int write_folio(struct pwb_inode *inode, uint64_t index,
 		       unsigned int order, const void *src, bool *dirtied)
@@ -252,9 +256,15 @@ static int write_folio(struct pwb_inode *inode, uint64_t index,
 	int ret;
 
 	*dirtied = false;
-	/* Most misses before any reservation (the add checks again). */
+	/* Most misses before any charge or reservation (the add checks
+	 * again). */
 	if (!pwb__pcache_range_free(inode, index, nr))
 		return 1;
+	ret = pwb__pcache_charge_folio(inode, (unsigned int)nr);
+	if (ret == -ENOBUFS)
+		return 1;
+	if (ret)
+		return ret;
 	for (i = 0; i < nr; i++) {
 		bool n;
 
@@ -266,7 +276,7 @@ static int write_folio(struct pwb_inode *inode, uint64_t index,
 			newly[i / 64] |= 1ull << (i % 64);
 	}
 	if (pwb__pcache_folio_add(inode, index, order, &f))
-		goto unreserve;
+		goto unreserve_uncharged;
 	memcpy(f->data, src, bytes);
 	uatomic_or(&f->flags, PWB__PG_UPTODATE | PWB__PG_REF);
 	uatomic_and(&f->flags, ~PWB__PG_WLATCH);
@@ -287,6 +297,8 @@ static int write_folio(struct pwb_inode *inode, uint64_t index,
 	pwb__page_put(f);
 	return ret;
 unreserve:
+	pwb__pcache_uncharge(bdi->pcache, nr);
+unreserve_uncharged:
 	/* As write_page() does: not a page another writer dirtied since
 	 * (it found the reservation made). */
 	while (i--)

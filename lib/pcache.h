@@ -614,11 +614,12 @@ void pwb__pcache_size_load(struct pwb_inode *inode, uint64_t size)
  * (the largest naturally aligned one it covers whole), or 0: none. */
 unsigned int pwb__pcache_folio_order(struct pwb_inode *inode, uint64_t index,
 				     uint64_t pages) PWB__INTERNAL;
-/* Put a folio of @order at @index (aligned) in @inode's index, charged,
- * with a reference, locked and latched (PWB__PG_WLATCH), not up to date:
- * the caller copies all of it, then sets PWB__PG_UPTODATE, then unlatches
- * and unlocks it. 0 and *@pp, or -EBUSY: no room now, no buffer, or a
- * page of the range is cached (write single pages instead). */
+/* Put a folio of @order at @index (aligned) in @inode's index, with a
+ * reference, locked and latched (PWB__PG_WLATCH), not up to date: the
+ * caller copies all of it, then sets PWB__PG_UPTODATE, then unlatches and
+ * unlocks it. The caller charged its pages (pwb__pcache_charge_folio()).
+ * 0 and *@pp, or -EBUSY, the pages uncharged: no buffer, or a page of
+ * the range is cached (write single pages instead). */
 int pwb__pcache_folio_add(struct pwb_inode *inode, uint64_t index,
 			  unsigned int order, struct pwb__page **pp)
 	PWB__INTERNAL;
@@ -686,6 +687,13 @@ int pwb__pcache_range_busy_locked(struct pwb_inode *inode, uint64_t first,
 				  uint64_t nr) PWB__INTERNAL;
 int pwb__pcache_range_state(struct pwb_inode *inode, uint64_t first,
 			    uint64_t nr) PWB__INTERNAL;
+/* Charge the @nr pages of a new folio: as pwb__pcache_charge() with @wait
+ * (reclaim, else wait for writes to end), so that a writer streaming into
+ * a full cache keeps making folios; a folio of more than a quarter of the
+ * cache only if there is room now (-ENOBUFS: write single pages). 0,
+ * -ENOBUFS or -ETIMEDOUT (message set). */
+int pwb__pcache_charge_folio(struct pwb_inode *inode,
+			     unsigned int nr) PWB__INTERNAL;
 /* Charge @n pages at once if there is room now (no reclaim, no wait): 0,
  * or -ENOBUFS. */
 int pwb__pcache_charge_nowait(struct pwb_inode *inode,

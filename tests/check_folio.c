@@ -14,6 +14,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -284,6 +285,104 @@ START_TEST(reclaim_takes_whole_clean_folios)
 }
 END_TEST
 
+/*
+ * A cache of four folios of 16 pages, all dirty and then in one write the
+ * device holds (a fault rule); a writer of a fifth folio finds no room and
+ * nothing clean. It waits for the write to end, as a single page's writer
+ * does, and then makes the folio: before, it wrote the 16 pages one by one
+ * (a stream into a full cache left single pages behind it).
+ */
+#define SMALL 16u			/* pages of the folios here */
+#define HOLD_MS 3000u			/* the held write: real time */
+
+static void setup_four_small(void)
+{
+	cache_bytes = 4 * SMALL * PS;
+	setup();
+}
+
+static uint64_t real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_1ms(void)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static uint64_t cache_full_waits(void)
+{
+	struct pwb_stats st;
+
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &st), 0);
+	return st.blocked_events[PWB_BLOCK_CACHE_FULL];
+}
+
+static ssize_t fifth_ret;
+
+static void *write_fifth(void *arg)
+{
+	(void)arg;
+	fifth_ret = pwb_write(inode, ref + 4 * SMALL * PS, SMALL * PS,
+			      4 * SMALL * PS);
+	return NULL;
+}
+
+START_TEST(full_cache_writer_waits_for_a_folio)
+{
+	struct pwb_fault f;
+	pthread_t t;
+	uint64_t t0, hits = 0, waits0;
+	unsigned int i;
+
+	for (i = 0; i < 4; i++)
+		put((uint64_t)i * SMALL * PS, SMALL * PS, (unsigned char)i);
+	ck_assert_uint_eq(order_of(0), 4);
+	ck_assert_uint_eq(cache_pages(), 4 * SMALL);
+	/* Hold the first write (all four folios: one extent). */
+	memset(&f, 0, sizeof(f));
+	f.kind = PWB_FAULT_DELAY;
+	f.every = 1;
+	f.delay_ms = HOLD_MS;
+	f.max_hits = 1;
+	ck_assert_int_eq(pwb_bdi_inject_fault(e.bdi, &f), 0);
+	ck_assert_int_eq(pwb_bdi_writeback(e.bdi, PWB_WB_ALL, 0), 0);
+	t0 = real_ms();
+	while (!hits && real_ms() - t0 < 10000) {
+		ck_assert_int_eq(pwb_bdi_fault_hits(e.bdi, &hits), 0);
+		sleep_1ms();
+	}
+	ck_assert_uint_eq(hits, 1);
+	ck_assert(pwb_page_state(inode, 0) & PWB_PAGE_WRITEBACK);
+	/* The fifth folio's writer waits for room... */
+	for (i = 0; i < SMALL * PS; i++)
+		ref[4 * SMALL * PS + i] = (unsigned char)(0x55 ^ (i % 253));
+	waits0 = cache_full_waits();
+	ck_assert_int_eq(pthread_create(&t, NULL, write_fifth, NULL), 0);
+	t0 = real_ms();
+	while (cache_full_waits() == waits0 && real_ms() - t0 < 10000)
+		sleep_1ms();
+	ck_assert_uint_gt(cache_full_waits(), waits0);
+	/* ...while the write is still held (else this says nothing). */
+	ck_assert(pwb_page_state(inode, 0) & PWB_PAGE_WRITEBACK);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(fifth_ret, (ssize_t)(SMALL * PS));
+	/* ...and then writes one folio, not sixteen pages. */
+	ck_assert_uint_eq(order_of(4 * SMALL), 4);
+	ck_assert_uint_eq(pwb__aread(&inode->pcache->nr_small), 0);
+	ck_assert_uint_le(cache_pages(), 4 * SMALL);
+	check_reads(5 * SMALL * PS);
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	check_device(0, 5 * SMALL * PS);
+}
+END_TEST
+
 static Suite *folio_suite(void)
 {
 	Suite *s = suite_create("folio");
@@ -302,6 +401,11 @@ static Suite *folio_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup_two_folios, teardown);
 	tcase_add_test(tc, reclaim_takes_whole_clean_folios);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("full cache");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup_four_small, teardown);
+	tcase_add_test(tc, full_cache_writer_waits_for_a_folio);
 	suite_add_tcase(s, tc);
 	return s;
 }
