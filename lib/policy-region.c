@@ -72,6 +72,7 @@ static int region_init(struct pwb_bdi *bdi, const char *args, void **state)
 {
 	uint64_t page = pwb__page_size(bdi), bytes = 0;
 	struct region *r;
+	unsigned int nr;
 	int ret;
 
 	ret = pwb__policy_args_each("region", args, region_arg, &bytes);
@@ -92,9 +93,14 @@ static int region_init(struct pwb_bdi *bdi, const char *args, void **state)
 		return pwb__err(-ENOMEM, "out of memory");
 	r->capacity = bdi->capacity;
 	r->fixed = bytes != 0;
-	r->bytes = bytes ? bytes
-			 : default_bytes(bdi->capacity,
-					 PWB__RCU_DEREF(bdi->ctxs)->nr);
+	/* pwb_bdi_set_policy() builds a policy while the contexts may be
+	 * re-sharded: the array is read in a read-side section, and a
+	 * count that changes before the policy is installed is passed to
+	 * region_nr_changed() then. */
+	rcu_read_lock();
+	nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
+	pwb__rcu_read_unlock();
+	r->bytes = bytes ? bytes : default_bytes(bdi->capacity, nr);
 	*state = r;
 	return 0;
 }

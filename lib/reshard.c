@@ -267,6 +267,7 @@ int pwb__reshard_locked(struct pwb_bdi *bdi, unsigned int nr)
 PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 {
 	struct pwb__policy *pol;
+	unsigned int built_nr;
 	int ret;
 
 	pwb__err_clear();
@@ -282,7 +283,12 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 		pwb__bdi_exit(bdi, PWB__HOLD_REF);
 		return pwb__err(-ENOMEM, "out of memory");
 	}
-	/* Built apart from the live one: a bad spec changes nothing. */
+	/* Built apart from the live one: a bad spec changes nothing. It is
+	 * built for the count of contexts now; a re-shard before it is
+	 * installed tells it the new count. */
+	rcu_read_lock();
+	built_nr = PWB__RCU_DEREF(bdi->ctxs)->nr;
+	pwb__rcu_read_unlock();
 	ret = pwb__policy_create(bdi, spec, pol);
 	if (ret) {
 		free(pol);
@@ -290,6 +296,8 @@ PWB_API int pwb_bdi_set_policy(struct pwb_bdi *bdi, const char *spec)
 		return ret;
 	}
 	pthread_mutex_lock(&bdi->reshard_lock);
+	if (bdi->ctxs->nr != built_nr)
+		pwb__policy_nr_changed(pol, bdi->ctxs->nr);
 	ret = reshard_locked(bdi, bdi->ctxs->nr, pol);
 	pthread_mutex_unlock(&bdi->reshard_lock);
 	if (ret) {
