@@ -265,10 +265,13 @@ void pwb__inode_attach_dirty(struct pwb_inode *inode)
 					tail = cds_list_entry(wb->b_dirty.prev,
 							      struct pwb_inode,
 							      io_list);
-					if (tail->dirtied_when >
-					    inode->dirtied_when)
-						inode->dirtied_when =
-							tail->dirtied_when;
+					uint64_t t = pwb__aread(
+						&tail->dirtied_when);
+
+					if (t > pwb__aread(
+							&inode->dirtied_when))
+						pwb__aset(&inode->dirtied_when,
+							  t);
 				}
 				pwb__inode_move_locked(wb, inode,
 						       PWB__LIST_DIRTY);
@@ -322,7 +325,7 @@ inode_dirty_locked(struct pwb_inode *inode, struct pwb__wb_ctx *wb,
 	*attach = !(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META));
 	inode->state |= PWB__I_DIRTY_PAGES;
 	if (*attach)
-		inode->dirtied_when = pwb__now(inode->bdi);
+		pwb__aset(&inode->dirtied_when, pwb__now(inode->bdi));
 	wb = assign_wb_locked(inode, wb, key);
 	/* Counted under the lock, so the flusher's decrement comes after. */
 	pwb__wb_account_dirtied(wb, (uint64_t)n);
@@ -570,7 +573,8 @@ PWB_API int pwb_mark_inode_dirty(struct pwb_inode *inode, unsigned int flags)
 	}
 	if (flags & PWB_I_DIRTY_META) {
 		if (!(inode->state & (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META))) {
-			inode->dirtied_when = pwb__now(inode->bdi);
+			pwb__aset(&inode->dirtied_when,
+				  pwb__now(inode->bdi));
 			attach = true;
 		}
 		inode->state |= PWB__I_DIRTY_META;

@@ -57,7 +57,9 @@ struct pwb_inode {
 
 	pthread_mutex_t lock;		/* the fields below, to the marker */
 	unsigned int state;		/* PWB__I_* */
-	uint64_t dirtied_when;		/* clock ns of the first dirtying */
+	/* clock ns of the first dirtying; atomic (pwb__aread, pwb__aset):
+	 * sorting b_dirty reads other inodes' under the list lock only */
+	uint64_t dirtied_when;
 	uint64_t dirtied_time_when;	/* same, for PWB__I_DIRTY_TIME */
 	struct pwb__map map;		/* page tags */
 	uint64_t writeback_index;	/* where the next cyclic pass starts */

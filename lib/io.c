@@ -168,7 +168,8 @@ void pwb__io_complete(struct pwb__io *io, int err)
 			uatomic_add(&inode->wb->stats.dirty_pages, redirtied);
 			if (!(inode->state &
 			      (PWB__I_DIRTY_PAGES | PWB__I_DIRTY_META))) {
-				inode->dirtied_when = pwb__now(bdi);
+				pwb__aset(&inode->dirtied_when,
+					  pwb__now(bdi));
 				attach = !(inode->state & PWB__I_SYNC);
 			}
 			inode->state |= PWB__I_DIRTY_PAGES;

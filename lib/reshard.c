@@ -41,8 +41,9 @@ static void insert_dirty_sorted(struct pwb__wb_ctx *wb,
 	/* It is now at the tail; walk it back past younger inodes. */
 	cds_list_del(&inode->io_list);
 	while (pos != &wb->b_dirty &&
-	       cds_list_entry(pos, struct pwb_inode, io_list)->dirtied_when >
-		       inode->dirtied_when)
+	       pwb__aread(&cds_list_entry(pos, struct pwb_inode, io_list)
+				    ->dirtied_when) >
+		       pwb__aread(&inode->dirtied_when))
 		pos = pos->prev;
 	cds_list_add(&inode->io_list, pos);
 }

@@ -126,8 +126,9 @@ static void redirty_tail_locked(struct pwb__wb_ctx *wb, struct pwb_inode *inode)
 		struct pwb_inode *tail = cds_list_entry(
 			wb->b_dirty.prev, struct pwb_inode, io_list);
 
-		if (tail != inode && inode->dirtied_when < tail->dirtied_when)
-			inode->dirtied_when = pwb__now(wb->bdi);
+		if (tail != inode && pwb__aread(&inode->dirtied_when) <
+					     pwb__aread(&tail->dirtied_when))
+			pwb__aset(&inode->dirtied_when, pwb__now(wb->bdi));
 	}
 	pwb__inode_move_locked(wb, inode, PWB__LIST_DIRTY);
 }
@@ -146,7 +147,7 @@ static uint64_t move_expired(struct pwb__wb_ctx *wb, struct pwb__wb_ctx *self,
 	cds_list_for_each_entry_safe(inode, tmp, &wb->b_dirty, io_list) {
 		bool skip = false;
 
-		if (inode->dirtied_when > older_than)
+		if (pwb__aread(&inode->dirtied_when) > older_than)
 			break;
 		if (!sync) {
 			pthread_mutex_lock(&inode->lock);
