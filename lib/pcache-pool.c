@@ -187,15 +187,21 @@ static void *take_locked(struct pwb__page_pool *pool, size_t ps,
 
 /*
  * Map one chunk of @pool and add it to the free lists as folios of the
- * chunk's order. With @bound, only while the pool holds fewer than @bound
- * chunks. Returns with the pool's lock held, or NULL and the lock not
- * held: out of memory, or the bound reached.
+ * chunk's order. With @bound (PWB_BDI_CACHE_PREFAULT), only while the pool
+ * holds fewer than @bound chunks, and a retained chunk is faulted in again
+ * too (the kernel may have taken its MADV_FREE pages). Returns with the
+ * pool's lock held, or NULL and the lock not held: out of memory, or the
+ * bound reached.
  */
 static char *chunk_add(struct pwb__page_pool *pool, size_t ps, size_t bound)
 {
 	char *c = chunk_reuse(pool->chunk_bytes);
 	unsigned int k = chunk_order(pool, ps);
 
+#ifdef MADV_POPULATE_WRITE
+	if (c && bound)
+		madvise(c, pool->chunk_bytes, MADV_POPULATE_WRITE);
+#endif
 	if (!c)
 		c = chunk_map(pool->chunk_bytes);
 	if (!c)
