@@ -2367,12 +2367,13 @@ static ssize_t dp_stream_call(struct dp_thread *t, const void *buf,
 	if (__atomic_add_fetch(&g_stream_done, len, __ATOMIC_RELAXED) >=
 		    g_stream_cache && !full && o.verbose && g_stream_bdi &&
 	    !__atomic_exchange_n(&g_stream_split_taken, true,
-				 __ATOMIC_RELAXED) &&
-	    (g_stream_split_cpu = thread_cpu_s() - t->cpu,
-	     stream_csw(g_stream_csw[1]),
-	     g_stream_pcpu[1] = process_cpu_s(),
-	     pwb_bdi_stats(g_stream_bdi, &g_stream_split)))
-		die("pwb_bdi_stats: %s", pwb_errmsg());
+				 __ATOMIC_RELAXED)) {
+		g_stream_split_cpu = thread_cpu_s() - t->cpu;
+		stream_csw(g_stream_csw[1]);
+		g_stream_pcpu[1] = process_cpu_s();
+		if (pwb_bdi_stats(g_stream_bdi, &g_stream_split))
+			die("pwb_bdi_stats: %s", pwb_errmsg());
+	}
 	return r;
 }
 
