@@ -250,25 +250,20 @@ int pwb__page_pool_prefault(struct pwb__page_pool *pool, size_t ps,
 {
 	size_t want = (size_t)((bytes + pool->chunk_bytes - 1) /
 			       pool->chunk_bytes);
+	size_t have;
 
-	for (;;) {
-		size_t have;
-
-		if (chunk_add(pool, ps, want)) {
-			pthread_mutex_unlock(&pool->lock);
-			continue;
-		}
-		/* The bound reached (perhaps by another member of a domain
-		 * first), or no memory. */
-		pthread_mutex_lock(&pool->lock);
-		have = pool->nr_chunks;
+	while (chunk_add(pool, ps, want))
 		pthread_mutex_unlock(&pool->lock);
-		if (have >= want)
-			return 0;
+	/* The bound reached (perhaps by another member of a domain first),
+	 * or no memory. */
+	pthread_mutex_lock(&pool->lock);
+	have = pool->nr_chunks;
+	pthread_mutex_unlock(&pool->lock);
+	if (have < want)
 		return pwb__err(-ENOMEM, "out of memory faulting in %" PRIu64
 					 " bytes of page cache",
 				bytes);
-	}
+	return 0;
 }
 
 /* A page buffer: from the pool, else a new chunk. NULL: out of memory. */
