@@ -362,19 +362,25 @@ static struct pwb__ra_stream *stream_find(struct pwb__ra_inode *ra,
 	return in;
 }
 
-/* A slot for a new stream: a free one, else the least recently used. */
-static struct pwb__ra_stream *stream_new(struct pwb__ra_inode *ra)
+/* A slot for a new stream of @inode, cleared: a free one, else the least
+ * recently used, which leaves the bdi's readers (nr_streams). */
+static struct pwb__ra_stream *stream_new(struct pwb_inode *inode)
 {
-	struct pwb__ra_stream *old = &ra->s[0];
+	struct pwb__ra_inode *ra = &inode->pcache->ra;
+	struct pwb__ra_stream *s = &ra->s[0];
 
 	pwb__lockdep_assert_held(&ra->lock);
 	for (unsigned int i = 0; i < PWB__RA_STREAMS; i++) {
-		if (!ra->s[i].used)
-			return &ra->s[i];
-		if (ra->s[i].used < old->used)
-			old = &ra->s[i];
+		if (!ra->s[i].used) {
+			s = &ra->s[i];
+			break;
+		}
+		if (ra->s[i].used < s->used)
+			s = &ra->s[i];
 	}
-	return old;
+	stream_account(inode, s, 0);
+	memset(s, 0, sizeof(*s));
+	return s;
 }
 
 void pwb__ra_miss(struct pwb_inode *inode, uint64_t index, uint64_t nr)
@@ -391,9 +397,7 @@ void pwb__ra_miss(struct pwb_inode *inode, uint64_t index, uint64_t nr)
 	pthread_mutex_lock(&ra->lock);
 	s = stream_find(ra, index);
 	if (!s) {
-		s = stream_new(ra);
-		stream_account(inode, s, 0);
-		memset(s, 0, sizeof(*s));
+		s = stream_new(inode);
 		s->next = index + nr;
 		s->start = index;
 		s->used = ++ra->clock;
@@ -451,9 +455,7 @@ void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p, uint64_t nr)
 		size = next_size(s->size, max);
 	} else {
 		/* Its stream was forgotten: start another from here. */
-		s = stream_new(ra);
-		stream_account(inode, s, 0);
-		memset(s, 0, sizeof(*s));
+		s = stream_new(inode);
 		start = index + nr;
 		size = init_size(nr, max);
 	}
