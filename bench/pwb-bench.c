@@ -2488,8 +2488,26 @@ static uint64_t *dp_order(uint64_t per, uint64_t *seed)
  * timing. pcache-read: the same pages read back from a warm cache
  * with pwb_read() and with pread().
  */
+/* Sum of the threads' CPU seconds over their calls, per call, in ns. */
+static double dp_cpu_ns(const struct dp_thread *t, unsigned int T)
+{
+	double cpu = 0;
+	uint64_t calls = 0;
+	unsigned int i;
+
+	for (i = 0; i < T; i++) {
+		cpu += t[i].cpu;
+		calls += t[i].n;
+	}
+	return calls ? cpu * 1e9 / (double)calls : 0;
+}
+
+/* One run of pcache-write or pcache-read: calls per second of libpwb
+ * (*@pwb) and of the kernel (*@kern, -1 without it), and the CPU ns each
+ * spent per call (*@pwb_cpu, *@kern_cpu): a figure other load on the
+ * machine moves less than the wall clock. */
 static void dp_cached_once(bool read, bool warm, size_t chunk, double *pwb,
-			   double *kern)
+			   double *kern, double *pwb_cpu, double *kern_cpu)
 {
 	unsigned int T = o.threads, i;
 	uint64_t per = o.size / PS / T, seed = 42;
@@ -2524,11 +2542,13 @@ static void dp_cached_once(bool read, bool warm, size_t chunk, double *pwb,
 			t[i].read = read;
 	}
 	*pwb = dp_run_threads(t, T);
+	*pwb_cpu = dp_cpu_ns(t, T);
 	for (i = 0; i < T; i++)
 		pwb_inode_close(d[i].inode);
 	pwb_bdi_close(bdi);
 
 	*kern = -1;
+	*kern_cpu = -1;
 	if (!o.no_kernel) {
 		drop_cache(g_img);
 		fd = open(g_img, O_RDWR);
@@ -2547,6 +2567,7 @@ static void dp_cached_once(bool read, bool warm, size_t chunk, double *pwb,
 				t[i].read = read;
 		}
 		*kern = dp_run_threads(t, T);
+		*kern_cpu = dp_cpu_ns(t, T);
 		fdatasync(fd);
 		close(fd);
 	}
@@ -2556,7 +2577,7 @@ static void dp_cached_once(bool read, bool warm, size_t chunk, double *pwb,
 
 static void bench_dp_cached(enum workload wl)
 {
-	double p[MAX_RUNS], k[MAX_RUNS];
+	double p[MAX_RUNS], k[MAX_RUNS], pc[MAX_RUNS], kc[MAX_RUNS];
 	unsigned int run, pass;
 	bool read = wl == WL_PCREAD;
 
@@ -2573,7 +2594,7 @@ static void bench_dp_cached(enum workload wl)
 
 		for (run = 0; run < o.runs; run++)
 			dp_cached_once(read, pass == 1, pass == 2 ? (size_t)1 << 20 : 0,
-				       &p[run], &k[run]);
+				       &p[run], &k[run], &pc[run], &kc[run]);
 		first = k[0] > 0 ? p[0] / k[0] : 0.0;	/* before the sort */
 		r.pwb = median(p, o.runs) / 1e3;
 		r.kern = o.no_kernel ? -1 : median(k, o.runs) / 1e3;
@@ -2591,9 +2612,11 @@ static void bench_dp_cached(enum workload wl)
 		 * cache; later bdis reuse the chunks the earlier ones gave
 		 * back (pcache.c). Both are shown. */
 		snprintf(r.note, sizeof(r.note), "4 KiB %s, random order, %s "
-			 "cache; goal pwb/kern >= %s; first run x%.2f",
+			 "cache; goal pwb/kern >= %s; first run x%.2f; CPU "
+			 "ns/call %.0f vs %.0f",
 			 read ? "pwb_read vs pread" : "pwb_write vs pwrite",
-			 pass ? "warm" : "cold", read ? "3" : "2", first);
+			 pass ? "warm" : "cold", read ? "3" : "2", first,
+			 median(pc, o.runs), median(kc, o.runs));
 		add_result(&r);
 	}
 }
