@@ -277,18 +277,24 @@ static int rw_page_get_locked(struct pwb_inode *inode, uint64_t index,
 
 /*
  * The hit path of pwb_read(): a range inside one cached, up-to-date page
- * whose lock is free. No inode lock and no reference on the inode: the
- * read-side section keeps the inode and its index (a close unpublishes
- * pc->pages and waits for a grace period before destroying it), and the
- * page reference keeps the page once the section ends. Return the bytes
- * copied, or -EAGAIN to take the slow path (which does the checks).
+ * that no thread holds locked. No inode lock and no reference on the
+ * inode: the read-side section keeps the inode and its index (a close
+ * unpublishes pc->pages and waits for a grace period before destroying
+ * it), and the page reference keeps the page and its buffer once the
+ * section ends. Nor the page lock: the copy is checked against the
+ * page's sequence count (pcache.h), so that a hit writes to nothing
+ * other threads' hits on that page write but the reference count (and
+ * the referenced bit, once). Return the bytes copied, or -EAGAIN to take
+ * the slow path (which does the checks, and copies again over what a
+ * copy that overlapped a writer left in @buf: bytes of this page, old or
+ * new, never another's, since the reference keeps the buffer ours).
  */
 static inline __attribute__((always_inline)) ssize_t
 read_fast(struct pwb_inode *inode, void *buf, size_t len, uint64_t off)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
 	struct pwb__page *p;
-	unsigned int pgoff;
+	unsigned int pgoff, seq;
 	uint64_t size;
 
 	if (!pc || !buf || pwb__in_flusher())
@@ -298,22 +304,43 @@ read_fast(struct pwb_inode *inode, void *buf, size_t len, uint64_t off)
 		return -EAGAIN;	/* end of file: the slow path says 0 */
 	if (len > size - off)
 		len = (size_t)(size - off);
+#ifdef PWB__TSAN
+	/* TSan cannot tell a copy the count voids from a race: take the
+	 * lock, as the slow path does. */
 	p = pwb__fast_lock_page(inode, len, off, &pgoff);
+	seq = 0;
+#else
+	p = pwb__fast_get_page(inode, len, off, &pgoff);
+	seq = p ? pwb__page_seq_begin(p) : 1;
+#endif
 	if (!p)
 		return -EAGAIN;
-	/* Not up to date, or the readahead marker (the slow path starts
-	 * the next window). */
-	if ((pwb__aread(&p->flags) & (PWB__PG_UPTODATE | PWB__PG_READAHEAD)) !=
-	    PWB__PG_UPTODATE) {
-		pwb__page_unlock(p);
+	/* Locked (a writer, a fill, a slow reader), not up to date, or the
+	 * readahead marker (the slow path starts the next window). Acquire:
+	 * a page a read in flight filled is seen with its data. */
+	if ((seq & 1) ||
+	    (pwb__page_flags(p) & (PWB__PG_UPTODATE | PWB__PG_READAHEAD)) !=
+		    PWB__PG_UPTODATE)
+		goto slow;
+	memcpy(buf, (char *)p->data + pgoff, len);
+#ifdef PWB__TSAN
+	pwb__page_unlock(p);
+#else
+	/* A lock holder changed the data meanwhile: copy it again there. */
+	if (caa_unlikely(!pwb__page_seq_valid(p, seq))) {
 		pwb__page_put(p);
 		return -EAGAIN;
 	}
-	memcpy(buf, (char *)p->data + pgoff, len);
+#endif
 	pwb__page_read_touch(p);
-	pwb__page_unlock(p);
 	pwb__page_put(p);
 	return (ssize_t)len;
+slow:
+#ifdef PWB__TSAN
+	pwb__page_unlock(p);
+#endif
+	pwb__page_put(p);
+	return -EAGAIN;
 }
 
 /* The slow path of pwb_read() and pwb_read2(): out of line, so that the

@@ -13,7 +13,9 @@
  * page never uses it, unlinks it and frees it after a grace period.
  *
  * Page data: page->lock is held while the data changes (pwb_write) or is
- * read by pwb_read or filled from the device. Stable pages: a writer sets
+ * filled from the device, and by pwb_read's slow path while it copies;
+ * pwb_read's hit path copies without it, checked by the page's sequence
+ * count (below). Stable pages: a writer sets
  * PWB__PG_WLATCH, then waits until no write of the page is in flight, then
  * copies; the internal get_page answers -EAGAIN ("not now") for a latched
  * page. The flusher tags a page WRITEBACK (under inode->lock) before it
@@ -68,11 +70,6 @@
 typedef pthread_mutex_t pwb__page_lock_t;
 #define pwb__page_lock_init(p) pwb__mutex_init(&(p)->lock, PWB__LOCK_PAGE)
 #define pwb__page_lock_destroy(p) pthread_mutex_destroy(&(p)->lock)
-#define pwb__page_lock(p) pthread_mutex_lock(&(p)->lock)
-#define pwb__page_trylock(p) pthread_mutex_trylock(&(p)->lock)
-/* A second page lock while one is held, in rising index (base.h). */
-#define pwb__page_trylock_nested(p) pwb__mutex_trylock_nested(&(p)->lock)
-#define pwb__page_unlock(p) pthread_mutex_unlock(&(p)->lock)
 #define pwb__page_assert_locked(p) pwb__lockdep_assert_held(&(p)->lock)
 #else
 typedef uint32_t pwb__page_lock_t;
@@ -80,7 +77,6 @@ typedef uint32_t pwb__page_lock_t;
 void pwb__page_lock_wait(uint32_t *l) PWB__INTERNAL;
 void pwb__page_unlock_wake(uint32_t *l) PWB__INTERNAL;
 #define pwb__page_lock_init(p) ((void)((p)->lock = 0))
-#define pwb__page_trylock_nested(p) pwb__page_trylock(p)
 #define pwb__page_lock_destroy(p) ((void)(p))
 #define pwb__page_assert_locked(p) ((void)(p))
 #endif
@@ -111,6 +107,11 @@ struct pwb__page {
 	 * aligned), data one buffer of them all (pcache-folio.c); 0: one
 	 * page */
 	uint8_t order;
+	/* The data's sequence count (see "The page's sequence count"
+	 * below): odd while the page lock is held. Written only by the
+	 * lock's holder (stores with release ordering), read by anyone
+	 * (loads with acquire ordering). */
+	unsigned int seq;
 #ifndef PWB_LOCKDEP
 	pwb__page_lock_t lock;		/* the data, PWB__PG_UPTODATE */
 #endif
@@ -120,7 +121,88 @@ struct pwb__page {
 #endif
 };
 
-#ifndef PWB_LOCKDEP
+/*
+ * The page's sequence count: every holder of the page lock makes p->seq
+ * odd as it takes the lock and even again as it lets it go, so the data
+ * of a page (and PWB__PG_UPTODATE, which changes only under the lock or,
+ * for a read in flight, on a page nobody copies yet) is stable between
+ * two reads of an even count that agree. pwb_read()'s hit path copies
+ * under that check instead of taking the lock (pcache-read.c), so a hit
+ * writes neither the lock word nor the count: readers of one page on
+ * several threads do not bounce its line between them for the lock. It
+ * still holds a reference, which keeps the buffer from being freed and
+ * given to another page while it copies (removal needs a count of 0).
+ *
+ * Ordering, as a seqlock's: the holder's store of the odd count comes
+ * before a release fence, then the data's stores; the even count is a
+ * release store after them. The reader loads the count with acquire,
+ * copies, issues an acquire fence, and loads the count again: if its
+ * copy saw any store of a holder's section, the second load sees that
+ * section's odd count or a later one. The copy itself is a racy read
+ * that the second load voids, as in the kernel's seqcounts; under TSan
+ * the hit path takes the lock instead (pcache-read.c).
+ */
+static inline void pwb__page_seq_lock_taken(struct pwb__page *p)
+{
+	/* Only the lock's holder writes the count: a relaxed load of it is
+	 * its last value. */
+	__atomic_store_n(&p->seq, pwb__aread(&p->seq) + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void pwb__page_seq_lock_dropping(struct pwb__page *p)
+{
+	__atomic_store_n(&p->seq, pwb__aread(&p->seq) + 1, __ATOMIC_RELEASE);
+}
+
+/* The count a lockless copy starts from: odd (lock held) means no copy
+ * now. Any thread holding a reference on @p. */
+static inline unsigned int pwb__page_seq_begin(const struct pwb__page *p)
+{
+	return __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
+}
+
+/* Whether nothing held the lock of @p since pwb__page_seq_begin() gave
+ * @seq (even): true, what was copied since is the data of one moment. */
+static inline bool pwb__page_seq_valid(const struct pwb__page *p,
+				       unsigned int seq)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&p->seq, __ATOMIC_RELAXED) == seq;
+}
+
+#ifdef PWB_LOCKDEP
+/* Macros, so that lockdep's reports name the caller's line. */
+#define pwb__page_lock(p)                                                      \
+	do {                                                                   \
+		struct pwb__page *pl_ = (p);                                   \
+		pthread_mutex_lock(&pl_->lock);                                \
+		pwb__page_seq_lock_taken(pl_);                                 \
+	} while (0)
+#define pwb__page_trylock(p)                                                   \
+	({                                                                     \
+		struct pwb__page *pl_ = (p);                                   \
+		int rl_ = pthread_mutex_trylock(&pl_->lock);                   \
+		if (!rl_)                                                      \
+			pwb__page_seq_lock_taken(pl_);                         \
+		rl_;                                                           \
+	})
+/* A second page lock while one is held, in rising index (base.h). */
+#define pwb__page_trylock_nested(p)                                            \
+	({                                                                     \
+		struct pwb__page *pl_ = (p);                                   \
+		int rl_ = pwb__mutex_trylock_nested(&pl_->lock);               \
+		if (!rl_)                                                      \
+			pwb__page_seq_lock_taken(pl_);                         \
+		rl_;                                                           \
+	})
+#define pwb__page_unlock(p)                                                    \
+	do {                                                                   \
+		struct pwb__page *pl_ = (p);                                   \
+		pwb__page_seq_lock_dropping(pl_);                              \
+		pthread_mutex_unlock(&pl_->lock);                              \
+	} while (0)
+#else
 /* Acquire the page lock; the word is 0, 1 or 2 as said above. */
 static inline void pwb__page_lock(struct pwb__page *p)
 {
@@ -130,6 +212,7 @@ static inline void pwb__page_lock(struct pwb__page *p)
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		pwb__page_lock_wait(&p->lock);
 	PWB__TSAN_ACQUIRE(&p->lock);
+	pwb__page_seq_lock_taken(p);
 }
 
 static inline int pwb__page_trylock(struct pwb__page *p)
@@ -140,11 +223,15 @@ static inline int pwb__page_trylock(struct pwb__page *p)
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return EBUSY;
 	PWB__TSAN_ACQUIRE(&p->lock);
+	pwb__page_seq_lock_taken(p);
 	return 0;
 }
 
+#define pwb__page_trylock_nested(p) pwb__page_trylock(p)
+
 static inline void pwb__page_unlock(struct pwb__page *p)
 {
+	pwb__page_seq_lock_dropping(p);
 	PWB__TSAN_RELEASE(&p->lock);
 	if (__atomic_exchange_n(&p->lock, 0, __ATOMIC_RELEASE) == 2)
 		pwb__page_unlock_wake(&p->lock);
@@ -495,15 +582,20 @@ static inline void pwb__page_put(struct pwb__page *p)
 /*
  * The lookup shared by the hit paths of pwb_write() and pwb_read()
  * (pcache-write.c, pcache-read.c): the cached page holding
- * [off, off + len) if that range lies in one page, with a reference and
- * its lock taken (trylock: a busy page sends the caller to its slow
- * path); *@pgoff is the range's offset in its data (in a folio, from the
- * folio's start). NULL: not cached, dying,
- * locked, spanning pages, or the inode is closing.
+ * [off, off + len) if that range lies in one page, with a reference;
+ * *@pgoff is the range's offset in its data (in a folio, from the
+ * folio's start). NULL: not cached, dying, spanning pages, or the inode
+ * is closing. A reference taken on a page the index gave is a reference
+ * on the page of that index: descriptors are freed only after a grace
+ * period (never reused while the lookup's section lasts), a live count
+ * keeps a page in the index, and its inode and index are read-only, so
+ * unlike the kernel's filemap_get_folio() there is nothing to check
+ * again after the get. Any thread; takes and leaves its own read-side
+ * section.
  */
 static inline __attribute__((always_inline)) struct pwb__page *
-pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
-		    unsigned int *pgoff)
+pwb__fast_get_page(struct pwb_inode *inode, size_t len, uint64_t off,
+		   unsigned int *pgoff)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
 	struct cds_lfht *pages;
@@ -530,13 +622,24 @@ pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
 		return NULL;
 	}
 	pwb__rcu_read_unlock();
-	if (pwb__page_trylock(p)) {
-		pwb__page_put(p);
-		return NULL;
-	}
 	/* In a folio: the offset in its buffer. */
 	if (caa_unlikely(p->order))
 		*pgoff += (unsigned int)((index - p->index) << shift);
+	return p;
+}
+
+/* pwb__fast_get_page() with the page's lock taken too (trylock: a busy
+ * page sends the caller to its slow path, NULL). */
+static inline __attribute__((always_inline)) struct pwb__page *
+pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
+		    unsigned int *pgoff)
+{
+	struct pwb__page *p = pwb__fast_get_page(inode, len, off, pgoff);
+
+	if (p && pwb__page_trylock(p)) {
+		pwb__page_put(p);
+		return NULL;
+	}
 	return p;
 }
 

@@ -893,6 +893,192 @@ START_TEST(test_mt_stress)
 }
 END_TEST
 
+/*
+ * pwb_read()'s hit path copies a page without its lock (checked by the
+ * page's sequence count) and with a reference (which keeps its buffer
+ * from going to another page). Readers hammer a few cached pages of one
+ * inode while a writer rewrites them whole, truncates the file to 0 and
+ * writes it again, and drops them (fsync, then DONTNEED), and a streamer
+ * fills the small cache with another inode's pages, so that reclaim frees
+ * buffers all the time and hands them to that inode. Every word of a page
+ * holds its stamp (inode, index, version): a copy that mixed two writes
+ * shows two stamps, one of a buffer freed under it shows another page's
+ * (or another page's zeros). A read that overlaps a truncate may show
+ * zeros or the device's older data (a truncate drops the pages before it
+ * lowers the size, and readers in between fill them again); any other
+ * read shows the page's stamp, at a version no older than the last one
+ * this reader saw.
+ */
+#define HR_PAGES 8u
+#define HR_READERS 2
+#define HR_ROUNDS 2000
+#define HR_STREAM_PAGES 192u
+
+struct hr {
+	struct pwb_inode *hot, *cold;
+	unsigned int truncating;	/* atomic: odd during a truncate */
+	int stop;			/* atomic: the writer is done */
+};
+
+struct hr_arg {
+	struct hr *h;
+	uint64_t seed;
+	long reads, torn, foreign, older;	/* bad copies, by kind */
+	uint64_t word;				/* a bad copy's word */
+};
+
+static uint64_t hr_stamp(uint64_t ino, uint64_t index, uint64_t version)
+{
+	return ino << 56 | index << 40 | version;
+}
+
+static void hr_fill(uint64_t *b, uint64_t stamp)
+{
+	for (unsigned int i = 0; i < PS / 8; i++)
+		b[i] = stamp;
+}
+
+/* Check one copy of page @idx, counting the kind of fault it shows. */
+static void hr_check(struct hr_arg *a, const uint64_t *b, uint64_t idx,
+		     bool in_truncate, uint64_t *seen)
+{
+	uint64_t v = b[0] & ((1ull << 40) - 1);
+
+	for (unsigned int i = 1; i < PS / 8; i++)
+		if (b[i] != b[0]) {
+			a->torn++;
+			a->word = b[i];
+			return;
+		}
+	if (in_truncate && (b[0] == 0 || (b[0] & ~((1ull << 40) - 1)) ==
+						 hr_stamp(1, idx, 0)))
+		return;	/* zeros, or the device's data of the page */
+	if ((b[0] & ~((1ull << 40) - 1)) != hr_stamp(1, idx, 0)) {
+		a->foreign++;
+		a->word = b[0];
+	} else if (v < seen[idx]) {
+		a->older++;
+		a->word = b[0];
+	} else {
+		seen[idx] = v;
+	}
+}
+
+static void *hr_reader(void *arg)
+{
+	struct hr_arg *a = arg;
+	uint64_t *b = malloc(PS), seen[HR_PAGES] = { 0 };
+
+	while (b && !__atomic_load_n(&a->h->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t idx = tu_rand(&a->seed) % HR_PAGES;
+		unsigned int t0 = __atomic_load_n(&a->h->truncating,
+						  __ATOMIC_ACQUIRE);
+		ssize_t r = pwb_read(a->h->hot, b, PS, idx * PS);
+		unsigned int t1 = __atomic_load_n(&a->h->truncating,
+						  __ATOMIC_ACQUIRE);
+
+		a->reads++;
+		if (r == 0)
+			continue;	/* truncated meanwhile: past the end */
+		if (r != (ssize_t)PS) {
+			a->foreign++;
+			continue;
+		}
+		hr_check(a, b, idx, (t0 & 1) || t1 != t0, seen);
+	}
+	if (!b)
+		a->foreign++;
+	free(b);
+	return NULL;
+}
+
+/* Another inode's pages through the whole cache, again and again. */
+static void *hr_streamer(void *arg)
+{
+	struct hr_arg *a = arg;
+	uint64_t *b = malloc(PS), v = 1;
+
+	while (b && !__atomic_load_n(&a->h->stop, __ATOMIC_ACQUIRE)) {
+		for (uint64_t i = 0; i < HR_STREAM_PAGES; i++) {
+			hr_fill(b, hr_stamp(2, i, v));
+			if (pwb_write(a->h->cold, b, PS, i * PS) != (ssize_t)PS)
+				a->foreign++;
+		}
+		v++;
+	}
+	free(b);
+	return NULL;
+}
+
+START_TEST(test_hit_copies_race_writes_truncates_and_reclaim)
+{
+	struct hr_arg r[HR_READERS], sa = { 0 };
+	pthread_t rt[HR_READERS], st;
+	struct hr h = { 0 };
+	uint64_t *b = malloc(PS), version = 1, idx;
+	long reads = 0;
+	struct tu_env e;
+	int i, round;
+
+	/* 24 pages: the streamer's writes reclaim all the time. */
+	env_open(&e, 2, 24 * PS);
+	h.hot = open_lib(&e, 1, 0);
+	h.cold = open_lib(&e, 2, 1);
+	for (idx = 0; idx < HR_PAGES; idx++) {
+		hr_fill(b, hr_stamp(1, idx, version++));
+		ck_assert_int_eq(pwb_write(h.hot, b, PS, idx * PS), PS);
+	}
+	for (i = 0; i < HR_READERS; i++) {
+		r[i] = (struct hr_arg){ .h = &h, .seed = 11 + (uint64_t)i };
+		ck_assert_int_eq(pthread_create(&rt[i], NULL, hr_reader, &r[i]),
+				 0);
+	}
+	sa.h = &h;
+	ck_assert_int_eq(pthread_create(&st, NULL, hr_streamer, &sa), 0);
+	for (round = 0; round < HR_ROUNDS; round++) {
+		if (round % 8 == 7) {
+			/* Cut every page off, then write them again from the
+			 * start (the size grows with each, so no page below
+			 * it reads as anything but its stamp). */
+			__atomic_fetch_add(&h.truncating, 1, __ATOMIC_SEQ_CST);
+			ck_assert_int_eq(pwb_inode_set_size(h.hot, 0), 0);
+			__atomic_fetch_add(&h.truncating, 1, __ATOMIC_SEQ_CST);
+		} else if (round % 8 == 3) {
+			/* Clean, then dropped: their buffers go back. */
+			ck_assert_int_eq(pwb_fsync(h.hot), 0);
+			ck_assert_int_eq(pwb_fadvise(h.hot, 0, HR_PAGES * PS,
+						     PWB_FADV_DONTNEED),
+					 0);
+			continue;
+		}
+		for (idx = 0; idx < HR_PAGES; idx++) {
+			hr_fill(b, hr_stamp(1, idx, version++));
+			ck_assert_int_eq(pwb_write(h.hot, b, PS, idx * PS),
+					 PS);
+		}
+	}
+	__atomic_store_n(&h.stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < HR_READERS; i++)
+		pthread_join(rt[i], NULL);
+	pthread_join(st, NULL);
+	for (i = 0; i < HR_READERS; i++) {
+		ck_assert_msg(!r[i].torn && !r[i].foreign && !r[i].older,
+			      "reader %d, %ld reads: %ld torn copies, %ld of "
+			      "another page, %ld older than one seen before "
+			      "(a word 0x%llx)",
+			      i, r[i].reads, r[i].torn, r[i].foreign,
+			      r[i].older, (unsigned long long)r[i].word);
+		reads += r[i].reads;
+	}
+	ck_assert_int_eq(sa.foreign, 0);
+	ck_assert_int_gt(reads, HR_ROUNDS);
+	ck_assert_int_eq(pwb_inode_close(h.cold), 0);
+	ck_assert_int_eq(pwb_inode_close(h.hot), 0);
+	tu_env_close(&e);
+	free(b);
+}
+END_TEST
+
 /* Threads reading the same cold pages at once: each may find a page
  * another one just inserted into the inode's page table. (Under TSan the
  * table's match function reads the new page's index: it needs the acquire
@@ -1111,6 +1297,7 @@ static Suite *pcache_suite(void)
 	tcase_add_test(tc, test_pages_read_from_device_are_reclaimed);
 	tcase_add_test(tc, test_mt_stress);
 	tcase_add_test(tc, test_concurrent_cold_reads);
+	tcase_add_test(tc, test_hit_copies_race_writes_truncates_and_reclaim);
 	tcase_add_test(tc, test_large_read_fills_runs_with_one_device_read);
 	tcase_add_test(tc, test_close_does_not_wait_for_a_grace_period);
 	tcase_add_test(tc, test_page_hash_spreads_runs);
