@@ -13,12 +13,7 @@
 /* See pwb__synchronize_rcu(): only its address is used. */
 char pwb__rcu_tsan_token;
 
-static __thread int pwb__flusher_idx = -1;
-
-bool pwb__in_flusher(void)
-{
-	return pwb__flusher_idx >= 0;
-}
+PWB__TLS_FAST int pwb__flusher_idx = -1;
 
 int pwb__flusher_ctx_idx(void)
 {

@@ -73,7 +73,7 @@
  * __tls_get_addr(); initial-exec is one load from %fs. It takes static TLS
  * room at load time for the library's whole TLS block, initial-exec or
  * not, which a dlopen()ed library (the SQLite extension pulls libpwb in
- * that way) gets from glibc's small surplus. Keep the block small (336
+ * that way) gets from glibc's small surplus. Keep the block small (344
  * bytes, mostly the error message; tests/abi-check.sh fails above 512):
  * anything large goes on the heap behind a thread-local pointer.
  */
@@ -437,8 +437,17 @@ int pwb__err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3))) PWB__INTERNAL;
 /* pwb_errmsg() for lib/'s own callers: the thread's message, "" if none. */
 const char *pwb__errmsg(void) PWB__INTERNAL;
-/* Clear the thread's message at the start of a public call. */
-void pwb__err_clear(void) PWB__INTERNAL;
+/* The thread's message (error.c): written by pwb__err(), cleared at the
+ * start of each public call. Only the thread itself reads or writes it. */
+#define PWB__MSG_MAX 256
+extern PWB__TLS_FAST char pwb__msg[PWB__MSG_MAX] PWB__INTERNAL;
+
+/* Clear the thread's message at the start of a public call (inline: one
+ * store, on every hit path). */
+static inline void pwb__err_clear(void)
+{
+	pwb__msg[0] = '\0';
+}
 /* pwb_strerror() for lib/'s own messages. */
 const char *pwb__strerror(int err) PWB__INTERNAL;
 
@@ -460,8 +469,17 @@ uint64_t pwb__clock_monotonic(void *unused) PWB__INTERNAL;
 /* ---------------------------------------------------------------------- */
 /* flusher threads: which thread is one (base.c)                          */
 
+/* The index of the context whose flusher the calling thread is, or -1
+ * (base.c; set by pwb__set_flusher_ctx() on the flusher itself, read only
+ * by the thread it belongs to). Initial-exec like the message: the hit
+ * paths read it on every call. */
+extern PWB__TLS_FAST int pwb__flusher_idx PWB__INTERNAL;
+
 /* True while the flusher of the calling thread is running. */
-bool pwb__in_flusher(void) PWB__INTERNAL;
+static inline bool pwb__in_flusher(void)
+{
+	return pwb__flusher_idx >= 0;
+}
 /* 0, or -EDEADLK with a message naming @who when called on a flusher
  * (from an ops callback): for the calls that wait for writeback
  * (error.c). */

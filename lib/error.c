@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static PWB__TLS_FAST char pwb__msg[256];
+PWB__TLS_FAST char pwb__msg[PWB__MSG_MAX];
 
 int pwb__err(int err, const char *fmt, ...)
 {
@@ -26,11 +26,6 @@ int pwb__err(int err, const char *fmt, ...)
 	vsnprintf(pwb__msg, sizeof(pwb__msg), fmt, ap);
 	va_end(ap);
 	return err;
-}
-
-void pwb__err_clear(void)
-{
-	pwb__msg[0] = '\0';
 }
 
 const char *pwb__errmsg(void)
