@@ -228,13 +228,15 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 }
 
 /* Remove @p if nobody holds it and it is neither dirty nor being written
- * (dead first, then checked: a writer needs a reference to dirty it). */
-static bool page_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
+ * (dead first, then checked: a writer needs a reference to dirty it).
+ * 0: removed; -EBUSY: someone holds it (or is removing it); -EAGAIN:
+ * dirty or being written, kept. */
+static int page_try_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
 {
 	bool busy;
 
 	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
-		return false;
+		return -EBUSY;
 	if (p->order || PWB__RCU_DEREF(inode->region)) {
 		int st = pwb__pcache_range_state(inode, p->index,
 						 pwb__page_nr(p));
@@ -248,10 +250,15 @@ static bool page_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
 	}
 	if (busy) {
 		__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
-		return false;
+		return -EAGAIN;
 	}
 	page_remove_dead(inode, p);
-	return true;
+	return 0;
+}
+
+static bool page_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
+{
+	return !page_try_kill_clean(inode, p);
 }
 
 void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
@@ -273,6 +280,38 @@ void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
 		page_kill_clean(inode, p);
 	}
 	pwb__rcu_read_unlock();
+	pwb__pcache_room(inode->bdi);
+}
+
+void pwb__pcache_drop_refilled(struct pwb_inode *inode, uint64_t first,
+			       uint64_t last)
+{
+	struct cds_lfht_iter iter;
+	struct pwb__page *p;
+	bool again;
+
+	do {
+		again = false;
+		rcu_read_lock();
+		for (cds_lfht_first(inode->pcache->pages, &iter);
+		     (p = pwb__page_of(cds_lfht_iter_get_node(&iter))) != NULL;
+		     cds_lfht_next(inode->pcache->pages, &iter)) {
+			if (p->index < first ||
+			    p->index + pwb__page_nr(p) - 1 > last)
+				continue;
+			/* Held (a fill, a copy, a write in progress: after
+			 * it), or being removed by someone else, who may
+			 * find it busy and keep it: look again. */
+			if (page_try_kill_clean(inode, p) == -EBUSY)
+				again = true;
+		}
+		pwb__rcu_read_unlock();
+		if (again) {
+			/* Reads in flight hold their pages: end them. */
+			pwb__ra_reap(inode->bdi);
+			sched_yield();
+		}
+	} while (again);
 	pwb__pcache_room(inode->bdi);
 }
 

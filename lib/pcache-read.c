@@ -168,6 +168,7 @@ static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
 	run[0] = p;
 	while (first + n <= last) {
 		struct pwb__page *q;
+		uint64_t again;
 
 		if (pwb__pcache_dev_lookup(inode, first + n, &dev) ||
 		    dev != dev0 + (uint64_t)n * ps)
@@ -175,6 +176,19 @@ static int page_fill_run_locked(struct pwb_inode *inode, struct pwb__page *p,
 		q = run_page(inode, first + n);
 		if (!q)
 			break;
+		/* Looked up again now that q is in the index: a truncate
+		 * that cut the page off meanwhile (and marked it zeros, or
+		 * freed its block) dropped the pages in the index after
+		 * that, which would have missed one made from the first
+		 * look-up (pwb__pcache_discarded()). */
+		if (pwb__pcache_dev_lookup(inode, first + n, &again) ||
+		    again != dev) {
+			pwb__page_unlock(q);
+			pwb__pcache_lru_add(bdi->pcache, q,
+					    pwb__pcache_owner_ctx(inode));
+			pwb__page_put(q);
+			break;
+		}
 		run[n++] = q;
 	}
 	if (n > 1 && dev0 <= bdi->capacity &&

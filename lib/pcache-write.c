@@ -587,12 +587,11 @@ int pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 			return ret;
 		s = pwb__aread(&pc->size);
 	}
-	if (s > off) {
-		ret = pcache_zero_range(inode, (off + ps - 1) / ps,
-					(s - 1) / ps);
-		if (ret)
-			return ret;
-	}
+	if (s <= off)
+		return 0;
+	ret = pcache_zero_range(inode, (off + ps - 1) / ps, (s - 1) / ps);
+	if (ret)
+		return ret;
 	while (s > off) {
 		uint64_t old = uatomic_cmpxchg(&pc->size, s, off);
 
@@ -600,5 +599,18 @@ int pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 			break;
 		s = old;
 	}
+	/*
+	 * A reader that took the old size may have filled pages of the range
+	 * again since the drop above, from the device (the bytes before the
+	 * truncate), before pcache_zero_range() said zeros (allocator mode:
+	 * before pcache_punch() freed the blocks): a growth of the file
+	 * would show them. Drop them. A page such a fill made was in the
+	 * index before its fill looked the block up, so before this walk
+	 * starts, and the walk waits for the filler's reference; a fill that
+	 * looks up after the zeroed map or the punch reads zeros. Only clean
+	 * pages: a dirty one is a write's that came after the size went down.
+	 */
+	if (first <= last)
+		pwb__pcache_drop_refilled(inode, first, last);
 	return 0;
 }

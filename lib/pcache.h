@@ -661,6 +661,14 @@ void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
  * a read-side section that keeps @inode; no lock held. */
 void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 				  uint64_t last) PWB__INTERNAL;
+/* After a truncate lowered the size over [first, last]: drop the clean
+ * pages there (wholly inside), waiting out short-lived references (a
+ * reader's fill, a read in flight), so that none a reader filled from the
+ * device with the old size stays. Dirty pages and pages being written
+ * stay (a write after the truncate made them). Caller holds a reference
+ * on @inode (HOLD_REF); no lock held. */
+void pwb__pcache_drop_refilled(struct pwb_inode *inode, uint64_t first,
+			       uint64_t last) PWB__INTERNAL;
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
  * references (a reader's copy, a read in flight). */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,

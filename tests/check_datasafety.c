@@ -378,6 +378,99 @@ START_TEST(test_pages_cut_by_a_truncate_read_zeros_when_the_file_grows)
 }
 END_TEST
 
+/*
+ * Item 3 with readers running: a truncate drops the cached pages before
+ * it marks them zeros and lowers the size, and a reader that took the old
+ * size in between fills them again from the device, with the bytes from
+ * before the truncate. The truncate must drop those too: once it has
+ * returned and the file grows again, every page reads as zeros, in both
+ * modes.
+ */
+#define TR_PAGES 8
+#define TR_ROUNDS 300
+
+struct tr_reader {
+	struct pwb_inode *inode;
+	uint64_t seed;
+	int stop;		/* atomic */
+};
+
+/* Reads of 1 to 4 pages: a miss of several fills them with one device
+ * read (a run, pcache-read.c), which looks the later pages up before it
+ * makes them. */
+static void *tr_reader_main(void *arg)
+{
+	struct tr_reader *r = arg;
+	unsigned char *b = malloc(4 * PS);
+
+	while (b && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t idx = tu_rand(&r->seed) % TR_PAGES;
+		uint64_t n = 1 + tu_rand(&r->seed) % 4;
+
+		(void)pwb_read(r->inode, b, n * PS, idx * PS);
+	}
+	free(b);
+	return NULL;
+}
+
+START_TEST(test_pages_cut_by_a_truncate_stay_zeros_with_readers_racing)
+{
+	struct tr_reader r[2];
+	pthread_t t[2];
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char b[TR_PAGES * PS];
+	int mode = _i, round, i;
+	long bad = 0, first_bad = -1;
+
+	env_open(&e, 256, 64, 0);
+	inode = open_mode(&e, mode);
+	for (i = 0; i < 2; i++) {
+		r[i] = (struct tr_reader){ .inode = inode,
+					   .seed = 5 + (uint64_t)i };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, tr_reader_main,
+						&r[i]), 0);
+	}
+	for (round = 0; round < TR_ROUNDS; round++) {
+		memset(b, 0x48, sizeof(b));
+		ck_assert_int_eq(pwb_write(inode, b, sizeof(b), 0),
+				 (ssize_t)sizeof(b));
+		/* On the device: a fill from it shows 0x48. */
+		ck_assert_int_eq(pwb_fsync(inode), 0);
+		ck_assert_int_eq(pwb_inode_set_size(inode, 0), 0);
+		if (!mode) {
+			/* The blocks the truncate freed, for the next
+			 * round's writes. */
+			uint64_t cookie;
+
+			ck_assert_int_eq(pwb_bdi_freed_cookie(e.bdi, &cookie),
+					 0);
+			ck_assert_int_eq(pwb_bdi_release_freed(e.bdi, cookie),
+					 0);
+		}
+		ck_assert_int_eq(pwb_inode_set_size(inode, sizeof(b)), 0);
+		ck_assert_int_eq(pwb_read(inode, b, sizeof(b), 0),
+				 (ssize_t)sizeof(b));
+		for (i = 0; i < (int)sizeof(b); i++)
+			if (b[i]) {
+				if (first_bad < 0)
+					first_bad = round;
+				bad++;
+				break;
+			}
+	}
+	for (i = 0; i < 2; i++) {
+		__atomic_store_n(&r[i].stop, 1, __ATOMIC_RELEASE);
+		pthread_join(t[i], NULL);
+	}
+	ck_assert_msg(bad == 0, "mode %d: %ld of %d rounds read bytes from "
+		      "before the truncate after the file grew (first in "
+		      "round %ld)", mode, bad, TR_ROUNDS, first_bad);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
 static void *kick_main(void *arg)
 {
 	struct pwb_bdi *bdi = arg;
@@ -729,6 +822,9 @@ static Suite *datasafety_suite(void)
 			    0, 4);
 	tcase_add_loop_test(tc,
 		test_pages_cut_by_a_truncate_read_zeros_when_the_file_grows,
+		0, 2);
+	tcase_add_loop_test(tc,
+		test_pages_cut_by_a_truncate_stay_zeros_with_readers_racing,
 		0, 2);
 	tcase_add_test(tc, test_truncate_into_a_page_in_flight_zeroes_its_tail);
 	tcase_add_test(tc,
