@@ -442,6 +442,12 @@ int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
 	return reserve_range(inode, first, nr, &newly);
 }
 
+int pwb__space_reserve_count(struct pwb_inode *inode, uint64_t first,
+			     uint64_t nr, uint64_t *newly)
+{
+	return reserve_range(inode, first, nr, newly);
+}
+
 int pwb__space_reserve_page(struct pwb_inode *inode, uint64_t index,
 			    bool *newly)
 {

@@ -250,6 +250,34 @@ START_TEST(test_enospc_at_reserve)
 }
 END_TEST
 
+/* A pwb_write() of whole aligned pages that libpwb makes one folio reserves
+ * the folio's space before it is dirtied, as page by page: with room for
+ * fewer pages than the folio, the write stops where the room ends. */
+START_TEST(test_folio_write_reserves)
+{
+	struct tu_env e;
+	struct pwb_inode *a, *b;
+	size_t len = 32 * TU_PS;
+	char *buf = malloc(len);
+
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, 0x5a, len);
+	env_open(&e, 64, 1);
+	a = open_alloc(&e, 1);
+	b = open_alloc(&e, 2);
+	ck_assert_int_eq(pwb__space_reserve(b, 0, 40), 0);	/* 24 left */
+	ck_assert_int_eq(pwb_write(a, buf, len, 0), (ssize_t)(24 * TU_PS));
+	ck_assert_int_eq(pwb_write(a, buf, TU_PS, 24 * TU_PS), -ENOSPC);
+	ck_assert_int_eq(pwb_inode_close(b), 0);
+	ck_assert_int_eq(pwb_write(a, buf + 24 * TU_PS, 8 * TU_PS,
+				   24 * TU_PS), (ssize_t)(8 * TU_PS));
+	ck_assert_int_eq(pwb_fsync(a), 0);
+	ck_assert_int_eq(pwb_inode_close(a), 0);
+	tu_env_close(&e);
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_close_reopen_keeps_extents)
 {
 	struct tu_env e;
@@ -545,6 +573,7 @@ static Suite *space_suite(void)
 	tcase_add_test(tc, test_random_order_writeback_lays_files_out_linearly);
 	tcase_add_test(tc, test_punch_frees);
 	tcase_add_test(tc, test_enospc_at_reserve);
+	tcase_add_test(tc, test_folio_write_reserves);
 	tcase_add_test(tc, test_close_reopen_keeps_extents);
 	tcase_add_test(tc, test_group_info_adds_up);
 	tcase_add_test(tc, test_streams_keep_lifetimes_in_their_own_groups);
