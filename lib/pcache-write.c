@@ -265,28 +265,15 @@ static int write_folio(struct pwb_inode *inode, uint64_t index,
 		return 1;
 	if (ret)
 		return ret;
-	/*
-	 * The folio's space in one call (one lock, one walk of the inode's
+	/* The folio's space in one call (one lock, one walk of the inode's
 	 * extents and reservations; page by page it was about a fifth of a
-	 * 1 MiB pwb_write()). Which pages it reserved is needed only to
-	 * give them back if the folio is not dirtied: all of them, or none
-	 * (the usual cases: pages past the end, or all rewritten); for a
-	 * range part allocated and part not, none are marked, and those
-	 * reserved stay with the inode until it is truncated or closed, or
-	 * the pages written one by one (return 1) use them.
-	 */
+	 * 1 MiB pwb_write()); @newly says which pages it reserved, to give
+	 * back if the folio is not dirtied. */
 	i = nr;
-	if (inode->space) {
-		uint64_t got;
-
-		ret = pwb__space_reserve_count(inode, index, nr, &got);
-		for (uint64_t w = 0; got == nr && w * 64 < nr; w++)
-			newly[w] = nr - w * 64 >= 64 ? ~0ull
-				   : (1ull << (nr - w * 64)) - 1;
-		if (ret) {
-			pwb__err_clear();
-			goto unreserve;
-		}
+	if (inode->space &&
+	    pwb__space_reserve_mask(inode, index, nr, newly)) {
+		pwb__err_clear();
+		goto unreserve;
 	}
 	if (pwb__pcache_folio_add(inode, index, order, &f))
 		goto unreserve_uncharged;

@@ -370,7 +370,7 @@ static uint64_t next_gap_locked(const struct pwb__space_inode *si,
 
 /* pwb__space_reserve(); *@newly: the units this call reserved. */
 static int reserve_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
-			 uint64_t *newly)
+			 uint64_t *newly, uint64_t *mask)
 {
 	struct pwb__space *sp = inode->bdi->space;
 	struct pwb__space_inode *si = inode->space;
@@ -422,6 +422,9 @@ static int reserve_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
 		if (!ret) {
 			need -= stop - idx;
 			uatomic_add(&sp->reserved, (int64_t)(stop - idx));
+			for (uint64_t b = idx - first; mask && b < stop - first;
+			     b++)
+				mask[b / 64] |= 1ull << (b % 64);
 		}
 	}
 	/* Out of memory part way: keep what was recorded (reserve is
@@ -439,20 +442,22 @@ int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
 {
 	uint64_t newly;
 
-	return reserve_range(inode, first, nr, &newly);
+	return reserve_range(inode, first, nr, &newly, NULL);
 }
 
-int pwb__space_reserve_count(struct pwb_inode *inode, uint64_t first,
-			     uint64_t nr, uint64_t *newly)
+int pwb__space_reserve_mask(struct pwb_inode *inode, uint64_t first,
+			    uint64_t nr, uint64_t *mask)
 {
-	return reserve_range(inode, first, nr, newly);
+	uint64_t newly;
+
+	return reserve_range(inode, first, nr, &newly, mask);
 }
 
 int pwb__space_reserve_page(struct pwb_inode *inode, uint64_t index,
 			    bool *newly)
 {
 	uint64_t n;
-	int ret = reserve_range(inode, index, 1, &n);
+	int ret = reserve_range(inode, index, 1, &n, NULL);
 
 	*newly = n != 0;
 	return ret;

@@ -178,11 +178,12 @@ void pwb__space_inode_free(struct pwb_inode *inode) __attribute__((visibility("h
  * a block nor a reservation: 0 or -ENOSPC (message set), -ENOMEM. */
 int pwb__space_reserve(struct pwb_inode *inode, uint64_t first, uint64_t nr)
 	__attribute__((visibility("hidden")));
-/* Reserve as pwb__space_reserve() does, under one lock for the range;
- * *@newly: how many of the @nr pages this call reserved (also on -ENOMEM
- * part way, where what was recorded stays). */
-int pwb__space_reserve_count(struct pwb_inode *inode, uint64_t first,
-			     uint64_t nr, uint64_t *newly)
+/* Reserve as pwb__space_reserve() does, under one lock for the range,
+ * and set in @mask (@nr bits, zeroed by the caller) the pages this call
+ * reserved (also on -ENOMEM part way, where what was recorded stays):
+ * the caller's to give back with pwb__space_unreserve(). */
+int pwb__space_reserve_mask(struct pwb_inode *inode, uint64_t first,
+			    uint64_t nr, uint64_t *mask)
 	__attribute__((visibility("hidden")));
 /* Reserve page @index's unit, as above; *@newly tells whether this call
  * reserved it (the caller's to give back with pwb__space_unreserve()). */
