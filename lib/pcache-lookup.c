@@ -256,35 +256,14 @@ static int page_try_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
 	return 0;
 }
 
-static bool page_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
-{
-	return !page_try_kill_clean(inode, p);
-}
-
-void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
-			    uint64_t last)
-{
-	struct cds_lfht_iter iter;
-	struct pwb__page *p;
-
-	rcu_read_lock();
-	for (cds_lfht_first(inode->pcache->pages, &iter);
-	     (p = pwb__page_of(cds_lfht_iter_get_node(&iter))) != NULL;
-	     cds_lfht_next(inode->pcache->pages, &iter)) {
-		/* A folio only whole inside the range: the advice may
-		 * leave pages cached. */
-		if (p->index < first ||
-		    p->index + pwb__page_nr(p) - 1 > last ||
-		    pwb__aread(&p->ref) < 0)
-			continue;
-		page_kill_clean(inode, p);
-	}
-	pwb__rcu_read_unlock();
-	pwb__pcache_room(inode->bdi);
-}
-
-void pwb__pcache_drop_refilled(struct pwb_inode *inode, uint64_t first,
-			       uint64_t last)
+/*
+ * Drop the clean pages wholly inside [first, last] of @inode (a folio
+ * that reaches past either end stays). @wait: look again at the pages
+ * someone held (a fill, a copy, a write in progress) or was removing
+ * (and may keep), until none is left; else leave them.
+ */
+static void drop_clean_range(struct pwb_inode *inode, uint64_t first,
+			     uint64_t last, bool wait)
 {
 	struct cds_lfht_iter iter;
 	struct pwb__page *p;
@@ -299,10 +278,7 @@ void pwb__pcache_drop_refilled(struct pwb_inode *inode, uint64_t first,
 			if (p->index < first ||
 			    p->index + pwb__page_nr(p) - 1 > last)
 				continue;
-			/* Held (a fill, a copy, a write in progress: after
-			 * it), or being removed by someone else, who may
-			 * find it busy and keep it: look again. */
-			if (page_try_kill_clean(inode, p) == -EBUSY)
+			if (page_try_kill_clean(inode, p) == -EBUSY && wait)
 				again = true;
 		}
 		pwb__rcu_read_unlock();
@@ -313,6 +289,19 @@ void pwb__pcache_drop_refilled(struct pwb_inode *inode, uint64_t first,
 		}
 	} while (again);
 	pwb__pcache_room(inode->bdi);
+}
+
+void pwb__pcache_drop_clean(struct pwb_inode *inode, uint64_t first,
+			    uint64_t last)
+{
+	/* The advice may leave pages cached: nobody waits. */
+	drop_clean_range(inode, first, last, false);
+}
+
+void pwb__pcache_drop_refilled(struct pwb_inode *inode, uint64_t first,
+			       uint64_t last)
+{
+	drop_clean_range(inode, first, last, true);
 }
 
 int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
