@@ -1539,7 +1539,10 @@ PWB_API int pwb_fadvise(struct pwb_inode *inode, uint64_t off, uint64_t len,
  * full cache, or in the dirty throttle of PWB_BDI_THROTTLE, checked before
  * each page as pwb_balance_dirty_nowait() does) it stops instead: the
  * bytes already written are returned, -EAGAIN if none. For an event
- * loop, which hands the rest to a thread that may sleep.
+ * loop, which hands the rest to a thread that may sleep. What it may
+ * still meet is another thread holding one of the library's short
+ * bookkeeping locks for a moment (the page-buffer pool's, a context's
+ * lists'), as the kernel's RWF_NOWAIT meets its spinlocks.
  *
  * PWB_RW_DONTCACHE: the pages this call dirties leave the cache once
  * written back (and clean; a page dirtied again stays until a write of it
@@ -1575,7 +1578,8 @@ PWB_API ssize_t pwb_write2(struct pwb_inode *inode, const void *buf,
  * the device is in flight, one being changed) and return the bytes
  * copied, -EAGAIN if none. Nothing is read from the device: a caller that
  * gets -EAGAIN hands the read to a thread that may sleep, whose
- * pwb_read() reads the page (and what readahead adds).
+ * pwb_read() reads the page (and what readahead adds). The library's
+ * short bookkeeping locks may still be met, as with pwb_write2().
  *
  * PWB_RW_DONTCACHE: pages not cached are read from the device through a
  * bounce buffer and not cached; pages cached stay (a page under read by
