@@ -3,7 +3,9 @@
  * http-sink - the ceiling of an HTTP PUT path on this machine
  *
  * A server for bench/objd-bench's curl clients that stores nothing: it
- * accepts HTTP/1.1 on a Unix socket, reads each request's body, drops it
+ * accepts HTTP/1.1 on a Unix socket (or, with --tcp-port N, on
+ * 127.0.0.1:N, for load tools that speak only TCP, as pwb-objd's
+ * --tcp-port does), reads each request's body, drops it
  * and answers "201 Created" (with an ETag, as pwb-objd does) on the same
  * kept-alive connection. What pwb-objd does with these clients can be no
  * better than this, whatever its storage costs:
@@ -39,6 +41,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -287,6 +292,10 @@ static void *sink_raw_accept(void *arg)
 			perror("http-sink: accept");
 			return NULL;
 		}
+		/* Replies go out at once over TCP, as libmicrohttpd's do
+		 * (a Unix socket refuses the option: nothing to do). */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 },
+				 sizeof(int));
 		if (pthread_create(&t, &attr, sink_conn, (void *)(intptr_t)fd))
 			close(fd);
 	}
@@ -317,10 +326,30 @@ static int listen_unix(const char *path)
 	return fd;
 }
 
+/* A listening TCP socket on 127.0.0.1:@port: fd or -1. */
+static int listen_tcp(unsigned int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd, one = 1;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 1024)) {
+		perror("http-sink: TCP socket");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: http-sink --socket PATH [--mode mhd|raw] [--crc] "
-		   "[--recv BYTES]\n"
+	fprintf(f, "usage: http-sink {--socket PATH | --tcp-port N} "
+		   "[--mode mhd|raw] [--crc] [--recv BYTES]\n"
 		   "       http-sink --mode mhd|raw --check   (exit 0: built "
 		   "with that mode, 77: not)\n");
 }
@@ -329,6 +358,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "tcp-port", required_argument, NULL, 'p' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "crc", no_argument, NULL, 'c' },
 		{ "check", no_argument, NULL, 'k' },
@@ -337,14 +367,22 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	const char *path = NULL, *mode = "raw";
+	unsigned long port = 0;
 	bool check = false;
 	sigset_t set;
 	int o, sig, fd;
 
-	while ((o = getopt_long(argc, argv, "s:m:ckr:h", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:p:m:ckr:h", lo, NULL)) != -1) {
 		switch (o) {
 		case 's':
 			path = optarg;
+			break;
+		case 'p':
+			port = strtoul(optarg, NULL, 10);
+			if (!port || port > 65535) {
+				usage(stderr);
+				return 2;
+			}
 			break;
 		case 'm':
 			mode = optarg;
@@ -370,7 +408,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((!path && !check) || (strcmp(mode, "raw") && strcmp(mode, "mhd"))) {
+	if ((!path == !port && !check) ||
+	    (strcmp(mode, "raw") && strcmp(mode, "mhd"))) {
 		usage(stderr);
 		return 2;
 	}
@@ -388,7 +427,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	fd = listen_unix(path);
+	fd = path ? listen_unix(path) : listen_tcp((unsigned int)port);
 	if (fd < 0)
 		return 1;
 	if (!strcmp(mode, "mhd")) {
@@ -405,15 +444,20 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	printf("http-sink: %s mode%s, serving on %s\n", mode,
-	       use_crc ? " with CRC-32C" : "", path);
+	if (path)
+		printf("http-sink: %s mode%s, serving on %s\n", mode,
+		       use_crc ? " with CRC-32C" : "", path);
+	else
+		printf("http-sink: %s mode%s, serving on TCP 127.0.0.1:%lu\n",
+		       mode, use_crc ? " with CRC-32C" : "", port);
 	fflush(stdout);
 	sigwait(&set, &sig);
 	printf("http-sink: %" PRIu64 " requests, %" PRIu64 " body bytes\n",
 	       __atomic_load_n(&nr_requests, __ATOMIC_RELAXED),
 	       __atomic_load_n(&nr_bytes, __ATOMIC_RELAXED));
 	fflush(stdout);
-	unlink(path);
+	if (path)
+		unlink(path);
 	/* The connection threads still run: end them all with the process
 	 * (nothing of theirs needs cleaning up). */
 	_exit(0);

@@ -9,6 +9,8 @@
 # the body as its ETag (--crc), and the sink counts every request and
 # byte. A sink that closed connections or read a body short would
 # measure something else than pwb-objd's clients do. Not a measurement.
+# Each mode is checked on a Unix socket and on TCP (--tcp-port, which
+# objd-bench -w uses for wrk), where python3 can name a free port.
 #
 # Environment: top_builddir, PWB_TEST_DIR. Exit 77 without curl.
 set -u
@@ -38,21 +40,31 @@ head -c 71680 /dev/urandom >"$w/b3"
 fail=0
 modes=raw
 "$sink" --mode mhd --check 2>/dev/null && modes="raw mhd"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null)
 for m in $modes; do
-	"$sink" --socket "$w/sock" --mode "$m" --crc >"$w/out" 2>"$w/err" &
+for t in unix ${port:+tcp}; do
+	if [ "$t" = unix ]; then
+		"$sink" --socket "$w/sock" --mode "$m" --crc >"$w/out" \
+			2>"$w/err" &
+		url=http://sink sock=$w/sock
+	else
+		"$sink" --tcp-port "$port" --mode "$m" --crc >"$w/out" \
+			2>"$w/err" &
+		url=http://127.0.0.1:$port sock=
+	fi
 	pid=$!
 	n=0
 	while ! grep -q serving "$w/out" 2>/dev/null; do
 		n=$((n + 1))
 		if [ $n -gt 100 ] || ! kill -0 "$pid" 2>/dev/null; then
-			echo "FAIL: $m: the sink did not start"; cat "$w/err"
+			echo "FAIL: $m $t: the sink did not start"; cat "$w/err"
 			exit 1
 		fi
 		sleep 0.1
 	done
-	curl -s --unix-socket "$w/sock" \
-		-T "$w/b0" http://sink/0 -T "$w/b1" http://sink/1 \
-		-T "$w/b2" http://sink/2 -T "$w/b3" http://sink/3 \
+	curl -s ${sock:+--unix-socket "$sock"} \
+		-T "$w/b0" "$url/0" -T "$w/b1" "$url/1" \
+		-T "$w/b2" "$url/2" -T "$w/b3" "$url/3" \
 		-D "$w/heads" -o /dev/null \
 		-w '%{http_code} %{num_connects}\n' >"$w/codes"
 	kill -TERM "$pid"
@@ -61,18 +73,20 @@ for m in $modes; do
 	got=$(tr '\n' ' ' <"$w/codes")
 	want="201 1 201 0 201 0 201 0 "
 	if [ "$got" != "$want" ]; then
-		echo "FAIL: $m: codes and connections [$got], want [$want]"
+		echo "FAIL: $m $t: codes and connections [$got], want [$want]"
 		fail=1
 	fi
 	if ! tr -d '\r' <"$w/heads" | grep -qi '^ETag: "364b3fb7"$'; then
-		echo "FAIL: $m: no ETag with the CRC-32C of abc"
+		echo "FAIL: $m $t: no ETag with the CRC-32C of abc"
 		fail=1
 	fi
 	want="http-sink: 4 requests, $((3 + 1048576 + 71680)) body bytes"
 	if ! grep -qx "$want" "$w/out"; then
-		echo "FAIL: $m: counted [$(tail -n 1 "$w/out")], want [$want]"
+		echo "FAIL: $m $t: counted [$(tail -n 1 "$w/out")], want [$want]"
 		fail=1
 	fi
-	[ $fail = 0 ] && echo "ok: $m mode: 4 PUTs on one connection, 201 each"
+	[ $fail = 0 ] &&
+		echo "ok: $m mode, $t: 4 PUTs on one connection, 201 each"
+done
 done
 exit $fail
