@@ -156,6 +156,22 @@ if run sqlite --workload sqlite --runs 1 --duration 0.2 &&
 	expect sqlite "^WAL +NORMAL +[0-9]+ +[0-9]+ +[0-9.]+ "
 fi
 
+# bench/hit-scale: a cached pwb_read()'s own cost, 1 and 2 threads, on
+# an image file of its own (the null backend writes nothing to it).
+img=$(mktemp "$dir/hit-scale-XXXXXX") || exit 1
+truncate -s 16M "$img"
+for n in 1 2; do
+	if ! "$top_builddir/bench/hit-scale" "$img" $n 1000 >"$out" \
+		2>"$out.err"; then
+		echo "FAIL hit-scale: bench/hit-scale $n exited $?"
+		cat "$out.err"
+		fails=$((fails + 1))
+	else
+		expect hit-scale "^hit-scale: $n threads?, 1000 calls each: pwb_read .* [0-9.]+ ns/call, memcpy .* [0-9.]+ ns/call"
+	fi
+done
+rm -f "$img"
+
 [ $fails -eq 0 ] || exit 1
 echo "pwb-bench ran every workload"
 exit 0
