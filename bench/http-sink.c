@@ -14,6 +14,12 @@
  *               thread per connection, poll(), 128 KiB of memory per
  *               connection, 1 MiB stacks, 1024 connections, 60 s
  *               timeout): what pwb-objd's HTTP library costs alone;
+ *   --mode mhd-epoll  libmicrohttpd on epoll, with a pool of as many
+ *               threads as CPUs, each serving many connections (no
+ *               thread per connection, no sleep per request while
+ *               requests keep coming): what pwb-objd's HTTP path could
+ *               cost if it waited for its commits without a thread each
+ *               (suspending the connection instead);
  *   --mode raw  no HTTP library: a thread per connection reads the
  *               request head, then Content-Length body bytes in recv()s
  *               of up to 64 KiB (--recv BYTES), and writes a fixed
@@ -68,7 +74,8 @@ struct sink_req {
 /*
  * libmicrohttpd's request callback: the first call of a request makes its
  * state, every call with body bytes takes them all, and the last call
- * (no bytes left) queues the 201. Runs on the connection's own thread.
+ * (no bytes left) queues the 201. Runs on the connection's own thread
+ * (mhd), or on the pool thread that serves the connection (mhd-epoll).
  */
 static enum MHD_Result sink_handle(void *cls, struct MHD_Connection *c,
 				   const char *url, const char *method,
@@ -116,14 +123,23 @@ static void sink_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
-/* Serve @fd with libmicrohttpd as pwb-objd's start_mhd() does: the daemon,
- * or NULL (message printed). */
-static struct MHD_Daemon *sink_mhd_start(int fd)
+/* Serve @fd with libmicrohttpd as pwb-objd's start_mhd() does (@epoll
+ * false), or on epoll with a pool of a thread per CPU: the daemon, or
+ * NULL (message printed). */
+static struct MHD_Daemon *sink_mhd_start(int fd, bool epoll)
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
 			     MHD_USE_ERROR_LOG;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int pool = 0;
 	struct MHD_Daemon *d;
+
+	if (epoll) {
+		flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			MHD_USE_ERROR_LOG;
+		pool = cpus > 1 ? (unsigned int)cpus : 0;
+	}
 
 	d = MHD_start_daemon(flags, 0, NULL, NULL, sink_handle, NULL,
 			     MHD_OPTION_LISTEN_SOCKET, fd,
@@ -132,6 +148,7 @@ static struct MHD_Daemon *sink_mhd_start(int fd)
 			     MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 			     (size_t)(128 << 10),
 			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1 << 20),
+			     MHD_OPTION_THREAD_POOL_SIZE, pool,
 			     MHD_OPTION_NOTIFY_COMPLETED, sink_done, NULL,
 			     MHD_OPTION_END);
 	if (!d)
@@ -349,8 +366,8 @@ static int listen_tcp(unsigned int port)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: http-sink {--socket PATH | --tcp-port N} "
-		   "[--mode mhd|raw] [--crc] [--recv BYTES]\n"
-		   "       http-sink --mode mhd|raw --check   (exit 0: built "
+		   "[--mode mhd|mhd-epoll|raw] [--crc] [--recv BYTES]\n"
+		   "       http-sink --mode MODE --check   (exit 0: built "
 		   "with that mode, 77: not)\n");
 }
 
@@ -409,12 +426,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if ((!path == !port && !check) ||
-	    (strcmp(mode, "raw") && strcmp(mode, "mhd"))) {
+	    (strcmp(mode, "raw") && strcmp(mode, "mhd") &&
+	     strcmp(mode, "mhd-epoll"))) {
 		usage(stderr);
 		return 2;
 	}
 #ifndef HAVE_SINK_MHD
-	if (!strcmp(mode, "mhd")) {
+	if (strcmp(mode, "raw")) {
 		fprintf(stderr, "http-sink: built without libmicrohttpd\n");
 		return 77;
 	}
@@ -430,9 +448,9 @@ int main(int argc, char **argv)
 	fd = path ? listen_unix(path) : listen_tcp((unsigned int)port);
 	if (fd < 0)
 		return 1;
-	if (!strcmp(mode, "mhd")) {
+	if (strcmp(mode, "raw")) {
 #ifdef HAVE_SINK_MHD
-		if (!sink_mhd_start(fd))
+		if (!sink_mhd_start(fd, !strcmp(mode, "mhd-epoll")))
 			return 1;
 #endif
 	} else {

@@ -3,10 +3,10 @@
 #
 # http-sink-test.sh - bench/http-sink, the ceiling objd-bench measures
 # pwb-objd against, answers as objd-bench expects: in each mode (raw, and
-# mhd where it is built with libmicrohttpd) one curl client PUTs bodies
-# of 0 bytes, 3 bytes, 1 MiB (with "Expect: 100-continue") and 70 KiB
-# over ONE kept-alive connection, each answered 201 with the CRC-32C of
-# the body as its ETag (--crc), and the sink counts every request and
+# mhd and mhd-epoll where it is built with libmicrohttpd) one curl client
+# PUTs bodies of 0 bytes, 3 bytes, 1 MiB (with "Expect: 100-continue") and
+# 70 KiB over ONE kept-alive connection, each answered 201 with the CRC-32C
+# of the body as its ETag (--crc), and the sink counts every request and
 # byte. A sink that closed connections or read a body short would
 # measure something else than pwb-objd's clients do. Not a measurement.
 # Each mode is checked on a Unix socket and on TCP (--tcp-port, which
@@ -39,7 +39,7 @@ head -c 71680 /dev/urandom >"$w/b3"
 # CRC-32C of "abc" is 364b3fb7.
 fail=0
 modes=raw
-"$sink" --mode mhd --check 2>/dev/null && modes="raw mhd"
+"$sink" --mode mhd --check 2>/dev/null && modes="raw mhd mhd-epoll"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null)
 for m in $modes; do
 for t in unix ${port:+tcp}; do
