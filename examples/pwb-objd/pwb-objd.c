@@ -68,32 +68,14 @@
 #include "devices.h"
 #include "pwb-example-util.h"
 
+#include "objd.h"
+
 /* ---------------------------------------------------------------- options */
 
 /* The smallest --cache-size taken: 256 pages of 4 KiB. */
 #define OBJD_MIN_BYTES (1u << 20)
 
-static struct {
-	const char *index;	/* LMDB directory; default DEVICE.index */
-	const char *socket;	/* default DEVICE.sock */
-	int tcp_port;		/* 0: no TCP listener */
-	unsigned int contexts;
-	const char *policy;
-	const char *backend;
-	uint64_t cache_bytes;
-	bool lazy_cache;		/* --lazy-cache */
-	uint64_t max_object;
-	unsigned int max_key;
-	unsigned int max_conn;
-	unsigned int timeout_s;
-	uint64_t index_map;
-	uint64_t inline_max;	/* bodies up to this live in the index */
-	uint64_t dirty_limit;	/* 0: libpwb's */
-	uint64_t bucket_dirty;	/* each bucket's own; 0: none */
-	unsigned int max_buckets;
-	unsigned int idle_open;	/* inodes kept open with no request */
-	bool verbose;
-} opt = {
+struct objd_opt opt = {
 	.max_buckets = 1000,
 	.idle_open = 256,
 	.max_object = 256ull << 20,
@@ -108,89 +90,7 @@ static struct {
  * that every commit writes whole, and the index map (1 GiB) fills. */
 #define OBJD_MAX_INLINE (128u << 10)
 
-/* ------------------------------------------------------------ the index */
-
-/* One object's record in LMDB, native byte order (an example daemon, not
- * a portable format; the version word lets a later one convert). An
- * object of --inline-max bytes or less is kept in its record (REC_INLINE:
- * ino 0, no extents, the bytes after the head); a larger one on the
- * device (REC_VERSION: its inode and extents). The version word's high
- * 16 bits are the object's device (the --device options in order, from
- * 0): 0 on one device, so its records are those of a pwb-objd from before
- * several devices, and a pwb-objd from then refuses a record of another
- * device instead of reading the wrong one. */
-#define REC_VERSION 1u
-#define REC_INLINE 2u
-#define REC_FORMAT(v) ((v) & 0xffffu)
-#define REC_DEV(v) ((v) >> 16)
-struct rec {
-	uint32_t version;
-	uint32_t crc;		/* CRC-32C of the whole object */
-	uint64_t ino;		/* 0: inline */
-	uint64_t size;
-	uint64_t nr_ext;
-	struct pwb_extent ext[];	/* REC_INLINE: the object's bytes */
-};
-
-/* LMDB's values are not aligned (they follow their keys in the page):
- * records are copied out, never read in place. 0, or -EIO for a value too
- * short to be a record. */
-static int rec_head(const MDB_val *v, struct rec *h)
-{
-	if (v->mv_size < sizeof(*h))
-		return -EIO;
-	memcpy(h, v->mv_data, sizeof(*h));
-	return 0;
-}
-
-static MDB_env *env;
-static MDB_dbi db_obj;		/* key -> struct rec */
-static MDB_dbi db_meta;		/* "next_ino" -> uint64_t, "devices" */
-static const struct pwb_inode_ops alloc_ops;	/* all NULL: allocator mode */
-
-/* The next inode number: read from the index at start, then handed out
- * here (atomic) and stored with every commit that used one. */
-static uint64_t next_ino;
-
-/* --------------------------------------------------------- counters (atomic) */
-
-static struct {
-	uint64_t puts, gets, heads, deletes, lists, syncs;
-	uint64_t bytes_in, bytes_out, errors, aborted_puts, freed;
-	/* time PUTs spent, summed over requests, ns */
-	uint64_t write_ns, fsync_ns, commit_ns;
-	/* ... in opening and closing their inodes, and in all (from the
-	 * headers to the queued reply), ns */
-	uint64_t open_ns, close_ns, put_ns;
-	uint64_t index_commits;
-	/* the group commit: records (PUTs and DELETEs) and PUTs committed,
-	 * the largest batch; pwb_sync() calls of the data stage and the
-	 * PUTs they covered; PUTs stored inline */
-	uint64_t index_records, index_puts, batch_max;
-	uint64_t data_syncs, data_sync_puts, inline_puts;
-	/* connections accepted and closed */
-	uint64_t connections, connections_closed;
-} cnt;
-
-/* Request latency, from the headers to the last byte of the reply handed
- * to the socket, by operation. */
-enum req_op { OP_PUT, OP_GET, OP_HEAD, OP_DELETE, OP_OTHER };
-#define OP_NR OP_OTHER		/* OP_OTHER is not timed */
-static const char *const op_name[OP_NR] = { "put", "get", "head", "delete" };
-static struct hist lat[OP_NR];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-#define CNT_ADD(f, v) __atomic_add_fetch(&cnt.f, (v), __ATOMIC_RELAXED)
-#define CNT_GET(f) __atomic_load_n(&cnt.f, __ATOMIC_RELAXED)
-
-static void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void vlog(const char *fmt, ...)
+void vlog(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -205,685 +105,282 @@ static void vlog(const char *fmt, ...)
 
 /* libpwb's message for the calling thread's last failure, or the errno's
  * text when it left none. */
-static const char *errtext(int err)
+const char *errtext(int err)
 {
 	const char *m = pwb_errmsg();
 
 	return m && *m ? m : pwb_strerror(err);
 }
 
-/* ------------------------------------------------------ open-object table */
+/* --------------------------------------------------------- counters (atomic) */
+
+struct objd_counters cnt;
+
+const char *const op_name[OP_NR] = { "put", "get", "head", "delete" };
+struct hist lat[OP_NR];
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#define PWB_STATS_FIELDS                                                       \
+	X(nr_dirty_inodes) X(dirty_pages) X(writeback_pages)                   \
+	X(dirtied_pages) X(written_pages) X(io_submitted) X(io_errors)         \
+	X(bytes_written) X(nr_inodes) X(nr_dirty_time_inodes) X(wb_passes)     \
+	X(periodic_passes) X(background_passes) X(sync_passes)                 \
+	X(inodes_written) X(device_flushes) X(flush_ns) X(write_bandwidth)     \
+	X(throttle_ns) X(throttle_events) X(io_extents) X(imbalance_milli)     \
+	X(auto_nr_wb_ctx) X(auto_reason) X(auto_steps) X(auto_windows)         \
+	X(auto_best_bw) X(auto_best_nr_wb_ctx) X(rate_limited_ns)              \
+	X(log_forces) X(lsn_held_pages) X(latched_pages) X(busy_waits)         \
+	X(cache_pages) X(reclaimed_pages) X(reclaim_passes)                    \
+	X(direct_reclaimed_pages) X(extents) X(alloc_groups)                   \
+	X(reserved_bytes) X(free_bytes) X(reclaim_ns) X(read_ios)              \
+	X(read_pages)
+
+/* The daemon's counters, as C(name) for the JSON and the metrics. */
+#define OBJD_COUNTERS                                                          \
+	C(puts) C(gets) C(heads) C(deletes) C(lists) C(syncs)                  \
+	C(bytes_in) C(bytes_out) C(errors) C(aborted_puts) C(freed)            \
+	C(write_ns) C(fsync_ns) C(commit_ns) C(index_commits)                  \
+	C(open_ns) C(close_ns) C(put_ns) C(index_records) C(index_puts)        \
+	C(batch_max) C(data_syncs) C(data_sync_puts) C(inline_puts)            \
+	C(connections) C(connections_closed)
 
 /*
- * The inodes open now, found by ino. An object's inode is opened by the
- * first request that needs it and closed by the last one (libpwb keeps a
- * closed allocator-mode inode's extents and size, so the reopen finds
- * them); with --keep-open every object in the index stays open, pinned by
- * a reference of the index's own. A killed object (its key now names
- * another inode, or none) is dead: the last reference gives its blocks
- * back (discard) before the close. All fields: table_lock.
- *
- * Idle objects: the last reference of a live object does not close it at
- * once. The object stays open, with no reference, on a list of at most
- * --idle-open (the least recently used closed first), so that the pages
- * libpwb caches for it survive until the next request: a hot object's
- * GETs are served from the cache. A request takes it off the list; a
- * kill does too (table_kill() holds a reference while it marks it).
+ * libpwb's counters of every device, added up into @sum (with one device,
+ * its own; with several, fields that are not counts, such as
+ * imbalance_milli or the auto_* choices, add up to nothing meaningful:
+ * the devices' own are in /-/stats "devices"). 0, or 1 with the
+ * failing device's message in pwb_errmsg().
  */
-enum obj_state { OBJ_OPENING, OBJ_OPEN, OBJ_CLOSING };
-
-struct obj {
-	struct obj *next;
-	uint64_t ino;		/* unique over all the devices */
-	unsigned int dev;	/* the device it is on */
-	struct pwb_inode *inode;	/* NULL while OPENING */
-	unsigned int refs;
-	enum obj_state state;
-	bool dead;
-	bool pinned;		/* one of refs is the index's (--keep-open) */
-	bool idle;		/* on the idle list: OPEN, no reference */
-	struct obj *idle_prev, *idle_next;	/* newer, older */
-};
-
-#define TABLE_BITS 16
-static struct obj *table[1u << TABLE_BITS];
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t table_cond = PTHREAD_COND_INITIALIZER;	/* state */
-static uint64_t nr_open;	/* table_lock */
-static bool keep_open;		/* set before the first request */
-/* Idle objects, the most recently used first (all: table_lock). */
-static struct obj *idle_head, *idle_tail;
-static unsigned int nr_idle;
-
-static unsigned int hash_ino(uint64_t ino)
+static int stats_sum(struct pwb_stats *sum)
 {
-	return (unsigned int)((ino * 0x9E3779B97F4A7C15ull) >> (64 - TABLE_BITS));
-}
+	struct pwb_stats st;
 
-static struct obj *find_locked(uint64_t ino)
-{
-	struct obj *o;
-
-	for (o = table[hash_ino(ino)]; o; o = o->next)
-		if (o->ino == ino)
-			return o;
-	return NULL;
-}
-
-static struct obj *insert_locked(unsigned int dev, uint64_t ino,
-				 struct pwb_inode *inode)
-{
-	struct obj *o = calloc(1, sizeof(*o));
-	unsigned int h = hash_ino(ino);
-
-	if (!o)
-		return NULL;
-	o->ino = ino;
-	o->dev = dev;
-	o->inode = inode;
-	o->refs = 1;
-	o->state = inode ? OBJ_OPEN : OBJ_OPENING;
-	o->next = table[h];
-	table[h] = o;
-	nr_open++;
-	return o;
-}
-
-static void remove_locked(struct obj *o)
-{
-	struct obj **pp;
-
-	for (pp = &table[hash_ino(o->ino)]; *pp != o; pp = &(*pp)->next)
-		;
-	*pp = o->next;
-	nr_open--;
-	pthread_cond_broadcast(&table_cond);
-}
-
-static void idle_del_locked(struct obj *o)
-{
-	if (o->idle_prev)
-		o->idle_prev->idle_next = o->idle_next;
-	else
-		idle_head = o->idle_next;
-	if (o->idle_next)
-		o->idle_next->idle_prev = o->idle_prev;
-	else
-		idle_tail = o->idle_prev;
-	o->idle_prev = o->idle_next = NULL;
-	o->idle = false;
-	nr_idle--;
-}
-
-static void idle_add_locked(struct obj *o)
-{
-	o->idle = true;
-	o->idle_prev = NULL;
-	o->idle_next = idle_head;
-	if (idle_head)
-		idle_head->idle_prev = o;
-	else
-		idle_tail = o;
-	idle_head = o;
-	nr_idle++;
-}
-
-/* Register an inode the caller opened (a new PUT's, or one loaded at
- * start); the caller holds the one reference. */
-static int table_insert(unsigned int dev, uint64_t ino,
-			struct pwb_inode *inode, struct obj **op)
-{
-	pthread_mutex_lock(&table_lock);
-	*op = insert_locked(dev, ino, inode);
-	pthread_mutex_unlock(&table_lock);
-	return *op ? 0 : -ENOMEM;
-}
-
-/* A reference to object @ino of device @dev, its inode opened if no
- * request has it open: 0, -ENOENT if it is dead, or pwb_inode_open()'s
- * error. */
-static int table_get(unsigned int dev, uint64_t ino, struct obj **op)
-{
-	struct pwb_inode *inode;
-	struct obj *o;
-	int ret;
-
-	pthread_mutex_lock(&table_lock);
-	for (;;) {
-		o = find_locked(ino);
-		if (!o)
-			break;
-		if (o->dead) {
-			pthread_mutex_unlock(&table_lock);
-			return -ENOENT;
-		}
-		if (o->state == OBJ_OPEN) {
-			if (o->idle)
-				idle_del_locked(o);
-			o->refs++;
-			pthread_mutex_unlock(&table_lock);
-			*op = o;
-			return 0;
-		}
-		pthread_cond_wait(&table_cond, &table_lock);
-	}
-	o = insert_locked(dev, ino, NULL);
-	pthread_mutex_unlock(&table_lock);
-	if (!o)
-		return -ENOMEM;
-	ret = pwb_inode_open(dev_bdi(dev), ino, &alloc_ops, NULL, &inode);
-	if (ret)
-		fprintf(stderr, "pwb-objd: open of inode %" PRIu64 ": %s\n",
-			ino, pwb_errmsg());
-	pthread_mutex_lock(&table_lock);
-	if (ret) {
-		remove_locked(o);
-		pthread_mutex_unlock(&table_lock);
-		free(o);
-		return ret;
-	}
-	o->inode = inode;
-	o->state = OBJ_OPEN;
-	pthread_cond_broadcast(&table_cond);
-	pthread_mutex_unlock(&table_lock);
-	*op = o;
-	return 0;
-}
-
-/*
- * Give an inode's blocks back (@discard) and close it.
- *
- * Busy extents (pwb_bdi_freed_cookie()): libpwb keeps freed blocks out of
- * use until we say that our index no longer names them. Every inode freed
- * here left the index first: its key was replaced or deleted by a
- * committed (durable) LMDB transaction, or its PUT never committed. So
- * once the discard has returned, a cookie taken now covers only blocks
- * that no durable index entry names, and releasing it at once is safe.
- */
-static void inode_free(unsigned int dev, uint64_t ino, struct pwb_inode *inode,
-		       bool discard)
-{
-	struct pwb_bdi *bdi = dev_bdi(dev);
-	uint64_t cookie;
-	int ret;
-
-	if (discard) {
-		ret = pwb_inode_discard(inode, 0, UINT64_MAX);
-		if (ret)
-			fprintf(stderr, "pwb-objd: discard of inode %" PRIu64
-				": %s\n", ino, pwb_errmsg());
-		CNT_ADD(freed, 1);
-		if (pwb_bdi_freed_cookie(bdi, &cookie) ||
-		    pwb_bdi_release_freed(bdi, cookie))
-			fprintf(stderr, "pwb-objd: releasing freed blocks: "
-				"%s\n", pwb_errmsg());
-	}
-	ret = pwb_inode_close(inode);
-	if (ret)
-		fprintf(stderr, "pwb-objd: close of inode %" PRIu64 ": %s\n",
-			ino, pwb_errmsg());
-}
-
-/* Drop a reference; the last one closes the inode (freeing it if dead).
- * The entry stays, CLOSING, until the close is done: a request for the
- * same ino waits for it, then opens the inode again. */
-static void table_close(struct obj *o)
-{
-	inode_free(o->dev, o->ino, o->inode, o->dead);
-	pthread_mutex_lock(&table_lock);
-	remove_locked(o);
-	pthread_mutex_unlock(&table_lock);
-	free(o);
-}
-
-static void table_put(struct obj *o)
-{
-	struct obj *old = NULL;
-
-	pthread_mutex_lock(&table_lock);
-	if (--o->refs) {
-		pthread_mutex_unlock(&table_lock);
-		return;
-	}
-	if (!o->dead && opt.idle_open) {
-		/* Kept open, its pages cached; the oldest idle one closes
-		 * if there are too many. */
-		idle_add_locked(o);
-		if (nr_idle <= opt.idle_open) {
-			pthread_mutex_unlock(&table_lock);
-			return;
-		}
-		old = idle_tail;
-		idle_del_locked(old);
-		o = old;
-	}
-	o->state = OBJ_CLOSING;
-	pthread_mutex_unlock(&table_lock);
-	table_close(o);
-}
-
-/* --keep-open: the index's reference, taken over from the caller's;
- * dropped instead if the object was killed already (a later PUT of the
- * same key in the same group commit can kill it before its own PUT gets
- * here: pinned then, it would never be freed). */
-static void table_pin(struct obj *o)
-{
-	pthread_mutex_lock(&table_lock);
-	if (!o->dead) {
-		o->pinned = true;
-		pthread_mutex_unlock(&table_lock);
-		return;
-	}
-	pthread_mutex_unlock(&table_lock);
-	table_put(o);
-}
-
-/* The key moved away from @ino (replaced or deleted): free its blocks once
- * the requests still reading it are done. */
-static void table_kill(unsigned int dev, uint64_t ino)
-{
-	struct obj *o;
-
-	if (table_get(dev, ino, &o))
-		return;		/* already dead, or cannot open: lost */
-	pthread_mutex_lock(&table_lock);
-	o->dead = true;
-	if (o->pinned) {
-		o->pinned = false;
-		o->refs--;	/* never the last: ours is there */
-	}
-	pthread_mutex_unlock(&table_lock);
-	table_put(o);
-}
-
-/* ----------------------------------------------------------- index access */
-
-struct objinfo {
-	uint64_t ino, size;	/* ino 0: inline */
-	unsigned int dev;	/* with ino */
-	uint32_t crc;
-	char *data;		/* inline and asked for: a malloc()ed copy */
-};
-
-/* Look @key up: 0, -ENOENT, or another -errno. An inline object's bytes
- * are copied to oi->data when @want_data (the caller frees them). */
-static int index_get(const char *key, size_t klen, struct objinfo *oi,
-		     bool want_data)
-{
-	MDB_txn *txn;
-	MDB_val k = { .mv_size = klen, .mv_data = (void *)key }, v;
-	struct rec r = { 0 };
-	int rc;
-
-	oi->data = NULL;
-	rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
-	if (rc)
-		return -EIO;
-	rc = mdb_get(txn, db_obj, &k, &v);
-	if (rc == 0) {
-		rc = rec_head(&v, &r);
-		oi->ino = r.ino;
-		oi->dev = REC_DEV(r.version);
-		oi->size = r.size;
-		oi->crc = r.crc;
-		if (!rc && oi->ino && oi->dev >= nr_devs)
-			rc = -EIO;	/* load_index() refused it at start */
-		if (!rc && REC_FORMAT(r.version) == REC_INLINE) {
-			oi->ino = 0;
-			if (v.mv_size != sizeof(r) + r.size)
-				rc = -EIO;
-			else if (want_data &&
-				 !(oi->data = malloc(r.size ? r.size : 1)))
-				rc = -ENOMEM;
-			else if (want_data)
-				memcpy(oi->data, (char *)v.mv_data + sizeof(r),
-				       r.size);
-		}
-	} else {
-		rc = rc == MDB_NOTFOUND ? -ENOENT : -EIO;
-	}
-	mdb_txn_abort(txn);
-	return rc;
-}
-
-/* A reference to the object of @key as the index says now; retried when
- * a commit replaced it between the look-up and the reference. An inline
- * object needs none: *@op is NULL, its bytes in oi->data. */
-static int object_get(const char *key, size_t klen, struct objinfo *oi,
-		      struct obj **op, bool want_data)
-{
-	struct objinfo again;
-
-	*op = NULL;
-	for (int tries = 0; tries < 1000; tries++) {
-		int ret = index_get(key, klen, oi, want_data);
-
-		if (ret || !oi->ino)
-			return ret;
-		ret = table_get(oi->dev, oi->ino, op);
-		if (ret == -ENOENT)
-			continue;	/* killed since the look-up */
-		if (ret)
-			return ret;
-		/* Still the key's inode with our reference held: a kill
-		 * comes after the commit that moves the key away, and
-		 * finds the reference. (An inode freed before our
-		 * table_get() was opened again empty: look again.) */
-		ret = index_get(key, klen, &again, false);
-		if (!ret && again.ino == oi->ino && again.dev == oi->dev)
-			return 0;
-		table_put(*op);
-		*op = NULL;
-		if (ret && ret != -ENOENT)
-			return ret;
-	}
-	return -EAGAIN;
-}
-
-/*
- * Group commit, data first:
- *
- *   PUT, body in the cache --[its own thread: pwb_fsync() of its inode,
- *                             then its extents into its record]
- *                                  |
- *   inline PUT, DELETE -------> commit queue --[committer: one LMDB
- *                                               transaction] --> replies
- *
- * Each PUT makes its own data durable (put_durable()): concurrent ones
- * share device flushes, and none waits for another's data. The committer
- * takes everything queued into one LMDB transaction (which syncs twice)
- * and wakes the requests. It does not wait for company: on an idle
- * daemon a lone PUT goes through at once; under load the queue fills
- * while it commits, so batches grow with the load, and the data of the
- * next batch is flushed while it commits this one. Data is durable
- * before the commit that names it (README.md, "Group commit", argues the
- * order).
- */
-struct commit_req {
-	struct commit_req *next;
-	const char *key;
-	size_t klen;
-	bool del;		/* DELETE the key (r unused) */
-	struct pwb_inode *inode; /* data to make durable first, or NULL */
-	unsigned int dev;	/* with inode: its device */
-	uint64_t ino, size;	/* with inode: what its record says */
-	uint32_t crc;
-	struct rec *r;		/* the record: the caller's, or built from
-				 * the inode (the caller frees it) */
-	size_t rsz;
-	uint64_t old;		/* out: the ino the key named (0: none/inline) */
-	unsigned int old_dev;	/* out: with old, its device */
-	bool existed;		/* out: the key was there */
-	int ret;		/* out */
-	/* Posted once by the stage that finishes the request, after its
-	 * last touch of it (the waiter may free it at once): only the
-	 * requests of a batch wake, each once, and they do not wait for
-	 * commit_lock on the way out. */
-	sem_t done;
-};
-
-static pthread_mutex_t commit_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t commit_work = PTHREAD_COND_INITIALIZER;
-/* All commit_lock: */
-static struct commit_req *commit_head, **commit_tail = &commit_head;
-static bool commit_stop;
-static pthread_t committer;
-
-/* Put @batch's records into @txn: 0 or an LMDB error. */
-static int commit_batch_txn(MDB_txn *txn, struct commit_req *batch)
-{
-	MDB_val mk = { .mv_size = 8, .mv_data = "next_ino" }, k, v;
-	uint64_t next = 0, cur = 0;
-	struct rec h;
-	int rc;
-
-	for (struct commit_req *q = batch; q; q = q->next) {
-		k.mv_size = q->klen;
-		k.mv_data = (void *)q->key;
-		q->old = 0;
-		rc = mdb_get(txn, db_obj, &k, &v);
-		q->existed = rc == 0;
-		if (rc == 0 && !rec_head(&v, &h) &&
-		    REC_FORMAT(h.version) != REC_INLINE) {
-			q->old = h.ino;
-			q->old_dev = REC_DEV(h.version);
-		} else if (rc && rc != MDB_NOTFOUND) {
-			return rc;
-		}
-		if (q->del) {
-			/* In order: a PUT earlier in the batch is seen. */
-			if (rc == MDB_NOTFOUND)
-				continue;
-			rc = mdb_del(txn, db_obj, &k, NULL);
-			if (rc)
-				return rc;
-			continue;
-		}
-		v.mv_size = q->rsz;
-		v.mv_data = (void *)q->r;
-		rc = mdb_put(txn, db_obj, &k, &v, 0);
-		if (rc)
-			return rc;
-		if (q->r->ino + 1 > next)
-			next = q->r->ino + 1;
-	}
-	/* The counter only grows: inodes stay unique across restarts. */
-	rc = mdb_get(txn, db_meta, &mk, &v);
-	if (rc == 0 && v.mv_size == 8)
-		memcpy(&cur, v.mv_data, 8);
-	if (next > cur) {
-		v.mv_size = 8;
-		v.mv_data = &next;
-		rc = mdb_put(txn, db_meta, &mk, &v, 0);
-		if (rc)
-			return rc;
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned int d = 0; d < nr_devs; d++) {
+		if (pwb_bdi_stats(dev_bdi(d), &st))
+			return 1;
+#define X(name) sum->name += st.name;
+		PWB_STATS_FIELDS
+#undef X
 	}
 	return 0;
 }
 
-static int commit_batch(struct commit_req *batch)
+/* @s as JSON string contents: '"', '\\' and control bytes escaped. */
+static void json_str(FILE *f, const char *s)
 {
-	MDB_txn *txn;
-	int rc;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
 
-	rc = mdb_txn_begin(env, NULL, 0, &txn);
-	if (rc)
-		return rc;
-	rc = commit_batch_txn(txn, batch);
-	if (rc) {
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+}
+
+/* One histogram snapshot at a time (they are large for a stack). */
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A response of @sz bytes at @buf (freed with it) and @type, queued. */
+static enum MHD_Result reply_text(struct MHD_Connection *c, char *buf,
+				  size_t sz, const char *type)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(sz, buf, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result mret;
+
+	if (!resp) {
+		free(buf);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", type);
+	mret = MHD_queue_response(c, 200, resp);
+	MHD_destroy_response(resp);
+	return mret;
+}
+
+/* The objects in the index and the inodes open now. */
+static void count_objects(size_t *objects, uint64_t *open_now)
+{
+	MDB_stat ms = { 0 };
+	MDB_txn *txn;
+
+	if (!mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		mdb_stat(txn, db_obj, &ms);
 		mdb_txn_abort(txn);
-		return rc;
 	}
-	return mdb_txn_commit(txn);
-}
-
-static int lmdb_errno(int rc)
-{
-	return rc == MDB_MAP_FULL ? -ENOSPC : -EIO;
-}
-
-static int commit_result(const struct commit_req *q, int rc)
-{
-	if (rc)
-		return lmdb_errno(rc);
-	return q->del && !q->existed ? -ENOENT : 0;
-}
-
-static void *committer_main(void *arg)
-{
-	struct commit_req *batch, *q, *next;
-	uint64_t n, puts, max;
-	int rc;
-
-	pthread_mutex_lock(&commit_lock);
-	for (;;) {
-		while (!commit_head && !commit_stop)
-			pthread_cond_wait(&commit_work, &commit_lock);
-		if (!commit_head)
-			break;
-		batch = commit_head;
-		commit_head = NULL;
-		commit_tail = &commit_head;
-		pthread_mutex_unlock(&commit_lock);
-
-		rc = commit_batch(batch);
-		CNT_ADD(index_commits, 1);
-		if (rc && batch->next) {
-			/* One bad record (a full map) must not fail the
-			 * others: commit each alone. */
-			for (q = batch; q; q = next) {
-				next = q->next;
-				q->next = NULL;
-				q->ret = commit_result(q, commit_batch(q));
-				q->next = next;
-				CNT_ADD(index_commits, 1);
-			}
-		} else {
-			for (q = batch; q; q = q->next)
-				q->ret = commit_result(q, rc);
-		}
-		if (rc)
-			fprintf(stderr, "pwb-objd: index commit: %s\n",
-				mdb_strerror(rc));
-		n = puts = 0;
-		for (q = batch; q; q = q->next) {
-			n++;
-			puts += !q->del && !q->ret;
-		}
-		CNT_ADD(index_records, n);
-		CNT_ADD(index_puts, puts);
-		max = CNT_GET(batch_max);
-		if (n > max)	/* this thread is its only writer */
-			__atomic_store_n(&cnt.batch_max, n, __ATOMIC_RELAXED);
-		for (q = batch; q; q = next) {
-			next = q->next;
-			sem_post(&q->done);	/* q may be gone now */
-		}
-		pthread_mutex_lock(&commit_lock);
-	}
-	pthread_mutex_unlock(&commit_lock);
-	return NULL;
-}
-
-/* The record of a PUT whose data is durable now: its extents are final
- * (libpwb allocates at writeback). 0 or -errno. */
-static int build_rec(struct commit_req *q)
-{
-	struct pwb_extent *ext = NULL;
-	size_t total = 0;
-	struct rec *r;
-	int ret;
-
-	ret = pwbex_inode_extents(q->inode, &ext, &total);
-	if (ret)
-		return ret;
-	q->rsz = sizeof(*r) + total * sizeof(struct pwb_extent);
-	r = calloc(1, q->rsz);
-	if (!r) {
-		free(ext);
-		return -ENOMEM;
-	}
-	r->version = REC_VERSION | (uint32_t)q->dev << 16;
-	r->crc = q->crc;
-	r->ino = q->ino;
-	r->size = q->size;
-	r->nr_ext = total;
-	if (total)
-		memcpy(r->ext, ext, total * sizeof(*ext));
-	free(ext);
-	q->r = r;
-	return 0;
+	*objects = ms.ms_entries;
+	pthread_mutex_lock(&table_lock);
+	*open_now = nr_open;
+	pthread_mutex_unlock(&table_lock);
 }
 
 /*
- * The data stage of a PUT with an inode, on the request's own thread:
- * its data durable, then its record built from its extents (final now:
- * libpwb allocates at writeback). pwb_fsync() writes this object's pages
- * and no other's, so a PUT never waits for the dirty data of another
- * bucket (one pwb_sync() of the device for a batch did: a flooded
- * bucket's PUTs stalled every other bucket's). Concurrent fsyncs still
- * share device flushes: a flush that starts after a PUT's writes ended
- * covers it (libpwb's flush epochs). 0 or -errno.
+ * GET /-/metrics: the Prometheus text format (version 0.0.4). The
+ * daemon's counters as objd_NAME_total, the objects and open inodes as
+ * gauges, the latency of each operation as the histogram
+ * objd_request_duration_seconds{op=...} (one bucket per power of two of
+ * nanoseconds, from 1.024 us), and struct pwb_stats as pwb_NAME (untyped:
+ * counters and gauges mixed).
  */
-static int put_durable(struct commit_req *q)
+enum MHD_Result do_metrics(struct MHD_Connection *c)
 {
-	uint64_t t0 = now_ns();
-	int ret = pwb_fsync(q->inode);
+	static struct hist snap;	/* stats_lock */
+	struct pwb_stats st;
+	uint64_t open_now, n, cum;
+	size_t objects, sz = 0;
+	char *buf = NULL;
+	FILE *f;
 
-	CNT_ADD(data_syncs, 1);
-	CNT_ADD(data_sync_puts, 1);
-	CNT_ADD(fsync_ns, now_ns() - t0);
-	if (ret) {
-		fprintf(stderr, "pwb-objd: fsync: %s\n", errtext(ret));
-		return ret;
-	}
-	return build_rec(q);
-}
-
-/* Run @q through the group commit (the data stage first if it has an
- * inode) and wait for it: 0 or -errno; q->old, q->existed, q->r set. */
-static int commit_wait(struct commit_req *q)
-{
-	if (q->inode) {
-		q->ret = put_durable(q);
-		if (q->ret) {
-			q->old = 0;
-			return q->ret;
+	if (stats_sum(&st))
+		return reply(c, 500, "stats: %s\n", pwb_errmsg());
+	count_objects(&objects, &open_now);
+	f = open_memstream(&buf, &sz);
+	if (!f)
+		return MHD_NO;
+	fprintf(f, "# HELP objd_objects Objects in the index.\n"
+		"# TYPE objd_objects gauge\nobjd_objects %zu\n"
+		"# HELP objd_open_inodes Object inodes open now.\n"
+		"# TYPE objd_open_inodes gauge\nobjd_open_inodes %" PRIu64
+		"\n", objects, open_now);
+#define C(name) fprintf(f, "# HELP objd_" #name "_total pwb-objd counter " \
+			#name " (README.md).\n# TYPE objd_" #name           \
+			"_total counter\nobjd_" #name "_total %" PRIu64 "\n", \
+			CNT_GET(name));
+	OBJD_COUNTERS
+#undef C
+	fprintf(f, "# HELP objd_request_duration_seconds Time from a "
+		"request's headers to the end of its reply.\n"
+		"# TYPE objd_request_duration_seconds histogram\n");
+	pthread_mutex_lock(&stats_lock);
+	for (unsigned int i = 0; i < OP_NR; i++) {
+		n = hist_snapshot(&lat[i], &snap);
+		cum = 0;
+		for (unsigned int b = 0; b < HIST_NR - 1; b++) {
+			cum += snap.b[b];
+			/* The last sub-bucket of each power of two. */
+			if (b % HIST_SUB)
+				continue;
+			fprintf(f, "objd_request_duration_seconds_bucket{op=\"%s\""
+				",le=\"%.9g\"} %" PRIu64 "\n", op_name[i],
+				(double)hist_upper_ns(b) / 1e9, cum);
 		}
+		fprintf(f, "objd_request_duration_seconds_bucket{op=\"%s\","
+			"le=\"+Inf\"} %" PRIu64 "\n"
+			"objd_request_duration_seconds_sum{op=\"%s\"} %.9f\n"
+			"objd_request_duration_seconds_count{op=\"%s\"} %" PRIu64
+			"\n", op_name[i], n, op_name[i],
+			(double)snap.sum_ns / 1e9, op_name[i], n);
 	}
-	pthread_mutex_lock(&commit_lock);
-	if (commit_stop) {
-		pthread_mutex_unlock(&commit_lock);
-		return -ESHUTDOWN;
+	pthread_mutex_unlock(&stats_lock);
+#define X(name) fprintf(f, "# TYPE pwb_" #name " untyped\npwb_" #name      \
+			" %" PRIu64 "\n", (uint64_t)st.name);
+	PWB_STATS_FIELDS
+#undef X
+	buckets_metrics(f);
+	if (fclose(f)) {
+		free(buf);
+		return MHD_NO;
 	}
-	sem_init(&q->done, 0, 0);
-	*commit_tail = q;
-	commit_tail = &q->next;
-	pthread_cond_signal(&commit_work);
-	pthread_mutex_unlock(&commit_lock);
-	while (sem_wait(&q->done))
-		;	/* EINTR */
-	sem_destroy(&q->done);
-	if (q->ret)
-		q->old = 0;
-	return q->ret;
+	return reply_text(c, buf, sz, "text/plain; version=0.0.4");
 }
 
-static int commit_start(void)
+/* GET /-/stats: {"objects": .., "objd": {..}, "latency": {..},
+ * "pwb": {..} (the devices' sum), "buckets": {NAME: {..}, ..},
+ * "devices": [{"path": .., "pwb": {..}}, ..]}. */
+enum MHD_Result do_stats(struct MHD_Connection *c)
 {
-	return pthread_create(&committer, NULL, committer_main, NULL);
-}
+	struct pwb_stats st;
+	uint64_t open_now;
+	size_t objects, sz = 0;
+	char *buf = NULL;
+	FILE *f;
+	int ret;
 
-/* The committer drains its queue, then stops. */
-static void commit_stop_all(void)
-{
-	pthread_mutex_lock(&commit_lock);
-	commit_stop = true;
-	pthread_cond_signal(&commit_work);
-	pthread_mutex_unlock(&commit_lock);
-	pthread_join(committer, NULL);
-}
+	ret = stats_sum(&st);
+	if (ret)
+		return reply(c, 500, "stats: %s\n", pwb_errmsg());
+	count_objects(&objects, &open_now);
+	f = open_memstream(&buf, &sz);
+	if (!f)
+		return MHD_NO;
+	fprintf(f, "{\n  \"objects\": %zu,\n  \"open_inodes\": %" PRIu64
+		",\n  \"objd\": {", objects, open_now);
+#define C(name) fprintf(f, "%s\"" #name "\": %" PRIu64, first ? "" : ", ", \
+			CNT_GET(name)), first = false;
+	{
+		bool first = true;
 
-/* DELETE @key through the group commit: 0, -ENOENT or -errno; the ino it
- * named in *@old (0: inline), on device *@old_dev. */
-static int index_delete(const char *key, size_t klen, uint64_t *old,
-			unsigned int *old_dev)
-{
-	struct commit_req q = { .key = key, .klen = klen, .del = true };
-	int ret = commit_wait(&q);
+		OBJD_COUNTERS
+	}
+#undef C
+	fprintf(f, "},\n  \"puts_per_commit\": %.2f,\n  \"latency\": {",
+		CNT_GET(index_commits) ?
+		(double)CNT_GET(index_puts) / (double)CNT_GET(index_commits) :
+		0.0);
+	for (unsigned int i = 0; i < OP_NR; i++) {
+		static struct hist snap;	/* stats_lock */
+		uint64_t n;
 
-	*old = q.old;
-	*old_dev = q.old_dev;
-	return ret;
+		pthread_mutex_lock(&stats_lock);
+		n = hist_snapshot(&lat[i], &snap);
+		fprintf(f, "%s\n    \"%s\": {\"count\": %" PRIu64
+			", \"mean_us\": %.1f, \"p50_us\": %.1f, "
+			"\"p99_us\": %.1f, \"p999_us\": %.1f}",
+			i ? "," : "", op_name[i], n,
+			n ? (double)snap.sum_ns / (double)n / 1e3 : 0.0,
+			hist_quantile(&snap, n, 500000) / 1e3,
+			hist_quantile(&snap, n, 990000) / 1e3,
+			hist_quantile(&snap, n, 999000) / 1e3);
+		pthread_mutex_unlock(&stats_lock);
+	}
+	fprintf(f, "\n  },\n  \"pwb\": {");
+	{
+		bool first = true;
+#define X(name) fprintf(f, "%s\n    \"" #name "\": %" PRIu64,              \
+			first ? "" : ",", st.name), first = false;
+		PWB_STATS_FIELDS
+#undef X
+	}
+	fprintf(f, "\n  },\n  \"buckets\": {");
+	buckets_json(f);
+	fprintf(f, "\n  },\n  \"devices\": [");
+	for (unsigned int d = 0; d < nr_devs; d++) {
+		bool first = true;
+
+		if (pwb_bdi_stats(dev_bdi(d), &st))
+			memset(&st, 0, sizeof(st));
+		fprintf(f, "%s\n    {\"path\": \"", d ? "," : "");
+		json_str(f, devs[d].path);
+		fprintf(f, "\", \"pwb\": {");
+#define X(name) fprintf(f, "%s\"" #name "\": %" PRIu64, first ? "" : ", ",   \
+			(uint64_t)st.name), first = false;
+		PWB_STATS_FIELDS
+#undef X
+		fprintf(f, "}}");
+	}
+	fprintf(f, "\n  ]\n}\n");
+	if (fclose(f)) {
+		free(buf);
+		return MHD_NO;
+	}
+	return reply_text(c, buf, sz, "application/json");
 }
 
 /* -------------------------------------------------------------- responses */
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
-			     const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
-			     const char *fmt, ...)
+enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
+		      const char *fmt, ...)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -913,7 +410,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
 	return ret;
 }
 
-static unsigned int errno_status(int err)
+unsigned int errno_status(int err)
 {
 	switch (err) {
 	case -ENOENT:
@@ -926,61 +423,6 @@ static unsigned int errno_status(int err)
 		return 500;
 	}
 }
-
-/* --------------------------------------------------------------- requests */
-
-/*
- * One request's state, from its first call to the completion callback
- * (every request has one: its start time is what the latency histograms
- * measure from).
- *
- *   REQ_PUT      a PUT being received: the body goes into buf while it
- *                fits --inline-max, else (or once it grows past) into a
- *                new inode;
- *   REQ_REFUSED  a request answered with status once its body (dropped)
- *                is read, so that the connection stays open for the next
- *                one; early: answered already, before the body;
- *   REQ_WHOLE    every other method, answered once the request is whole.
- */
-enum req_kind { REQ_PUT = 1, REQ_REFUSED, REQ_WHOLE };
-
-/*
- * A large body goes to its inode in units of this size, at offsets that
- * are multiples of it (put_body()): libpwb writes each as one folio.
- * 256 KiB: a quarter of the writes of 64 KiB units (libpwb's smallest
- * folio) for the same copy; the buffer is the request's while its body
- * arrives.
- */
-#define OBJD_STAGE_BYTES (256u << 10)
-
-struct req {
-	enum req_kind kind;
-	enum req_op op;
-	unsigned int status;	/* REQ_REFUSED */
-	bool early;		/* REQ_REFUSED: answered before the body */
-	uint64_t dropped;	/* REQ_REFUSED: body bytes read and dropped */
-	uint64_t t_begin;	/* now_ns() when the headers arrived */
-	/* REQ_PUT: */
-	char *key;
-	size_t klen;
-	struct bucket *bucket;	/* the key's */
-	unsigned int dev;	/* with inode: the device it is on */
-	uint64_t ino;		/* with inode */
-	struct pwb_inode *inode;	/* NULL while the body is inline */
-	char *buf;		/* the inline body so far */
-	size_t cap;		/* buf's size */
-	/* With inode: the body's last bytes, short of a whole unit (unit:
-	 * OBJD_STAGE_BYTES rounded up to the bdi's page size, 0 if that is
-	 * unknown), wait in tail (unit bytes) until the next chunk
-	 * completes the unit or the body ends (put_body()). */
-	char *tail;
-	size_t tail_len, unit;
-	uint64_t off;		/* body bytes received */
-	uint32_t crc;
-	int err;		/* first error; the rest of the body is dropped */
-	bool committed;		/* the inode belongs to the table now */
-	bool too_big;
-};
 
 static struct req *req_new(enum req_kind kind, enum req_op op)
 {
@@ -996,7 +438,7 @@ static struct req *req_new(enum req_kind kind, enum req_op op)
 
 /* Keys: 1..max_key bytes after the leading '/', no control characters,
  * not starting with "-/" (the daemon's own paths). 0 or an HTTP status. */
-static unsigned int check_key(const char *url, size_t *klen)
+unsigned int check_key(const char *url, size_t *klen)
 {
 	size_t n;
 
@@ -1012,6 +454,202 @@ static unsigned int check_key(const char *url, size_t *klen)
 			return 400;
 	*klen = n;
 	return 0;
+}
+
+/* The completion callback: a PUT that was not committed (an error, a
+ * client gone mid-body, a shutdown) frees its inode and space; a request
+ * whose reply went out whole counts in its operation's latency. */
+static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct req *p = *con_cls;
+
+	if (!p)
+		return;
+	*con_cls = NULL;
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && p->op < OP_NR) {
+		uint64_t ns = now_ns() - p->t_begin;
+
+		hist_add(&lat[p->op], ns);
+		if (p->kind == REQ_PUT && p->committed)
+			bucket_put_latency(p->bucket, ns);
+	}
+	if (p->kind == REQ_PUT) {
+		/* Failed, refused, or the client went away mid-body. */
+		if (!p->committed) {
+			CNT_ADD(aborted_puts, 1);
+			if (p->inode)
+				inode_free(p->dev, p->ino, p->inode, true);
+		}
+	}
+	free(p->key);
+	free(p->buf);
+	free(p->tail);
+	free(p);
+}
+
+static enum MHD_Result count_cl(void *cls, enum MHD_ValueKind kind,
+				const char *key, const char *value)
+{
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+		++*(unsigned int *)cls;
+	return MHD_YES;
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* MHD's unescaping, except that an escaped control character (%00 above
+ * all, which would cut the key short) becomes 0x01, which check_key()
+ * refuses. */
+size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *w = s;
+
+	for (const char *r = s; *r; ) {
+		int hi, lo;
+
+		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 &&
+		    (lo = hexval(r[2])) >= 0) {
+			unsigned char ch = (unsigned char)(hi << 4 | lo);
+
+			*w++ = ch < 0x20 || ch == 0x7f ? 0x01 : (char)ch;
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+	return (size_t)(w - s);
+}
+
+/* Which histogram a request counts in: the object operations only. */
+static enum req_op op_of(const char *method, const char *url)
+{
+	if (!strcmp(url, "/") || !strncmp(url, "/-/", 3))
+		return OP_OTHER;
+	if (!strcmp(method, MHD_HTTP_METHOD_PUT))
+		return OP_PUT;
+	if (!strcmp(method, MHD_HTTP_METHOD_GET))
+		return OP_GET;
+	if (!strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return OP_HEAD;
+	if (!strcmp(method, MHD_HTTP_METHOD_DELETE))
+		return OP_DELETE;
+	return OP_OTHER;
+}
+
+enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+		       const char *url, const char *method,
+		       const char *version, const char *upload_data,
+		       size_t *upload_data_size, void **con_cls)
+{
+	bool is_get = !strcmp(method, MHD_HTTP_METHOD_GET);
+	bool is_head = !strcmp(method, MHD_HTTP_METHOD_HEAD);
+	struct req *p = *con_cls;
+	bool early = false;
+	unsigned int status;
+
+	if (p && p->kind != REQ_PUT) {
+		if (*upload_data_size) {	/* a body nobody reads */
+			p->dropped += *upload_data_size;
+			*upload_data_size = 0;
+			if (p->kind == REQ_REFUSED && !p->early &&
+			    p->dropped > OBJD_DRAIN_MAX) {
+				/* Chunked and without end: refuse now. */
+				p->early = true;
+				return reply(c, p->status, "PUT refused (%u)\n",
+					     p->status);
+			}
+			return MHD_YES;
+		}
+		if (p->kind == REQ_WHOLE)
+			goto whole;
+		if (p->early)
+			return MHD_YES;
+		/* The refused request is whole: the connection stays. */
+		return reply(c, p->status, "PUT refused (%u)\n", p->status);
+	}
+	if (p) {
+		if (*upload_data_size) {
+			put_data(p, upload_data, *upload_data_size);
+			*upload_data_size = 0;
+			return MHD_YES;
+		}
+		return put_finish(c, p);
+	}
+	p = req_new(REQ_WHOLE, op_of(method, url));
+	if (!p)
+		return MHD_NO;
+	*con_cls = p;
+	if (!strcmp(method, MHD_HTTP_METHOD_PUT)) {
+		unsigned int ncl = 0;
+
+		MHD_get_connection_values(c, MHD_HEADER_KIND, count_cl, &ncl);
+		if (ncl > 1) {
+			status = 400;
+			early = true;	/* which length is the body's? */
+		} else {
+			status = put_begin(c, url, p, &early);
+		}
+		if (!status)
+			return MHD_YES;
+		p->kind = REQ_REFUSED;
+		p->status = status;
+		/*
+		 * A refusal waits for the body and drops it (OBJD_DRAIN_MAX),
+		 * so that the connection stays; libmicrohttpd sends "100
+		 * Continue" to a client that waits for it. A body not worth
+		 * reading is refused at once, and the connection closes.
+		 */
+		if (early) {
+			p->early = true;
+			return reply(c, status, "PUT refused (%u)\n", status);
+		}
+		return MHD_YES;
+	}
+	/*
+	 * Everything else answers once the request is whole (the next call),
+	 * any body dropped, for the same reason: answered then, a client's
+	 * GETs share one connection as its PUTs do.
+	 */
+	return MHD_YES;
+whole:
+	if ((is_get || is_head) && !strcmp(url, "/") &&
+	    MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "list", 4,
+					  NULL, NULL) == MHD_YES)
+		return do_list(c);
+	if (is_get && !strcmp(url, "/-/stats"))
+		return do_stats(c);
+	if (is_get && !strcmp(url, "/-/metrics"))
+		return do_metrics(c);
+	if (!strcmp(method, MHD_HTTP_METHOD_POST)) {
+		if (strcmp(url, "/-/sync"))
+			return reply(c, 405, "POST is for /-/sync only\n");
+		if (sync_all())
+			return reply(c, 500, "sync failed\n");
+		CNT_ADD(syncs, 1);
+		return reply(c, 200, "synced\n");
+	}
+	if (is_get || is_head)
+		return do_get(c, url, is_head);
+	if (!strcmp(method, MHD_HTTP_METHOD_DELETE))
+		return do_delete(c, url);
+	return reply(c, 405, "method not allowed\n");
+}
+
+void done_cb(void *cls, struct MHD_Connection *c, void **con_cls,
+	     enum MHD_RequestTerminationCode toe)
+{
+	request_done(cls, c, con_cls, toe);
 }
 
 /* A new inode for @p's body, on the device its key hashes to, in its
@@ -1045,14 +683,6 @@ static int put_open_inode(struct req *p)
 	return ret;
 }
 
-/*
- * A refused request's body up to this size is read and dropped, so that
- * the refusal keeps the connection (a reply queued before the body makes
- * libmicrohttpd close it: it cannot know where the next request starts).
- * A larger one is refused before it is read, and the connection closes.
- */
-#define OBJD_DRAIN_MAX (1u << 20)
-
 /* The client waits for "100 Continue" before it sends the body. */
 static bool expects_continue(struct MHD_Connection *c)
 {
@@ -1064,8 +694,8 @@ static bool expects_continue(struct MHD_Connection *c)
 
 /* Start the PUT @p of @url: 0, or the HTTP status refusing it; *@early
  * then says to answer before the body (not worth reading). */
-static unsigned int put_begin(struct MHD_Connection *c, const char *url,
-			      struct req *p, bool *early)
+unsigned int put_begin(struct MHD_Connection *c, const char *url,
+		       struct req *p, bool *early)
 {
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -1219,7 +849,7 @@ static int put_spill(struct req *p)
 	return ret;
 }
 
-static void put_data(struct req *p, const char *data, size_t len)
+void put_data(struct req *p, const char *data, size_t len)
 {
 	if (p->err || p->too_big)
 		return;
@@ -1276,7 +906,7 @@ static struct rec *inline_rec(const struct req *p, size_t *rsz)
  * stage first; an inline one straight to the index commit, which makes
  * it durable with the record that holds it.
  */
-static enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
+enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 {
 	struct commit_req q = { .key = p->key, .klen = p->klen };
 	struct obj *o = NULL;
@@ -1360,38 +990,6 @@ fail:
 	free(q.r);
 	return reply(c, errno_status(p->err), "PUT failed: %s\n",
 		     pwb_strerror(p->err));
-}
-
-/* The completion callback: a PUT that was not committed (an error, a
- * client gone mid-body, a shutdown) frees its inode and space; a request
- * whose reply went out whole counts in its operation's latency. */
-static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
-{
-	struct req *p = *con_cls;
-
-	if (!p)
-		return;
-	*con_cls = NULL;
-	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && p->op < OP_NR) {
-		uint64_t ns = now_ns() - p->t_begin;
-
-		hist_add(&lat[p->op], ns);
-		if (p->kind == REQ_PUT && p->committed)
-			bucket_put_latency(p->bucket, ns);
-	}
-	if (p->kind == REQ_PUT) {
-		/* Failed, refused, or the client went away mid-body. */
-		if (!p->committed) {
-			CNT_ADD(aborted_puts, 1);
-			if (p->inode)
-				inode_free(p->dev, p->ino, p->inode, true);
-		}
-	}
-	free(p->key);
-	free(p->buf);
-	free(p->tail);
-	free(p);
 }
 
 /* GET and HEAD of an object: the response reads through pwb_read(). */
@@ -1526,8 +1124,8 @@ check:
 	return reply(c, 200, "ok %08x %" PRIu64 "\n", crc, oi->size);
 }
 
-static enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
-			      bool head)
+enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
+		       bool head)
 {
 	struct MHD_Response *resp;
 	struct objinfo oi;
@@ -1619,7 +1217,7 @@ static enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 }
 
 /* GET /?list[&prefix=P]: the keys, one a line, in key order. */
-static enum MHD_Result do_list(struct MHD_Connection *c)
+enum MHD_Result do_list(struct MHD_Connection *c)
 {
 	const char *prefix = MHD_lookup_connection_value(c,
 					MHD_GET_ARGUMENT_KIND, "prefix");
@@ -1680,259 +1278,9 @@ static enum MHD_Result do_list(struct MHD_Connection *c)
 	return mret;
 }
 
-#define PWB_STATS_FIELDS                                                       \
-	X(nr_dirty_inodes) X(dirty_pages) X(writeback_pages)                   \
-	X(dirtied_pages) X(written_pages) X(io_submitted) X(io_errors)         \
-	X(bytes_written) X(nr_inodes) X(nr_dirty_time_inodes) X(wb_passes)     \
-	X(periodic_passes) X(background_passes) X(sync_passes)                 \
-	X(inodes_written) X(device_flushes) X(flush_ns) X(write_bandwidth)     \
-	X(throttle_ns) X(throttle_events) X(io_extents) X(imbalance_milli)     \
-	X(auto_nr_wb_ctx) X(auto_reason) X(auto_steps) X(auto_windows)         \
-	X(auto_best_bw) X(auto_best_nr_wb_ctx) X(rate_limited_ns)              \
-	X(log_forces) X(lsn_held_pages) X(latched_pages) X(busy_waits)         \
-	X(cache_pages) X(reclaimed_pages) X(reclaim_passes)                    \
-	X(direct_reclaimed_pages) X(extents) X(alloc_groups)                   \
-	X(reserved_bytes) X(free_bytes) X(reclaim_ns) X(read_ios)              \
-	X(read_pages)
-
-/* The daemon's counters, as C(name) for the JSON and the metrics. */
-#define OBJD_COUNTERS                                                          \
-	C(puts) C(gets) C(heads) C(deletes) C(lists) C(syncs)                  \
-	C(bytes_in) C(bytes_out) C(errors) C(aborted_puts) C(freed)            \
-	C(write_ns) C(fsync_ns) C(commit_ns) C(index_commits)                  \
-	C(open_ns) C(close_ns) C(put_ns) C(index_records) C(index_puts)        \
-	C(batch_max) C(data_syncs) C(data_sync_puts) C(inline_puts)            \
-	C(connections) C(connections_closed)
-
-/*
- * libpwb's counters of every device, added up into @sum (with one device,
- * its own; with several, fields that are not counts, such as
- * imbalance_milli or the auto_* choices, add up to nothing meaningful:
- * the devices' own are in /-/stats "devices"). 0, or 1 with the
- * failing device's message in pwb_errmsg().
- */
-static int stats_sum(struct pwb_stats *sum)
-{
-	struct pwb_stats st;
-
-	memset(sum, 0, sizeof(*sum));
-	for (unsigned int d = 0; d < nr_devs; d++) {
-		if (pwb_bdi_stats(dev_bdi(d), &st))
-			return 1;
-#define X(name) sum->name += st.name;
-		PWB_STATS_FIELDS
-#undef X
-	}
-	return 0;
-}
-
-/* @s as JSON string contents: '"', '\\' and control bytes escaped. */
-static void json_str(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-}
-
-/* One histogram snapshot at a time (they are large for a stack). */
-static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* A response of @sz bytes at @buf (freed with it) and @type, queued. */
-static enum MHD_Result reply_text(struct MHD_Connection *c, char *buf,
-				  size_t sz, const char *type)
-{
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(sz, buf, MHD_RESPMEM_MUST_FREE);
-	enum MHD_Result mret;
-
-	if (!resp) {
-		free(buf);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", type);
-	mret = MHD_queue_response(c, 200, resp);
-	MHD_destroy_response(resp);
-	return mret;
-}
-
-/* The objects in the index and the inodes open now. */
-static void count_objects(size_t *objects, uint64_t *open_now)
-{
-	MDB_stat ms = { 0 };
-	MDB_txn *txn;
-
-	if (!mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
-		mdb_stat(txn, db_obj, &ms);
-		mdb_txn_abort(txn);
-	}
-	*objects = ms.ms_entries;
-	pthread_mutex_lock(&table_lock);
-	*open_now = nr_open;
-	pthread_mutex_unlock(&table_lock);
-}
-
-/*
- * GET /-/metrics: the Prometheus text format (version 0.0.4). The
- * daemon's counters as objd_NAME_total, the objects and open inodes as
- * gauges, the latency of each operation as the histogram
- * objd_request_duration_seconds{op=...} (one bucket per power of two of
- * nanoseconds, from 1.024 us), and struct pwb_stats as pwb_NAME (untyped:
- * counters and gauges mixed).
- */
-static enum MHD_Result do_metrics(struct MHD_Connection *c)
-{
-	static struct hist snap;	/* stats_lock */
-	struct pwb_stats st;
-	uint64_t open_now, n, cum;
-	size_t objects, sz = 0;
-	char *buf = NULL;
-	FILE *f;
-
-	if (stats_sum(&st))
-		return reply(c, 500, "stats: %s\n", pwb_errmsg());
-	count_objects(&objects, &open_now);
-	f = open_memstream(&buf, &sz);
-	if (!f)
-		return MHD_NO;
-	fprintf(f, "# HELP objd_objects Objects in the index.\n"
-		"# TYPE objd_objects gauge\nobjd_objects %zu\n"
-		"# HELP objd_open_inodes Object inodes open now.\n"
-		"# TYPE objd_open_inodes gauge\nobjd_open_inodes %" PRIu64
-		"\n", objects, open_now);
-#define C(name) fprintf(f, "# HELP objd_" #name "_total pwb-objd counter " \
-			#name " (README.md).\n# TYPE objd_" #name           \
-			"_total counter\nobjd_" #name "_total %" PRIu64 "\n", \
-			CNT_GET(name));
-	OBJD_COUNTERS
-#undef C
-	fprintf(f, "# HELP objd_request_duration_seconds Time from a "
-		"request's headers to the end of its reply.\n"
-		"# TYPE objd_request_duration_seconds histogram\n");
-	pthread_mutex_lock(&stats_lock);
-	for (unsigned int i = 0; i < OP_NR; i++) {
-		n = hist_snapshot(&lat[i], &snap);
-		cum = 0;
-		for (unsigned int b = 0; b < HIST_NR - 1; b++) {
-			cum += snap.b[b];
-			/* The last sub-bucket of each power of two. */
-			if (b % HIST_SUB)
-				continue;
-			fprintf(f, "objd_request_duration_seconds_bucket{op=\"%s\""
-				",le=\"%.9g\"} %" PRIu64 "\n", op_name[i],
-				(double)hist_upper_ns(b) / 1e9, cum);
-		}
-		fprintf(f, "objd_request_duration_seconds_bucket{op=\"%s\","
-			"le=\"+Inf\"} %" PRIu64 "\n"
-			"objd_request_duration_seconds_sum{op=\"%s\"} %.9f\n"
-			"objd_request_duration_seconds_count{op=\"%s\"} %" PRIu64
-			"\n", op_name[i], n, op_name[i],
-			(double)snap.sum_ns / 1e9, op_name[i], n);
-	}
-	pthread_mutex_unlock(&stats_lock);
-#define X(name) fprintf(f, "# TYPE pwb_" #name " untyped\npwb_" #name      \
-			" %" PRIu64 "\n", (uint64_t)st.name);
-	PWB_STATS_FIELDS
-#undef X
-	buckets_metrics(f);
-	if (fclose(f)) {
-		free(buf);
-		return MHD_NO;
-	}
-	return reply_text(c, buf, sz, "text/plain; version=0.0.4");
-}
-
-/* GET /-/stats: {"objects": .., "objd": {..}, "latency": {..},
- * "pwb": {..} (the devices' sum), "buckets": {NAME: {..}, ..},
- * "devices": [{"path": .., "pwb": {..}}, ..]}. */
-static enum MHD_Result do_stats(struct MHD_Connection *c)
-{
-	struct pwb_stats st;
-	uint64_t open_now;
-	size_t objects, sz = 0;
-	char *buf = NULL;
-	FILE *f;
-	int ret;
-
-	ret = stats_sum(&st);
-	if (ret)
-		return reply(c, 500, "stats: %s\n", pwb_errmsg());
-	count_objects(&objects, &open_now);
-	f = open_memstream(&buf, &sz);
-	if (!f)
-		return MHD_NO;
-	fprintf(f, "{\n  \"objects\": %zu,\n  \"open_inodes\": %" PRIu64
-		",\n  \"objd\": {", objects, open_now);
-#define C(name) fprintf(f, "%s\"" #name "\": %" PRIu64, first ? "" : ", ", \
-			CNT_GET(name)), first = false;
-	{
-		bool first = true;
-
-		OBJD_COUNTERS
-	}
-#undef C
-	fprintf(f, "},\n  \"puts_per_commit\": %.2f,\n  \"latency\": {",
-		CNT_GET(index_commits) ?
-		(double)CNT_GET(index_puts) / (double)CNT_GET(index_commits) :
-		0.0);
-	for (unsigned int i = 0; i < OP_NR; i++) {
-		static struct hist snap;	/* stats_lock */
-		uint64_t n;
-
-		pthread_mutex_lock(&stats_lock);
-		n = hist_snapshot(&lat[i], &snap);
-		fprintf(f, "%s\n    \"%s\": {\"count\": %" PRIu64
-			", \"mean_us\": %.1f, \"p50_us\": %.1f, "
-			"\"p99_us\": %.1f, \"p999_us\": %.1f}",
-			i ? "," : "", op_name[i], n,
-			n ? (double)snap.sum_ns / (double)n / 1e3 : 0.0,
-			hist_quantile(&snap, n, 500000) / 1e3,
-			hist_quantile(&snap, n, 990000) / 1e3,
-			hist_quantile(&snap, n, 999000) / 1e3);
-		pthread_mutex_unlock(&stats_lock);
-	}
-	fprintf(f, "\n  },\n  \"pwb\": {");
-	{
-		bool first = true;
-#define X(name) fprintf(f, "%s\n    \"" #name "\": %" PRIu64,              \
-			first ? "" : ",", st.name), first = false;
-		PWB_STATS_FIELDS
-#undef X
-	}
-	fprintf(f, "\n  },\n  \"buckets\": {");
-	buckets_json(f);
-	fprintf(f, "\n  },\n  \"devices\": [");
-	for (unsigned int d = 0; d < nr_devs; d++) {
-		bool first = true;
-
-		if (pwb_bdi_stats(dev_bdi(d), &st))
-			memset(&st, 0, sizeof(st));
-		fprintf(f, "%s\n    {\"path\": \"", d ? "," : "");
-		json_str(f, devs[d].path);
-		fprintf(f, "\", \"pwb\": {");
-#define X(name) fprintf(f, "%s\"" #name "\": %" PRIu64, first ? "" : ", ",   \
-			(uint64_t)st.name), first = false;
-		PWB_STATS_FIELDS
-#undef X
-		fprintf(f, "}}");
-	}
-	fprintf(f, "\n  ]\n}\n");
-	if (fclose(f)) {
-		free(buf);
-		return MHD_NO;
-	}
-	return reply_text(c, buf, sz, "application/json");
-}
-
 /* POST /-/sync: every acknowledged PUT is durable already; this makes
  * whatever else is dirty (nothing, normally) durable too. */
-static int sync_all(void)
+int sync_all(void)
 {
 	int ret = 0, rc;
 
@@ -1953,7 +1301,7 @@ static int sync_all(void)
 	return ret;
 }
 
-static enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
+enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
 {
 	unsigned int status, old_dev = 0;
 	uint64_t old = 0;
@@ -1971,170 +1319,6 @@ static enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
 		table_kill(old_dev, old);
 	CNT_ADD(deletes, 1);
 	return reply(c, 204, "%s", "");
-}
-
-static enum MHD_Result count_cl(void *cls, enum MHD_ValueKind kind,
-				const char *key, const char *value)
-{
-	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
-		++*(unsigned int *)cls;
-	return MHD_YES;
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* MHD's unescaping, except that an escaped control character (%00 above
- * all, which would cut the key short) becomes 0x01, which check_key()
- * refuses. */
-static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
-{
-	char *w = s;
-
-	for (const char *r = s; *r; ) {
-		int hi, lo;
-
-		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 &&
-		    (lo = hexval(r[2])) >= 0) {
-			unsigned char ch = (unsigned char)(hi << 4 | lo);
-
-			*w++ = ch < 0x20 || ch == 0x7f ? 0x01 : (char)ch;
-			r += 3;
-		} else {
-			*w++ = *r++;
-		}
-	}
-	*w = 0;
-	return (size_t)(w - s);
-}
-
-/* Which histogram a request counts in: the object operations only. */
-static enum req_op op_of(const char *method, const char *url)
-{
-	if (!strcmp(url, "/") || !strncmp(url, "/-/", 3))
-		return OP_OTHER;
-	if (!strcmp(method, MHD_HTTP_METHOD_PUT))
-		return OP_PUT;
-	if (!strcmp(method, MHD_HTTP_METHOD_GET))
-		return OP_GET;
-	if (!strcmp(method, MHD_HTTP_METHOD_HEAD))
-		return OP_HEAD;
-	if (!strcmp(method, MHD_HTTP_METHOD_DELETE))
-		return OP_DELETE;
-	return OP_OTHER;
-}
-
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
-			      const char *url, const char *method,
-			      const char *version, const char *upload_data,
-			      size_t *upload_data_size, void **con_cls)
-{
-	bool is_get = !strcmp(method, MHD_HTTP_METHOD_GET);
-	bool is_head = !strcmp(method, MHD_HTTP_METHOD_HEAD);
-	struct req *p = *con_cls;
-	bool early = false;
-	unsigned int status;
-
-	if (p && p->kind != REQ_PUT) {
-		if (*upload_data_size) {	/* a body nobody reads */
-			p->dropped += *upload_data_size;
-			*upload_data_size = 0;
-			if (p->kind == REQ_REFUSED && !p->early &&
-			    p->dropped > OBJD_DRAIN_MAX) {
-				/* Chunked and without end: refuse now. */
-				p->early = true;
-				return reply(c, p->status, "PUT refused (%u)\n",
-					     p->status);
-			}
-			return MHD_YES;
-		}
-		if (p->kind == REQ_WHOLE)
-			goto whole;
-		if (p->early)
-			return MHD_YES;
-		/* The refused request is whole: the connection stays. */
-		return reply(c, p->status, "PUT refused (%u)\n", p->status);
-	}
-	if (p) {
-		if (*upload_data_size) {
-			put_data(p, upload_data, *upload_data_size);
-			*upload_data_size = 0;
-			return MHD_YES;
-		}
-		return put_finish(c, p);
-	}
-	p = req_new(REQ_WHOLE, op_of(method, url));
-	if (!p)
-		return MHD_NO;
-	*con_cls = p;
-	if (!strcmp(method, MHD_HTTP_METHOD_PUT)) {
-		unsigned int ncl = 0;
-
-		MHD_get_connection_values(c, MHD_HEADER_KIND, count_cl, &ncl);
-		if (ncl > 1) {
-			status = 400;
-			early = true;	/* which length is the body's? */
-		} else {
-			status = put_begin(c, url, p, &early);
-		}
-		if (!status)
-			return MHD_YES;
-		p->kind = REQ_REFUSED;
-		p->status = status;
-		/*
-		 * A refusal waits for the body and drops it (OBJD_DRAIN_MAX),
-		 * so that the connection stays; libmicrohttpd sends "100
-		 * Continue" to a client that waits for it. A body not worth
-		 * reading is refused at once, and the connection closes.
-		 */
-		if (early) {
-			p->early = true;
-			return reply(c, status, "PUT refused (%u)\n", status);
-		}
-		return MHD_YES;
-	}
-	/*
-	 * Everything else answers once the request is whole (the next call),
-	 * any body dropped, for the same reason: answered then, a client's
-	 * GETs share one connection as its PUTs do.
-	 */
-	return MHD_YES;
-whole:
-	if ((is_get || is_head) && !strcmp(url, "/") &&
-	    MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "list", 4,
-					  NULL, NULL) == MHD_YES)
-		return do_list(c);
-	if (is_get && !strcmp(url, "/-/stats"))
-		return do_stats(c);
-	if (is_get && !strcmp(url, "/-/metrics"))
-		return do_metrics(c);
-	if (!strcmp(method, MHD_HTTP_METHOD_POST)) {
-		if (strcmp(url, "/-/sync"))
-			return reply(c, 405, "POST is for /-/sync only\n");
-		if (sync_all())
-			return reply(c, 500, "sync failed\n");
-		CNT_ADD(syncs, 1);
-		return reply(c, 200, "synced\n");
-	}
-	if (is_get || is_head)
-		return do_get(c, url, is_head);
-	if (!strcmp(method, MHD_HTTP_METHOD_DELETE))
-		return do_delete(c, url);
-	return reply(c, 405, "method not allowed\n");
-}
-
-static void done_cb(void *cls, struct MHD_Connection *c, void **con_cls,
-		    enum MHD_RequestTerminationCode toe)
-{
-	request_done(cls, c, con_cls, toe);
 }
 
 /* Connections opened and closed (a client without keep-alive shows as
@@ -2156,170 +1340,18 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
-static void mhd_panic(void *cls, const char *file, unsigned int line,
-		      const char *reason)
+void mhd_panic(void *cls, const char *file, unsigned int line,
+	       const char *reason)
 {
 	fprintf(stderr, "pwb-objd: libmicrohttpd failed at %s:%u: %s\n",
 		file ? file : "?", line, reason ? reason : "?");
 	abort();
 }
 
-/* ---------------------------------------------------------------- start */
-
-/* Open every object of the index and give it its extents and size. */
-static int load_index(void)
-{
-	MDB_cursor *cur;
-	MDB_txn *txn;
-	MDB_val k, v, mk = { .mv_size = 8, .mv_data = "next_ino" };
-	uint64_t n = 0, max_ino = 0, stored = 1, on_dev[OBJD_MAX_DEVICES] = { 0 };
-	unsigned int dev = 0;
-	int rc, ret = 0;
-
-	rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);
-	if (rc)
-		goto lmdb_fail;
-	if (!mdb_get(txn, db_meta, &mk, &v) && v.mv_size == 8)
-		memcpy(&stored, v.mv_data, 8);
-	rc = mdb_cursor_open(txn, db_obj, &cur);
-	if (rc) {
-		mdb_txn_abort(txn);
-		goto lmdb_fail;
-	}
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct rec h, *r = &h;
-		const char *ext = (const char *)v.mv_data + sizeof(h);
-		struct pwb_inode *inode;
-
-		if (!rec_head(&v, &h) && r->version == REC_INLINE &&
-		    !r->ino && !r->nr_ext &&
-		    v.mv_size == sizeof(h) + r->size) {
-			n++;	/* the bytes are in the record: nothing to load */
-			continue;
-		}
-		dev = REC_DEV(r->version);
-		if (!rec_head(&v, &h) && dev >= nr_devs) {
-			fprintf(stderr, "pwb-objd: index: key %.*s is on device "
-				"%u, and %u --device given\n", (int)k.mv_size,
-				(const char *)k.mv_data, dev + 1, nr_devs);
-			ret = -EINVAL;
-			break;
-		}
-		if (rec_head(&v, &h) || REC_FORMAT(r->version) != REC_VERSION ||
-		    r->nr_ext > (v.mv_size - sizeof(h)) / sizeof(r->ext[0]) ||
-		    v.mv_size != sizeof(h) + r->nr_ext * sizeof(r->ext[0])) {
-			fprintf(stderr, "pwb-objd: index: bad record for "
-				"key %.*s\n", (int)k.mv_size,
-				(const char *)k.mv_data);
-			ret = -EINVAL;
-			break;
-		}
-		ret = pwb_inode_open(dev_bdi(dev), r->ino, &alloc_ops, NULL,
-				     &inode);
-		if (!ret && r->nr_ext) {
-			struct pwb_extent *e = malloc(r->nr_ext * sizeof(*e));
-
-			ret = -ENOMEM;
-			if (e) {
-				memcpy(e, ext, r->nr_ext * sizeof(*e));
-				ret = pwb_inode_set_extents(inode, e,
-							    r->nr_ext);
-				free(e);
-			}
-		}
-		if (!ret)
-			ret = pwb_inode_set_size(inode, r->size);
-		if (!ret && keep_open) {
-			struct obj *o;
-
-			ret = table_insert(dev, r->ino, inode, &o);
-			if (!ret)
-				o->pinned = true;
-		} else if (!ret) {
-			/* Closed: libpwb keeps the extents and the size. */
-			ret = pwb_inode_close(inode);
-		}
-		if (ret) {
-			fprintf(stderr, "pwb-objd: loading key %.*s (inode %"
-				PRIu64 " on %s): %s\n", (int)k.mv_size,
-				(const char *)k.mv_data, r->ino,
-				devs[dev].path, pwb_errmsg());
-			break;
-		}
-		if (r->ino > max_ino)
-			max_ino = r->ino;
-		n++;
-		on_dev[dev]++;
-	}
-	mdb_cursor_close(cur);
-	mdb_txn_abort(txn);
-	if (ret)
-		return ret;
-	next_ino = stored > max_ino ? stored : max_ino + 1;
-	vlog("index: %" PRIu64 " objects, next inode %" PRIu64, n, next_ino);
-	for (unsigned int d = 0; d < nr_devs; d++)
-		vlog("%s: %" PRIu64 " objects", devs[d].path, on_dev[d]);
-	return 0;
-lmdb_fail:
-	fprintf(stderr, "pwb-objd: index: %s\n", mdb_strerror(rc));
-	return -EIO;
-}
-
-/* Open (or make) the index in @dir and check that it is the index of
- * the devices given: 0, -1 (printed) or 2 (the devices do not match). */
-static int open_index(const char *dir)
-{
-	MDB_stat ms = { 0 };
-	MDB_txn *txn;
-	int rc, ret;
-
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		fprintf(stderr, "pwb-objd: %s: %s\n", dir, strerror(errno));
-		return -1;
-	}
-	rc = mdb_env_create(&env);
-	if (!rc)
-		rc = mdb_env_set_maxdbs(env, 4);
-	if (!rc)
-		rc = mdb_env_set_mapsize(env, opt.index_map);
-	if (!rc)
-		rc = mdb_env_set_maxreaders(env, 2 * opt.max_conn + 16);
-	/* MDB_NOTLS: read transactions are not tied to threads (MHD's
-	 * threads come and go). Writes sync at every commit (the default). */
-	if (!rc)
-		rc = mdb_env_open(env, dir, MDB_NOTLS, 0600);
-	if (!rc)
-		rc = mdb_txn_begin(env, NULL, 0, &txn);
-	if (rc)
-		goto fail;
-	rc = mdb_dbi_open(txn, "objects", MDB_CREATE, &db_obj);
-	if (!rc)
-		rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &db_meta);
-	if (!rc)
-		rc = mdb_stat(txn, db_obj, &ms);
-	if (rc) {
-		mdb_txn_abort(txn);
-		goto fail;
-	}
-	ret = devs_check_index(txn, db_meta, ms.ms_entries > 0);
-	if (ret) {
-		mdb_txn_abort(txn);
-		return ret;
-	}
-	rc = mdb_txn_commit(txn);
-	if (rc)
-		goto fail;
-	return 0;
-fail:
-	fprintf(stderr, "pwb-objd: index %s: %s\n", dir, mdb_strerror(rc));
-	return -1;
-}
-
 /* The Unix socket: a stale one (nobody answers) is replaced, anything
  * else at the path is left alone and refused; the umask makes it 0600
  * from the start, chmod says so explicitly. */
-static int listen_unix(const char *path)
+int listen_unix(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -2371,7 +1403,7 @@ fail:
  * libmicrohttpd so that a failure (the port in use, a privileged port)
  * is reported with its port and errno. Return the socket or -1.
  */
-static int listen_tcp(int port)
+int listen_tcp(int port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	int fd, one = 1;
@@ -2401,7 +1433,7 @@ fail:
 
 /* Serve on the listening socket @fd; @where names it in a message. NULL
  * (message printed): no daemon, and @fd is closed. */
-static struct MHD_Daemon *start_mhd(int fd, const char *where)
+struct MHD_Daemon *start_mhd(int fd, const char *where)
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
@@ -2437,26 +1469,6 @@ static struct MHD_Daemon *start_mhd(int fd, const char *where)
 				      "libmicrohttpd's reason");
 	}
 	return d;
-}
-
-static int close_all(void)
-{
-	int ret = 0;
-
-	for (unsigned int h = 0; h < (1u << TABLE_BITS); h++) {
-		struct obj *o;
-
-		while ((o = table[h])) {
-			table[h] = o->next;
-			if (o->inode && pwb_inode_close(o->inode) && !ret) {
-				fprintf(stderr, "pwb-objd: close: %s\n",
-					pwb_errmsg());
-				ret = -EIO;
-			}
-			free(o);
-		}
-	}
-	return ret;
 }
 
 /* ---------------------------------------------------------------- main */
