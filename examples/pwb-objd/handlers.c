@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * handlers.c - pwb-objd's handlers of GET and HEAD of an object (Range,
+ * ?verify), GET /?list, DELETE and POST /-/sync (examples/pwb-objd; PUT
+ * is in put.c, /-/stats and /-/metrics in stats.c)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "objd.h"
+#include "crc32c.h"
+#include "devices.h"
+
+/* GET and HEAD of an object: the response reads through pwb_read(). */
+struct get_req {
+	struct obj *o;
+	uint64_t base;		/* object offset of response byte 0 (Range) */
+};
+
+static ssize_t get_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct get_req *g = cls;
+	ssize_t n = pwb_read(g->o->inode, buf, max, g->base + pos);
+
+	if (n < 0) {
+		fprintf(stderr, "pwb-objd: read: %s\n", pwb_errmsg());
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	if (n == 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR; /* shorter than said */
+	CNT_ADD(bytes_out, (uint64_t)n);
+	return n;
+}
+
+/* HEAD of an inline object: never called (HEAD has no body). */
+static ssize_t get_none(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void get_free(void *cls)
+{
+	struct get_req *g = cls;
+
+	table_put(g->o);
+	free(g);
+}
+
+/* Parse "bytes=a-b" for an object of @size: 0 (ok: [*a, *b]), 1 (no or
+ * unsupported Range: the whole object) or 416. */
+static int parse_range(const char *h, uint64_t size, uint64_t *a, uint64_t *b)
+{
+	unsigned long long x, y;
+	char *end;
+
+	if (!h)
+		return 1;
+	if (strncmp(h, "bytes=", 6))
+		return 1;
+	h += 6;
+	if (strchr(h, ','))
+		return 1;	/* several ranges: the whole object (allowed) */
+	if (*h == '-') {
+		errno = 0;
+		y = strtoull(h + 1, &end, 10);
+		if (errno || end == h + 1 || *end || h[1] == '-')
+			return 416;
+		if (y == 0 || size == 0)
+			return 416;
+		*a = y >= size ? 0 : size - y;
+		*b = size - 1;
+		return 0;
+	}
+	errno = 0;
+	x = strtoull(h, &end, 10);
+	if (errno || end == h || *end != '-' || *h == '-' || *h == '+')
+		return 416;
+	h = end + 1;
+	if (*h == 0) {
+		y = size ? size - 1 : 0;
+	} else {
+		errno = 0;
+		y = strtoull(h, &end, 10);
+		if (errno || end == h || *end || *h == '-' || *h == '+')
+			return 416;
+	}
+	if (y < x || x >= size)
+		return 416;
+	if (y >= size)
+		y = size - 1;
+	*a = x;
+	*b = y;
+	return 0;
+}
+
+/* Drop what object_get() gave: the reference, or the inline bytes. */
+static void object_put(struct obj *o, struct objinfo *oi)
+{
+	if (o)
+		table_put(o);
+	free(oi->data);
+	oi->data = NULL;
+}
+
+/* GET /KEY?verify: read the object back from libpwb (an inline one: from
+ * the index) and compare its CRC-32C with the index's: 200 "ok CRC SIZE"
+ * or 500 "mismatch ...". */
+static enum MHD_Result do_verify(struct MHD_Connection *c, struct obj *o,
+				 struct objinfo *oi)
+{
+	size_t bsz = 1 << 20;
+	char *buf = o ? malloc(bsz) : NULL;
+	uint64_t pos = 0;
+	uint32_t crc = 0;
+	ssize_t n = 0;
+
+	if (!o) {
+		crc = crc32c_update(0, oi->data, oi->size);
+		pos = oi->size;
+		object_put(o, oi);
+		goto check;
+	}
+	if (!buf) {
+		table_put(o);
+		return MHD_NO;
+	}
+	while (pos < oi->size) {
+		n = pwb_read(o->inode, buf, bsz, pos);
+		if (n <= 0)
+			break;
+		crc = crc32c_update(crc, buf, (size_t)n);
+		pos += (uint64_t)n;
+	}
+	free(buf);
+	table_put(o);
+	if (n < 0)
+		return reply(c, 500, "read error: %s\n", pwb_strerror((int)n));
+check:
+	if (pos != oi->size || crc != oi->crc)
+		return reply(c, 500, "mismatch: read %" PRIu64 " bytes crc %08x,"
+			     " index says %" PRIu64 " bytes crc %08x\n", pos, crc,
+			     oi->size, oi->crc);
+	return reply(c, 200, "ok %08x %" PRIu64 "\n", crc, oi->size);
+}
+
+enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
+		       bool head)
+{
+	struct MHD_Response *resp;
+	struct objinfo oi;
+	struct get_req *g;
+	struct obj *o;
+	uint64_t a = 0, b = 0, len;
+	unsigned int status;
+	char hdr[96];
+	size_t klen;
+	int ret, rr;
+	enum MHD_Result mret;
+
+	status = check_key(url, &klen);
+	if (status)
+		return reply(c, status, "bad key\n");
+	ret = object_get(url + 1, klen, &oi, &o, !head);
+	if (ret)
+		return reply(c, errno_status(ret), "%s\n",
+			     ret == -ENOENT ? "no such key" : pwb_strerror(ret));
+	if (!head && MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND,
+			"verify", 6, NULL, NULL) == MHD_YES)
+		return do_verify(c, o, &oi);
+	rr = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_RANGE),
+			 oi.size, &a, &b);
+	if (rr == 416) {
+		object_put(o, &oi);
+		resp = MHD_create_response_from_buffer(0, "",
+						       MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		snprintf(hdr, sizeof(hdr), "bytes */%" PRIu64, oi.size);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, hdr);
+		CNT_ADD(errors, 1);
+		mret = MHD_queue_response(c, 416, resp);
+		MHD_destroy_response(resp);
+		return mret;
+	}
+	len = rr == 0 ? b - a + 1 : oi.size;
+	if (len == 0 || (!o && head)) {
+		/* A HEAD of an inline object: its size without its bytes
+		 * (libmicrohttpd sends no body for HEAD). */
+		object_put(o, &oi);
+		resp = len ? MHD_create_response_from_callback(len, 4096,
+				get_none, NULL, NULL)
+			   : MHD_create_response_from_buffer(0, "",
+						MHD_RESPMEM_PERSISTENT);
+	} else if (!o) {
+		resp = MHD_create_response_from_buffer(len, oi.data + a,
+						       MHD_RESPMEM_MUST_COPY);
+		CNT_ADD(bytes_out, len);
+		object_put(o, &oi);
+	} else {
+		g = malloc(sizeof(*g));
+		if (!g) {
+			table_put(o);
+			return MHD_NO;
+		}
+		g->o = o;
+		g->base = a;
+		resp = MHD_create_response_from_callback(len, 256 << 10,
+							 get_read, g, get_free);
+		if (!resp) {
+			get_free(g);
+			return MHD_NO;
+		}
+	}
+	if (!resp)
+		return MHD_NO;
+	snprintf(hdr, sizeof(hdr), "\"%08x\"", oi.crc);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, hdr);
+	snprintf(hdr, sizeof(hdr), "%08x", oi.crc);
+	MHD_add_response_header(resp, "X-Checksum-CRC32C", hdr);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+	MHD_add_response_header(resp, "Content-Type",
+				"application/octet-stream");
+	if (rr == 0) {
+		snprintf(hdr, sizeof(hdr), "bytes %" PRIu64 "-%" PRIu64
+			 "/%" PRIu64, a, b, oi.size);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_RANGE, hdr);
+	}
+	if (head)
+		CNT_ADD(heads, 1);
+	else
+		CNT_ADD(gets, 1);
+	mret = MHD_queue_response(c, rr == 0 ? 206 : 200, resp);
+	MHD_destroy_response(resp);
+	return mret;
+}
+
+/* GET /?list[&prefix=P]: the keys, one a line, in key order. */
+enum MHD_Result do_list(struct MHD_Connection *c)
+{
+	const char *prefix = MHD_lookup_connection_value(c,
+					MHD_GET_ARGUMENT_KIND, "prefix");
+	size_t plen = prefix ? strlen(prefix) : 0, len = 0, cap = 4096;
+	char *out = malloc(cap), *bigger;
+	struct MHD_Response *resp;
+	enum MHD_Result mret;
+	MDB_cursor *cur;
+	MDB_txn *txn;
+	MDB_val k, v;
+	int rc;
+
+	if (!out)
+		return MHD_NO;
+	if (mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+		free(out);
+		return reply(c, 500, "index unreadable\n");
+	}
+	if (mdb_cursor_open(txn, db_obj, &cur)) {
+		mdb_txn_abort(txn);
+		free(out);
+		return reply(c, 500, "index unreadable\n");
+	}
+	k.mv_size = plen;
+	k.mv_data = (void *)prefix;
+	rc = mdb_cursor_get(cur, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+	while (rc == 0) {
+		if (plen && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen)))
+			break;
+		if (len + k.mv_size + 1 > cap) {
+			cap = (len + k.mv_size + 1) * 2;
+			bigger = realloc(out, cap);
+			if (!bigger) {
+				/* Never a partial list with 200. */
+				mdb_cursor_close(cur);
+				mdb_txn_abort(txn);
+				free(out);
+				return reply(c, 500, "out of memory\n");
+			}
+			out = bigger;
+		}
+		memcpy(out + len, k.mv_data, k.mv_size);
+		len += k.mv_size;
+		out[len++] = '\n';
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	resp = MHD_create_response_from_buffer(len, out, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(out);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "text/plain");
+	CNT_ADD(lists, 1);
+	mret = MHD_queue_response(c, 200, resp);
+	MHD_destroy_response(resp);
+	return mret;
+}
+
+/* POST /-/sync: every acknowledged PUT is durable already; this makes
+ * whatever else is dirty (nothing, normally) durable too. */
+int sync_all(void)
+{
+	int ret = 0, rc;
+
+	for (unsigned int d = 0; d < nr_devs; d++) {
+		rc = pwb_sync(dev_bdi(d));
+		if (rc)
+			fprintf(stderr, "pwb-objd: sync of %s: %s\n",
+				devs[d].path, pwb_errmsg());
+		if (rc && !ret)
+			ret = rc;
+	}
+	rc = mdb_env_sync(env, 1);
+	if (rc) {
+		fprintf(stderr, "pwb-objd: index sync: %s\n", mdb_strerror(rc));
+		if (!ret)
+			ret = -EIO;
+	}
+	return ret;
+}
+
+enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
+{
+	unsigned int status, old_dev = 0;
+	uint64_t old = 0;
+	size_t klen;
+	int ret;
+
+	status = check_key(url, &klen);
+	if (status)
+		return reply(c, status, "bad key\n");
+	ret = index_delete(url + 1, klen, &old, &old_dev);
+	if (ret)
+		return reply(c, errno_status(ret), "%s\n",
+			     ret == -ENOENT ? "no such key" : pwb_strerror(ret));
+	if (old)
+		table_kill(old_dev, old);
+	CNT_ADD(deletes, 1);
+	return reply(c, 204, "%s", "");
+}
