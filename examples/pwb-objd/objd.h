@@ -5,7 +5,7 @@
  * The daemon's options, its counters and latency histograms (stats.c),
  * the format of its index records and the index (index.c), its group
  * commit (commit.c), the table of open object inodes (table.c), one
- * request's state (http.c, put.c), and the functions each of those files
+ * request's state (http.c, put.c), and the functions each of the files
  * offers the others. Each shared variable says what protects it: a lock,
  * atomic access, or "set before the first request, read-only after".
  */
@@ -50,10 +50,10 @@ struct objd_opt {
 };
 extern struct objd_opt opt;
 
-/* Log a line to stderr with --verbose (pwb-objd.c). */
+/* Log a line to stderr with --verbose (log.c). */
 void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* libpwb's message for the calling thread's last failure, or @err's text
- * (pwb-objd.c). */
+ * (log.c). */
 const char *errtext(int err);
 
 /* --------------------------------------------------------- counters (atomic) */
@@ -297,11 +297,10 @@ struct req {
 #define OBJD_DRAIN_MAX (1u << 20)
 
 /*
- * http.c, on libmicrohttpd's connection threads: queue a text/plain reply
- * (a status of 400 or more counts as an error); the HTTP status of an
- * -errno; check the key of @url (0 or an HTTP status, its length in
- * *@klen); and libmicrohttpd's callbacks: URL unescaping, the request
- * handler, the completion callback.
+ * reply.c, on libmicrohttpd's connection threads: queue a text/plain
+ * reply (a status of 400 or more counts as an error); the HTTP status of
+ * an -errno; check the key of @url (0 or an HTTP status, its length in
+ * *@klen); libmicrohttpd's URL unescaping.
  */
 enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
 		      const char *fmt, ...)
@@ -309,6 +308,10 @@ enum MHD_Result reply(struct MHD_Connection *c, unsigned int status,
 unsigned int errno_status(int err);
 unsigned int check_key(const char *url, size_t *klen);
 size_t unescape(void *cls, struct MHD_Connection *c, char *s);
+
+/* http.c, libmicrohttpd's callbacks on its connection threads: the
+ * request handler, which dispatches to the handlers below, and the
+ * completion callback. */
 enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 		       const char *url, const char *method,
 		       const char *version, const char *upload_data,

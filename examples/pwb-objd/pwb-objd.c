@@ -38,16 +38,16 @@
  * (tenants); table.c (the open inodes), index.c (LMDB, the records, the
  * start-up load), commit.c (the group commit); put.c (PUT), handlers.c
  * (GET, HEAD, ?list, DELETE, POST /-/sync), stats.c (the counters,
- * /-/stats, /-/metrics), http.c (a request's dispatch and state),
- * listen.c (the sockets and libmicrohttpd); this file, the options, the
- * log and main(). objd.h declares what they share.
+ * /-/stats, /-/metrics), reply.c (keys and plain replies), http.c (a
+ * request's dispatch and state), listen.c (the sockets and
+ * libmicrohttpd), log.c (messages); this file, the options and main().
+ * objd.h declares what they share.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,28 +80,6 @@ struct objd_opt opt = {
 /* The largest --inline-max: LMDB keeps a larger value in overflow pages
  * that every commit writes whole, and the index map (1 GiB) fills. */
 #define OBJD_MAX_INLINE (128u << 10)
-
-void vlog(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!opt.verbose)
-		return;
-	va_start(ap, fmt);
-	fputs("pwb-objd: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-/* libpwb's message for the calling thread's last failure, or the errno's
- * text when it left none. */
-const char *errtext(int err)
-{
-	const char *m = pwb_errmsg();
-
-	return m && *m ? m : pwb_strerror(err);
-}
 
 /* ---------------------------------------------------------------- main */
 
