@@ -39,9 +39,11 @@ fixed_size = os.environ.get("OBJD_CRASH_SIZE")
 # Odd seeds run the daemon with --keep-open (every inode open), even ones
 # with inodes opened on demand.
 mode = ["--keep-open"] if seed % 2 else []
+# OBJD_TEST_ARGS (objd-lib.sh): more daemon options, before the test's own.
+mode = os.environ.get("OBJD_TEST_ARGS", "").split() + mode
 print("objd-crash: seed %d (OBJD_CRASH_SEED=%d reproduces the plan), "
       "%d objects, %d clients, %s" % (seed, seed, nobj, nclients,
-                                      mode[0] if mode else "inodes on demand"),
+                                      " ".join(mode) if mode else "inodes on demand"),
       flush=True)
 rng = random.Random(seed)
 

@@ -4,7 +4,8 @@
 # directory with a sparse image, starts and stops the daemon.
 #
 # After sourcing: $OBJD (the program), $W (work directory, removed at
-# exit), $IMG, $SOCK; objd_start [options] sets $OBJD_PID; objd_stop sends
+# exit), $IMG, $SOCK; objd_start [options] sets $OBJD_PID (the
+# environment's OBJD_TEST_ARGS, if set, go before the options); objd_stop sends
 # SIGTERM and returns the daemon's exit status; objd_kill sends SIGKILL.
 
 top_builddir=${top_builddir:-.}
@@ -38,7 +39,9 @@ trap 'exit 1' INT TERM
 # sent requests to a daemon not yet listening (curl: 000 under load).
 objd_start() {
 	rm -f "$W/ready" "$W/objd.out"
-	"$OBJD" --device "$IMG" --socket "$SOCK" "$@" >"$W/objd.out" \
+	# shellcheck disable=SC2086 # OBJD_TEST_ARGS: words, unquoted
+	"$OBJD" --device "$IMG" --socket "$SOCK" ${OBJD_TEST_ARGS:-} "$@" \
+		>"$W/objd.out" \
 		2>>"$W/objd.err" &
 	OBJD_PID=$!
 	i=0

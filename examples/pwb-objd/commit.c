@@ -171,7 +171,11 @@ static void *committer_main(void *arg)
 			__atomic_store_n(&cnt.batch_max, n, __ATOMIC_RELAXED);
 		for (q = batch; q; q = next) {
 			next = q->next;
-			sem_post(&q->done);	/* q may be gone now */
+			/* q may be gone after either */
+			if (q->on_done)
+				q->on_done(q);
+			else
+				sem_post(&q->done);
 		}
 		pthread_mutex_lock(&commit_lock);
 	}
@@ -210,7 +214,8 @@ static int build_rec(struct commit_req *q)
 }
 
 /*
- * The data stage of a PUT with an inode, on the request's own thread:
+ * The data stage of a PUT with an inode, on the request's own thread (a
+ * stage worker with --threads):
  * its data durable, then its record built from its extents (final now:
  * libpwb allocates at writeback). pwb_fsync() writes this object's pages
  * and no other's, so a PUT never waits for the dirty data of another
@@ -219,7 +224,7 @@ static int build_rec(struct commit_req *q)
  * share device flushes: a flush that starts after a PUT's writes ended
  * covers it (libpwb's flush epochs). 0 or -errno.
  */
-static int put_durable(struct commit_req *q)
+int put_durable(struct commit_req *q)
 {
 	uint64_t t0 = now_ns();
 	int ret = pwb_fsync(q->inode);
@@ -234,10 +239,29 @@ static int put_durable(struct commit_req *q)
 	return build_rec(q);
 }
 
+int commit_queue(struct commit_req *q)
+{
+	pthread_mutex_lock(&commit_lock);
+	if (commit_stop) {
+		pthread_mutex_unlock(&commit_lock);
+		return -ESHUTDOWN;
+	}
+	if (!q->on_done)
+		sem_init(&q->done, 0, 0);
+	q->next = NULL;
+	*commit_tail = q;
+	commit_tail = &q->next;
+	pthread_cond_signal(&commit_work);
+	pthread_mutex_unlock(&commit_lock);
+	return 0;
+}
+
 /* Run @q through the group commit (the data stage first if it has an
  * inode) and wait for it: 0 or -errno; q->old, q->existed, q->r set. */
 int commit_wait(struct commit_req *q)
 {
+	int ret;
+
 	if (q->inode) {
 		q->ret = put_durable(q);
 		if (q->ret) {
@@ -245,16 +269,9 @@ int commit_wait(struct commit_req *q)
 			return q->ret;
 		}
 	}
-	pthread_mutex_lock(&commit_lock);
-	if (commit_stop) {
-		pthread_mutex_unlock(&commit_lock);
-		return -ESHUTDOWN;
-	}
-	sem_init(&q->done, 0, 0);
-	*commit_tail = q;
-	commit_tail = &q->next;
-	pthread_cond_signal(&commit_work);
-	pthread_mutex_unlock(&commit_lock);
+	ret = commit_queue(q);
+	if (ret)
+		return ret;
 	while (sem_wait(&q->done))
 		;	/* EINTR */
 	sem_destroy(&q->done);

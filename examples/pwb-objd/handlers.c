@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +19,84 @@
 #include "devices.h"
 
 /* GET and HEAD of an object: the response reads through pwb_read(). */
+#define OBJD_GET_BLOCK (256u << 10)	/* the most one read asks for */
+
 struct get_req {
 	struct obj *o;
 	uint64_t base;		/* object offset of response byte 0 (Range) */
+	/*
+	 * --threads: a read that would wait for the device is done by a
+	 * stage worker (get_stage()) into buf while the connection is
+	 * suspended, and served from there when libmicrohttpd asks again:
+	 * the response's bytes [buf_pos, buf_pos + buf_len), or buf_err.
+	 * want_*: what the worker is to read. The worker writes them
+	 * before it resumes the connection, the pool's thread reads them
+	 * after: libmicrohttpd's resume orders the two.
+	 */
+	struct MHD_Connection *conn;
+	struct stage_job job;
+	char *buf;
+	uint64_t buf_pos, want_pos;
+	size_t buf_len, want_len;
+	ssize_t buf_err;
 };
+
+/* A stage worker's read for a suspended GET (get_read()): it may wait
+ * for the device, and its readahead brings the next blocks in. */
+static void get_stage(struct stage_job *job)
+{
+	struct get_req *g = (struct get_req *)((char *)job -
+					       offsetof(struct get_req, job));
+	ssize_t n = -ENOMEM;
+
+	if (g->buf || (g->buf = malloc(OBJD_GET_BLOCK)))
+		n = pwb_read(g->o->inode, g->buf, g->want_len,
+			     g->base + g->want_pos);
+	g->buf_pos = g->want_pos;
+	g->buf_len = n > 0 ? (size_t)n : 0;
+	g->buf_err = n > 0 ? 0 : n ? n : -EIO;	/* 0: shorter than said */
+	suspend_end(g->conn);
+}
 
 static ssize_t get_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct get_req *g = cls;
-	ssize_t n = pwb_read(g->o->inode, buf, max, g->base + pos);
+	ssize_t n;
 
+	if (max > OBJD_GET_BLOCK)
+		max = OBJD_GET_BLOCK;
+	if (g->buf_err) {
+		fprintf(stderr, "pwb-objd: read: %s\n",
+			pwb_strerror((int)g->buf_err));
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	if (g->buf_len && pos >= g->buf_pos && pos < g->buf_pos + g->buf_len) {
+		/* What the worker read: served from its buffer, which is as
+		 * new as the cache was then. */
+		uint64_t left = g->buf_pos + g->buf_len - pos;
+
+		n = (ssize_t)(left < max ? left : max);
+		memcpy(buf, g->buf + (pos - g->buf_pos), (size_t)n);
+		CNT_ADD(bytes_out, (uint64_t)n);
+		return n;
+	}
+	if (opt.threads) {
+		/* On the pool: what is cached now, or the rest by a worker. */
+		n = pwb_read2(g->o->inode, buf, max, g->base + pos,
+			      PWB_RW_NOWAIT);
+		if (n == -EAGAIN && g->conn && suspend_begin(g->conn)) {
+			g->want_pos = pos;
+			g->want_len = max;
+			g->job.run = get_stage;
+			CNT_ADD(stage_reads, 1);
+			stage_queue(&g->job);
+			return 0;	/* asked again once resumed */
+		}
+		if (n == -EAGAIN)	/* shutting down: wait here */
+			n = pwb_read(g->o->inode, buf, max, g->base + pos);
+	} else {
+		n = pwb_read(g->o->inode, buf, max, g->base + pos);
+	}
 	if (n < 0) {
 		fprintf(stderr, "pwb-objd: read: %s\n", pwb_errmsg());
 		return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -49,6 +118,7 @@ static void get_free(void *cls)
 	struct get_req *g = cls;
 
 	table_put(g->o);
+	free(g->buf);
 	free(g);
 }
 
@@ -204,14 +274,15 @@ enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 		CNT_ADD(bytes_out, len);
 		object_put(o, &oi);
 	} else {
-		g = malloc(sizeof(*g));
+		g = calloc(1, sizeof(*g));
 		if (!g) {
 			table_put(o);
 			return MHD_NO;
 		}
 		g->o = o;
 		g->base = a;
-		resp = MHD_create_response_from_callback(len, 256 << 10,
+		g->conn = c;
+		resp = MHD_create_response_from_callback(len, OBJD_GET_BLOCK,
 							 get_read, g, get_free);
 		if (!resp) {
 			get_free(g);

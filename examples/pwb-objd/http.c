@@ -52,6 +52,7 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls,
 				inode_free(p->dev, p->ino, p->inode, true);
 		}
 	}
+	free(p->cq.r);
 	free(p->key);
 	free(p->buf);
 	free(p->tail);
@@ -116,8 +117,10 @@ enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	}
 	if (p) {
 		if (*upload_data_size) {
-			put_data(p, upload_data, *upload_data_size);
-			*upload_data_size = 0;
+			*upload_data_size -= put_data(p, upload_data,
+						      *upload_data_size);
+			if (p->tail_wait)
+				put_wait_tail(c, p);
 			return MHD_YES;
 		}
 		return put_finish(c, p);

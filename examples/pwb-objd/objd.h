@@ -46,6 +46,7 @@ struct objd_opt {
 	uint64_t bucket_dirty;	/* each bucket's own; 0: none */
 	unsigned int max_buckets;
 	unsigned int idle_open;	/* inodes kept open with no request */
+	unsigned int threads;	/* --threads; 0: a thread per connection */
 	bool verbose;
 };
 extern struct objd_opt opt;
@@ -76,6 +77,10 @@ struct objd_counters {
 	uint64_t data_syncs, data_sync_puts, inline_puts;
 	/* connections accepted and closed */
 	uint64_t connections, connections_closed;
+	/* --threads: requests whose connection was suspended while a stage
+	 * worker did what would have waited: PUTs' data stages, body writes
+	 * and GETs' reads of pages not cached */
+	uint64_t stage_puts, stage_writes, stage_reads;
 };
 extern struct objd_counters cnt;
 
@@ -214,6 +219,12 @@ struct commit_req {
 	unsigned int old_dev;	/* out: with old, its device */
 	bool existed;		/* out: the key was there */
 	int ret;		/* out */
+	/* With --threads: called by the stage that finishes the request
+	 * instead of posting done, after its last touch of it (the
+	 * request's connection is suspended, no thread waits); ctx is its
+	 * struct req. */
+	void (*on_done)(struct commit_req *q);
+	void *ctx;
 	/* Posted once by the stage that finishes the request, after its
 	 * last touch of it (the waiter may free it at once): only the
 	 * requests of a batch wake, each once, and they do not wait for
@@ -224,6 +235,13 @@ struct commit_req {
 /* Run @q through the group commit and wait for it: 0 or -errno
  * (commit.c); any request thread. */
 int commit_wait(struct commit_req *q);
+/* Queue @q (its data durable already, or inline) for the committer
+ * without waiting: 0, or -ESHUTDOWN once the committer stops (then @q is
+ * not queued). Without q->on_done, q->done is set up here (commit.c). */
+int commit_queue(struct commit_req *q);
+/* The data stage of a PUT with an inode: its data durable (pwb_fsync()
+ * waits for the device), its record built; 0 or -errno (commit.c). */
+int put_durable(struct commit_req *q);
 /* Start the committer thread (0 or pthread_create()'s error); drain its
  * queue and stop it, once, at the end (commit.c). */
 int commit_start(void);
@@ -232,6 +250,36 @@ void commit_stop_all(void);
  * named in *@old (0: inline), on device *@old_dev (commit.c). */
 int index_delete(const char *key, size_t klen, uint64_t *old,
 		 unsigned int *old_dev);
+
+/* ------------------------------------------- the stage workers (--threads) */
+
+/*
+ * stage.c: with --threads a pool of libmicrohttpd threads serves every
+ * connection, and a request that would wait (for the device, a bucket's
+ * dirty budget, room in the cache) suspends its connection and hands a
+ * job to the stage workers; the job's end resumes the connection. The
+ * jobs run in queue order on OBJD_STAGE_WORKERS threads.
+ */
+#define OBJD_STAGE_WORKERS 32u
+
+struct stage_job {
+	struct stage_job *next;		/* stage.c's queue lock */
+	void (*run)(struct stage_job *job);
+};
+
+/* Queue @job (any thread; it may run before this returns); start @n
+ * workers before the first request (0 or an errno); stop them, once the
+ * queue is empty, at the end. */
+void stage_queue(struct stage_job *job);
+int stage_start(unsigned int n);
+void stage_stop_all(void);
+/* Suspend @c (from its handler or content reader) for a stage: false,
+ * not suspended, once suspend_drain() began; resume it (any thread; what
+ * its request owns may be freed from then on); and, before the daemons
+ * stop, wait until none is suspended and suspend none after. */
+bool suspend_begin(struct MHD_Connection *c);
+void suspend_end(struct MHD_Connection *c);
+void suspend_drain(void);
 
 /* --------------------------------------------------------------- requests */
 
@@ -281,11 +329,26 @@ struct req {
 	 * completes the unit or the body ends (put_body()). */
 	char *tail;
 	size_t tail_len, unit;
+	/* --threads: tail_done bytes of a whole tail are written; tail_wait:
+	 * the rest would have waited, and a stage worker writes it while the
+	 * connection is suspended (put.c, put_body_pool()) */
+	size_t tail_done;
+	bool tail_wait;
 	uint64_t off;		/* body bytes received */
 	uint32_t crc;
 	int err;		/* first error; the rest of the body is dropped */
 	bool committed;		/* the inode belongs to the table now */
 	bool too_big;
+	/* The body is whole: its trip through the group commit (cq), the
+	 * open object it made (obj, with an inode), when it began. With
+	 * --threads the connection waits suspended (PUT_WAITING) until the
+	 * stage that ends it marks it PUT_DONE and resumes it. */
+	enum { PUT_BODY, PUT_WAITING, PUT_DONE } stage;
+	struct commit_req cq;
+	struct obj *obj;
+	uint64_t t_commit;
+	struct MHD_Connection *conn;	/* with stage or tail_wait */
+	struct stage_job job;	/* a body write or the data stage */
 };
 
 /*
@@ -320,12 +383,15 @@ void done_cb(void *cls, struct MHD_Connection *c, void **con_cls,
 	     enum MHD_RequestTerminationCode toe);
 
 /* The PUT path (put.c), on the request's connection thread: start it
- * (0, or the HTTP status refusing it; *@early: refuse before the body),
- * take the body's next bytes, and finish it once the body is whole
- * (data durable, then the index, then the reply). */
+ * (0, or the HTTP status refusing it; *@early: refuse before the body);
+ * take the body's next bytes (the bytes taken: all of them unless
+ * p->tail_wait is set, which put_wait_tail() then answers by suspending
+ * the connection while a stage worker writes); and finish it once the
+ * body is whole (data durable, then the index, then the reply). */
 unsigned int put_begin(struct MHD_Connection *c, const char *url,
 		       struct req *p, bool *early);
-void put_data(struct req *p, const char *data, size_t len);
+size_t put_data(struct req *p, const char *data, size_t len);
+void put_wait_tail(struct MHD_Connection *c, struct req *p);
 enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p);
 
 /* GET and HEAD of an object, GET /?list, DELETE (handlers.c), on a

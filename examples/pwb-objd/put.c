@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,87 @@ static int put_tail(struct req *p)
 	return ret;
 }
 
+/*
+ * p->tail written with PWB_RW_NOWAIT (--threads): 0 (written, the tail
+ * empty), -EAGAIN (p->tail_done bytes of it written, the rest would have
+ * waited) or -errno (p->err set).
+ */
+static int put_tail_nowait(struct req *p)
+{
+	uint64_t off = p->off - p->tail_len;
+
+	while (p->tail_done < p->tail_len) {
+		ssize_t n = pwb_write2(p->inode, p->tail + p->tail_done,
+				       p->tail_len - p->tail_done,
+				       off + p->tail_done, PWB_RW_NOWAIT);
+
+		if (n == -EAGAIN)
+			return -EAGAIN;
+		if (n <= 0) {
+			p->err = n ? (int)n : -EIO;
+			fprintf(stderr, "pwb-objd: write: %s\n",
+				errtext(p->err));
+			return p->err;
+		}
+		p->tail_done += (size_t)n;
+	}
+	p->tail_len = 0;
+	p->tail_done = 0;
+	return 0;
+}
+
+/* The rest of p->tail, which would have waited, written by this thread
+ * (a stage worker, or a pool thread at shutdown): the tail empty after,
+ * p->err set if the write failed. */
+static void put_tail_rest(struct req *p)
+{
+	uint64_t off = p->off - p->tail_len + p->tail_done;
+	int ret = put_write(p, p->tail + p->tail_done,
+			    p->tail_len - p->tail_done, off);
+
+	if (ret && !p->err)
+		p->err = ret;
+	p->tail_len = 0;
+	p->tail_done = 0;
+}
+
+/*
+ * put_body() on libmicrohttpd's pool (--threads): the body gathers in
+ * p->tail, and each whole unit is written with PWB_RW_NOWAIT, so that a
+ * pool thread never waits for the bucket's dirty limit, for room in the
+ * cache or for a page lock while other connections wait for it. A write
+ * that would have waited sets p->tail_wait and takes no more bytes: the
+ * caller suspends the connection and a stage worker writes the rest
+ * (put_tail_stage()); libmicrohttpd hands the bytes not taken again once
+ * the connection is resumed. Returns the bytes of @data taken.
+ */
+static size_t put_body_pool(struct req *p, const char *data, size_t len)
+{
+	size_t pg = p->unit, taken = 0, n;
+
+	while (taken < len) {
+		if (!p->tail && !(p->tail = malloc(pg))) {
+			p->err = -ENOMEM;
+			return len;
+		}
+		n = len - taken < pg - p->tail_len ? len - taken
+						   : pg - p->tail_len;
+		memcpy(p->tail + p->tail_len, data + taken, n);
+		p->tail_len += n;
+		p->off += n;
+		taken += n;
+		if (p->tail_len < pg)
+			break;
+		if (put_tail_nowait(p) == -EAGAIN) {
+			p->tail_wait = true;
+			break;
+		}
+		if (p->err)
+			return len;
+	}
+	return taken;
+}
+
 /* The inline body grew past --inline-max: move it to an inode. */
 static int put_spill(struct req *p)
 {
@@ -216,38 +298,49 @@ static int put_spill(struct req *p)
 	return ret;
 }
 
-void put_data(struct req *p, const char *data, size_t len)
+/* The next @len bytes of a PUT's body: the bytes taken, all of them
+ * unless p->tail_wait is set (--threads: the connection is to wait). */
+size_t put_data(struct req *p, const char *data, size_t len)
 {
+	uint64_t t0;
+	size_t taken;
+
 	if (p->err || p->too_big)
-		return;
+		return len;
 	if (p->off + len > opt.max_object) {
 		p->too_big = true;	/* chunked, without Content-Length */
-		return;
+		return len;
 	}
-	uint64_t t0 = now_ns();
-
-	p->crc = crc32c_update(p->crc, data, len);
+	t0 = now_ns();
 	if (!p->inode && p->off + len <= opt.inline_max) {
+		p->crc = crc32c_update(p->crc, data, len);
 		if (!p->buf) {
 			p->cap = opt.inline_max;
 			p->buf = malloc(p->cap);
 			if (!p->buf) {
 				p->err = -ENOMEM;
-				return;
+				return len;
 			}
 		}
 		memcpy(p->buf + p->off, data, len);
 		p->off += len;
 		CNT_ADD(write_ns, now_ns() - t0);
-		return;
+		return len;
 	}
 	if (!p->inode) {
 		p->err = put_spill(p);
 		if (p->err)
-			return;
+			return len;
 	}
-	p->err = put_body(p, data, len);
+	if (opt.threads && p->unit) {
+		taken = put_body_pool(p, data, len);
+	} else {
+		p->err = put_body(p, data, len);
+		taken = len;
+	}
+	p->crc = crc32c_update(p->crc, data, taken);
 	CNT_ADD(write_ns, now_ns() - t0);
+	return taken;
 }
 
 /* An inline PUT's record: the head and the bytes. */
@@ -267,69 +360,100 @@ static struct rec *inline_rec(const struct req *p, size_t *rsz)
 	return r;
 }
 
-/*
- * The body is complete: data durable, then the index, then the reply,
- * through the group commit. A body on the device goes through the sync
- * stage first; an inline one straight to the index commit, which makes
- * it durable with the record that holds it.
- */
-enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
+/* q->on_done of a suspended PUT, on the thread that ended it: mark it
+ * done and resume its connection, whose handler replies (put_reply()). */
+static void put_resume(struct commit_req *q)
 {
-	struct commit_req q = { .key = p->key, .klen = p->klen };
-	struct obj *o = NULL;
-	uint64_t t0;
+	struct req *p = q->ctx;
+
+	p->stage = PUT_DONE;
+	suspend_end(p->conn);
+}
+
+/* A suspended PUT's data stage, on a stage worker: its data durable,
+ * then its record to the committer. */
+static void put_stage(struct stage_job *job)
+{
+	struct req *p = (struct req *)((char *)job -
+				       offsetof(struct req, job));
+	struct commit_req *q = &p->cq;
 	int ret;
 
-	if (p->too_big)
-		return reply(c, 413, "object larger than %" PRIu64 " bytes\n",
-			     opt.max_object);
-	if (!p->err && p->inode)
-		p->err = put_tail(p);
-	if (p->err)
-		goto fail;
-	if (!p->inode) {
-		q.r = inline_rec(p, &q.rsz);
-		if (!q.r) {
-			p->err = -ENOMEM;
-			goto fail;
-		}
-	} else {
-		q.inode = p->inode;
-		q.dev = p->dev;
-		q.ino = p->ino;
-		q.size = p->off;
-		q.crc = p->crc;
-		/* In the table before the key can name it: a GET right
-		 * after the commit finds it open. Nobody else knows the
-		 * ino yet. */
-		ret = table_insert(p->dev, p->ino, p->inode, &o);
-		if (ret) {
-			p->err = ret;
-			goto fail;
-		}
-		p->committed = true;	/* the table owns the inode now */
-	}
-	t0 = now_ns();
-	ret = commit_wait(&q);
-	CNT_ADD(commit_ns, now_ns() - t0);
+	if (p->tail_len)	/* the body's last part, which would wait */
+		put_tail_rest(p);
+	ret = p->err ? p->err : put_durable(q);
+	if (!ret)
+		ret = commit_queue(q);
 	if (ret) {
+		q->ret = ret;
+		q->old = 0;
+		put_resume(q);
+	}
+}
+
+/* A suspended PUT's body write that would have waited (put_body_pool()),
+ * on a stage worker. */
+static void put_tail_stage(struct stage_job *job)
+{
+	struct req *p = (struct req *)((char *)job -
+				       offsetof(struct req, job));
+
+	put_tail_rest(p);
+	p->tail_wait = false;
+	suspend_end(p->conn);
+}
+
+/* p->tail_wait: suspend @c while a stage worker writes the tail (or, at
+ * shutdown, write it here). */
+void put_wait_tail(struct MHD_Connection *c, struct req *p)
+{
+	if (!suspend_begin(c)) {
+		put_tail_rest(p);
+		p->tail_wait = false;
+		return;
+	}
+	p->conn = c;
+	p->job.run = put_tail_stage;
+	CNT_ADD(stage_writes, 1);
+	stage_queue(&p->job);
+}
+
+static enum MHD_Result put_fail(struct MHD_Connection *c, struct req *p)
+{
+	free(p->cq.r);
+	p->cq.r = NULL;
+	return reply(c, errno_status(p->err), "PUT failed: %s\n",
+		     pwb_strerror(p->err));
+}
+
+/* The PUT's stages are over (p->cq.ret says how): the table and the
+ * counters, then the reply. */
+static enum MHD_Result put_reply(struct MHD_Connection *c, struct req *p)
+{
+	struct commit_req *q = &p->cq;
+	struct obj *o = p->obj;
+	uint64_t t0;
+
+	CNT_ADD(commit_ns, now_ns() - p->t_commit);
+	if (q->ret) {
 		if (o) {
 			table_kill(p->dev, p->ino);
 			table_put(o);
 		}
-		p->err = ret;
-		goto fail;
+		p->err = q->ret;
+		return put_fail(c, p);
 	}
 	p->committed = true;	/* inline: nothing to free any more */
 	t0 = now_ns();
-	if (q.old)
-		table_kill(q.old_dev, q.old);
+	if (q->old)
+		table_kill(q->old_dev, q->old);
 	if (o && keep_open)
 		table_pin(o);
 	else if (o)
 		table_put(o);	/* closes it, unless a GET has it already */
 	CNT_ADD(close_ns, now_ns() - t0);
-	free(q.r);
+	free(q->r);
+	q->r = NULL;
 	CNT_ADD(puts, 1);
 	if (!o)
 		CNT_ADD(inline_puts, 1);
@@ -348,13 +472,86 @@ enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 			return MHD_NO;
 		snprintf(etag, sizeof(etag), "\"%08x\"", p->crc);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-		mret = MHD_queue_response(c, q.existed ? 204 : 201, resp);
+		mret = MHD_queue_response(c, q->existed ? 204 : 201, resp);
 		MHD_destroy_response(resp);
 		CNT_ADD(put_ns, now_ns() - p->t_begin);
 		return mret;
 	}
-fail:
-	free(q.r);
-	return reply(c, errno_status(p->err), "PUT failed: %s\n",
-		     pwb_strerror(p->err));
+}
+
+/*
+ * The body is complete: data durable, then the index, then the reply,
+ * through the group commit. A body on the device goes through the sync
+ * stage first; an inline one straight to the index commit, which makes
+ * it durable with the record that holds it. With --threads the
+ * connection is suspended meanwhile and this is called again once the
+ * stages are over (PUT_DONE); otherwise this thread waits for them.
+ */
+enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
+{
+	struct commit_req *q = &p->cq;
+	int ret;
+
+	if (p->stage == PUT_DONE)
+		return put_reply(c, p);
+	if (p->too_big)
+		return reply(c, 413, "object larger than %" PRIu64 " bytes\n",
+			     opt.max_object);
+	/* The body's last part: with --threads, what would wait is written
+	 * by the data stage's worker (put_stage()). */
+	if (!p->err && p->inode) {
+		if (opt.threads && p->unit)
+			put_tail_nowait(p);
+		else
+			p->err = put_tail(p);
+	}
+	if (p->err)
+		return put_fail(c, p);
+	*q = (struct commit_req){ .key = p->key, .klen = p->klen };
+	if (!p->inode) {
+		q->r = inline_rec(p, &q->rsz);
+		if (!q->r) {
+			p->err = -ENOMEM;
+			return put_fail(c, p);
+		}
+	} else {
+		q->inode = p->inode;
+		q->dev = p->dev;
+		q->ino = p->ino;
+		q->size = p->off;
+		q->crc = p->crc;
+		/* In the table before the key can name it: a GET right
+		 * after the commit finds it open. Nobody else knows the
+		 * ino yet. */
+		ret = table_insert(p->dev, p->ino, p->inode, &p->obj);
+		if (ret) {
+			p->err = ret;
+			return put_fail(c, p);
+		}
+		p->committed = true;	/* the table owns the inode now */
+	}
+	p->t_commit = now_ns();
+	if (opt.threads && suspend_begin(c)) {
+		p->conn = c;
+		p->stage = PUT_WAITING;
+		q->on_done = put_resume;
+		q->ctx = p;
+		if (p->inode) {
+			p->job.run = put_stage;
+			CNT_ADD(stage_puts, 1);
+			stage_queue(&p->job);
+		} else {
+			ret = commit_queue(q);
+			if (ret) {
+				q->ret = ret;
+				put_resume(q);
+			}
+		}
+		return MHD_YES;
+	}
+	if (p->tail_len)	/* --threads, shutting down: wait here */
+		put_tail_rest(p);
+	ret = p->err ? p->err : commit_wait(q);
+	q->ret = ret;
+	return put_reply(c, p);
 }

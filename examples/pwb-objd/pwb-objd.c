@@ -109,6 +109,11 @@ static void usage(FILE *f)
 "  -k, --max-key N       longest key, bytes (default 1024)\n"
 "  -n, --max-connections N  connections at once, per listener (default 1024)\n"
 "  -t, --timeout SEC     idle connection timeout (default 60)\n"
+"  -T, --threads N       serve every connection from a pool of N threads on\n"
+"                        epoll; what would wait (a PUT made durable, a write\n"
+"                        over its bucket's budget, a read from the device)\n"
+"                        goes to worker threads meanwhile (default 0: a\n"
+"                        thread per connection)\n"
 "  -K, --keep-open       keep every object's inode open (default: open on\n"
 "                        demand, closed after the last request)\n"
 "  -O, --idle-open N     inodes kept open after their last request, their\n"
@@ -165,6 +170,7 @@ int main(int argc, char **argv)
 		{ "max-key", required_argument, NULL, 'k' },
 		{ "max-connections", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "threads", required_argument, NULL, 'T' },
 		{ "keep-open", no_argument, NULL, 'K' },
 		{ "lazy-cache", no_argument, NULL, 'F' },
 		{ "inline-max", required_argument, NULL, 'I' },
@@ -188,7 +194,7 @@ int main(int argc, char **argv)
 	int c, fd, tcp_fd = -1, sig, ret, status = 1;
 
 	while ((c = getopt_long(argc, argv,
-				"d:i:s:p:c:P:b:C:Fm:k:n:t:KO:I:w:R:B:L:M:vh",
+				"d:i:s:p:c:P:b:C:Fm:k:n:t:T:KO:I:w:R:B:L:M:vh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -232,6 +238,10 @@ int main(int argc, char **argv)
 			break;
 		case 'K': keep_open = true; break;
 		case 'F': opt.lazy_cache = true; break;
+		case 'T':
+			if (parse_uint(optarg, 1024, &opt.threads))
+				goto bad;
+			break;
 		case 'O':
 			if (parse_uint(optarg, 1000000, &opt.idle_open))
 				goto bad;
@@ -357,6 +367,14 @@ int main(int argc, char **argv)
 		goto out_bdi;
 	}
 	committer_started = true;
+	if (opt.threads) {
+		ret = stage_start(OBJD_STAGE_WORKERS);
+		if (ret) {
+			fprintf(stderr, "pwb-objd: stage threads: %s\n",
+				strerror(ret));
+			goto out_bdi;
+		}
+	}
 	fd = listen_unix(sock_path);
 	if (fd < 0)
 		goto out_bdi;
@@ -386,6 +404,11 @@ int main(int argc, char **argv)
 	vlog("signal %d: stopping", sig);
 	status = 0;
 out_mhd:
+	/* No connection may be suspended when libmicrohttpd stops: let the
+	 * requests in a stage finish (those that come now wait on their
+	 * own threads). */
+	if (committer_started)
+		suspend_drain();
 	/* Stops accepting, ends every connection and joins its thread: the
 	 * completion callbacks free the PUTs that did not finish. */
 	if (d_tcp)
@@ -396,6 +419,8 @@ out_mhd:
 		unlink(sock_path);
 	}
 out_bdi:
+	/* The stage workers queue for the committer: they stop first. */
+	stage_stop_all();
 	if (committer_started)
 		commit_stop_all();
 	if (close_all())

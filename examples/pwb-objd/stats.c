@@ -54,7 +54,8 @@ uint64_t now_ns(void)
 	C(write_ns) C(fsync_ns) C(commit_ns) C(index_commits)                  \
 	C(open_ns) C(close_ns) C(put_ns) C(index_records) C(index_puts)        \
 	C(batch_max) C(data_syncs) C(data_sync_puts) C(inline_puts)            \
-	C(connections) C(connections_closed)
+	C(connections) C(connections_closed) C(stage_puts) C(stage_writes)    \
+	C(stage_reads)
 
 /*
  * libpwb's counters of every device, added up into @sum (with one device,
