@@ -83,34 +83,81 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 	}
 }
 
-static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p);
+/*
+ * Free dead page @p, off its index and its reclaim list: its buffer back
+ * to the pool now if no write of it can be in flight (@idle), else after
+ * a grace period with its descriptor. Once dead nobody can take a
+ * reference (and read or fill the data), and get_page refuses it, so a
+ * flusher that tags the page WRITEBACK after the caller saw no such tag
+ * never reads the buffer; a lookup that still finds the page reads only
+ * the descriptor, which waits for the grace period. Giving the buffer
+ * back before the room (the uncharge) keeps the memory mapped near
+ * cache_bytes: a writer that finds room finds a buffer too, and the pool
+ * maps no new chunk while buffers wait for a grace period.
+ */
+static void page_free_dead(struct pwb__pcache_bdi *pb, struct pwb__page *p,
+			   bool idle)
+{
+	/* Off every list for good (dead): its lru head carries the pool
+	 * to the free callback. */
+	p->dead_pb = pb;
+	PWB__TSAN_RELEASE(p);
+	if (idle) {
+		pwb__pcache_buf_free_order(pb, p->data, p->order);
+		pwb__call_rcu(&p->rcu, pwb__pcache_page_desc_free_rcu);
+	} else {
+		pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
+	}
+	pwb__pcache_uncharge(pb, pwb__page_nr(p));
+}
 
-/* Remove @p (reference count 0 -> dead): unlink it, free it after a grace
- * period, uncharge it. Return false if someone holds a reference. */
-static bool page_kill(struct pwb_inode *inode, struct pwb__page *p)
+/* Whether a write of dead page @p may be in flight (tagged WRITEBACK),
+ * asked after the kill: a page not tagged then is never written again
+ * (get_page refuses a dead page). Takes inode->lock or the slices'. */
+static bool page_in_flight(struct pwb_inode *inode, struct pwb__page *p)
+{
+	bool wb;
+
+	if (p->order || PWB__RCU_DEREF(inode->region)) {
+		int st = pwb__pcache_range_state(inode, p->index,
+						 pwb__page_nr(p));
+
+		return st < 0 || (st & PWB_PAGE_WRITEBACK);
+	}
+	pthread_mutex_lock(&inode->lock);
+	wb = pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, p->index);
+	pthread_mutex_unlock(&inode->lock);
+	return wb;
+}
+
+static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p,
+			     bool idle);
+
+/* Remove @p (reference count 0 -> dead): unlink it, free it, uncharge it.
+ * @closing: the inode's close, after its last write (nothing in flight).
+ * Return false if someone holds a reference. */
+static bool page_kill(struct pwb_inode *inode, struct pwb__page *p,
+		      bool closing)
 {
 	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
 		return false;
-	page_remove_dead(inode, p);
+	page_remove_dead(inode, p, closing || !page_in_flight(inode, p));
 	return true;
 }
 
-/* The rest of a kill, once the count is dead. */
-static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p)
+/* The rest of a kill, once the count is dead; @idle: no write of @p in
+ * flight (page_free_dead()). */
+static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p,
+			     bool idle)
 {
 	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
 
 	pwb__pcache_lru_del(pb, p);
-	/* Off every list for good (dead): its lru head carries the pool
-	 * to the free callback. */
-	p->dead_pb = pb;
 	rcu_read_lock();
 	cds_lfht_del(inode->pcache->pages, &p->node);
 	pwb__rcu_read_unlock();
 	pwb__pcache_index_gone(inode->pcache, p);
-	PWB__TSAN_RELEASE(p);
-	pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
-	pwb__pcache_uncharge(pb, pwb__page_nr(p));
+	page_free_dead(pb, p, idle);
 }
 
 /*
@@ -157,14 +204,11 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 			continue;
 		}
 		pwb__pcache_lru_del(pb, p);
-		/* Off every list for good: see page_remove_dead(). */
-		p->dead_pb = pb;
 		cds_lfht_del(pages, &p->node);
 		pwb__pcache_index_gone(pc, p);
-		PWB__TSAN_RELEASE(p);
-		pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
-		/* From the domain's budget too. */
-		pwb__pcache_uncharge(pb, pwb__page_nr(p));
+		/* Neither dirty nor in flight once dead: the buffer at once.
+		 * Uncharged from the domain's budget too. */
+		page_free_dead(pb, p, true);
 		freed = true;
 	}
 	if (freed)
@@ -174,7 +218,7 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
  * references (a reader's copy, a read in flight). */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
-			    uint64_t last)
+			    uint64_t last, bool closing)
 {
 	struct pwb__page *p, *split_failed = NULL;
 	struct cds_lfht_iter iter;
@@ -206,7 +250,7 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 					break;
 				continue;
 			}
-			if (!page_kill(inode, p))
+			if (!page_kill(inode, p, closing))
 				again = true;
 		}
 		pwb__rcu_read_unlock();
@@ -252,7 +296,7 @@ static int page_try_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
 		__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
 		return -EAGAIN;
 	}
-	page_remove_dead(inode, p);
+	page_remove_dead(inode, p, true);	/* idle: checked above */
 	return 0;
 }
 
@@ -322,6 +366,15 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 		/* Acquire: a writer that just cleared its latch copied
 		 * before (the data the device reads). */
 		if (pwb__page_flags(p) & PWB__PG_WLATCH) {
+			ret = -EAGAIN;
+		} else if (caa_unlikely(pwb__aread(&p->ref) < 0)) {
+			/* Dead: being removed (its buffer may be back in
+			 * the pool already: page_free_dead()), or a removal
+			 * that finds it dirty and keeps it. The full
+			 * barrier above orders our tag before this load:
+			 * a remover that killed it first and saw no tag
+			 * is seen dead here. A later pass finds it alive
+			 * again, or gone (-EIO). */
 			ret = -EAGAIN;
 		} else if (pwb__page_trylock(p)) {
 			/* A writer between its latch and its copy, or a

@@ -324,17 +324,32 @@ void pwb__pcache_page_free_rcu(struct rcu_head *head)
 	free(p);
 }
 
+/* The descriptor of a removed page whose buffer went back at once
+ * (page_free_dead() in pcache-lookup.c): not p->data, which another page
+ * may own by now. */
+void pwb__pcache_page_desc_free_rcu(struct rcu_head *head)
+{
+	struct pwb__page *p = caa_container_of(head, struct pwb__page, rcu);
+
+	pwb__rcu_callback_begin(p);
+	pwb__page_lock_destroy(p);
+	free(p);
+}
+
 /*
  * The buffers of a reclaim batch go back to the pool at once, not after a
  * grace period: reclaim freed only pages that were clean, not being
  * written and unreferenced, and killed them (reference count dead) before
  * that check, so nobody can take a reference any more; a page's data is
  * only ever touched under a reference or, by a flusher, under a
- * WRITEBACK tag. What a lookup that still finds the dead page reads is
- * its descriptor, which waits for the grace period. Waiting for the
- * buffers too left the writers of a full cache without buffers for as
- * long as the grace period lasted: they mapped new chunks, up to 40%
- * more than cache_bytes in pcache-stream.
+ * WRITEBACK tag (and get_page refuses a dead page). What a lookup that
+ * still finds the dead page reads is its descriptor, which waits for the
+ * grace period. Waiting for the buffers too left the writers of a full
+ * cache without buffers for as long as the grace period lasted: they
+ * mapped new chunks, up to 40% more than cache_bytes in pcache-stream.
+ * The other removals (close, truncate, PWB_FADV_DONTNEED, the end of a
+ * PWB_RW_DONTCACHE write) do the same when no write of the page can be
+ * in flight (page_free_dead() in pcache-lookup.c).
  */
 static void buf_put_locked(struct pwb__page_pool *pool, struct pwb__page *p)
 {

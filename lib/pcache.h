@@ -308,8 +308,12 @@ struct pwb__pcache_room {
  * chunks are given back when the pool ends. A chunk enters the free
  * lists as one folio buffer, halved as pages and smaller folios need;
  * folio buffers come from a new chunk only when the free pages are fewer
- * than the folio's. Buffers in use never exceed the cache's limit, so the
- * memory held is at most cache_bytes plus a chunk or so (pcache-pool.c).
+ * than the folio's. Buffers in use never exceed the cache's limit, and a
+ * removed page's buffer comes back to the pool before its room (its
+ * descriptor waits for a grace period, the buffer does not: pcache-pool.c,
+ * page_free_dead() in pcache-lookup.c), so a chunk is mapped only when
+ * the buffers are all in use: the memory held is at most cache_bytes
+ * plus about a chunk per thread allocating at once (check_pcache_mem).
  */
 struct pwb__page_pool {
 	pthread_mutex_t lock;
@@ -670,9 +674,11 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 void pwb__pcache_drop_refilled(struct pwb_inode *inode, uint64_t first,
 			       uint64_t last) PWB__INTERNAL;
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
- * references (a reader's copy, a read in flight). */
+ * references (a reader's copy, a read in flight). @closing: the inode's
+ * close, after its last write (no write of a page can be in flight, so
+ * every buffer goes back to the pool at once). */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
-			    uint64_t last) PWB__INTERNAL;
+			    uint64_t last, bool closing) PWB__INTERNAL;
 /* The argument checks of pwb_read(), pwb_write() and the size calls
  * (@who), and the reference they hold (pwb__inode_enter(HOLD_REF)). 0 or
  * a negative errno (message set; no reference held). */
@@ -865,6 +871,9 @@ void pwb__pcache_batch_bufs_free(struct pwb__pcache_bdi *pb,
  * descriptors (the first page's rcu_head, the others linked through
  * their lru heads; their buffers went back at once). */
 void pwb__pcache_page_free_rcu(struct rcu_head *head) PWB__INTERNAL;
+/* The same for a page whose buffer went back already (only the
+ * descriptor). */
+void pwb__pcache_page_desc_free_rcu(struct rcu_head *head) PWB__INTERNAL;
 void pwb__pcache_batch_free_rcu(struct rcu_head *head) PWB__INTERNAL;
 /* A pool, empty, of buffers of @page_size bytes. */
 void pwb__page_pool_init(struct pwb__page_pool *pool,
