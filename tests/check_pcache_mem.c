@@ -77,7 +77,7 @@ static uint64_t pool_chunks(struct pwb_bdi *bdi)
 struct streamer {
 	struct pwb_bdi *bdi;
 	const unsigned char *src;
-	int stop;		/* uatomic */
+	int stop;		/* __atomic: set by the test thread */
 	int err;		/* first failure, 0: none */
 	uint64_t bytes;
 };
@@ -97,7 +97,7 @@ static void *stream_main(void *arg)
 		s->err = ret;
 		return NULL;
 	}
-	while (!uatomic_read(&s->stop)) {
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		ssize_t n = pwb_write(inode, s->src, 64 << 10, off);
 
 		if (n != 64 << 10) {
@@ -199,7 +199,7 @@ static uint64_t churn(const char *backend)
 		}
 	}
 #undef SAMPLE
-	uatomic_set(&s.stop, 1);
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_msg(s.err == 0, "streamer: %s", pwb_strerror(s.err));
 	ck_assert_uint_gt(s.bytes, 0);
