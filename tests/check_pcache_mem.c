@@ -61,19 +61,6 @@ static struct pwb_inode *open_ino(struct pwb_bdi *bdi, uint64_t ino)
 	return inode;
 }
 
-/* The chunks @bdi's pool mapped (never fewer later: a pool gives its
- * chunks back only when it ends). */
-static uint64_t pool_chunks(struct pwb_bdi *bdi)
-{
-	struct pwb__page_pool *pool = bdi->pcache->pool;
-	uint64_t n;
-
-	pthread_mutex_lock(&pool->lock);
-	n = pool->nr_chunks;
-	pthread_mutex_unlock(&pool->lock);
-	return n;
-}
-
 struct streamer {
 	struct pwb_bdi *bdi;
 	const unsigned char *src;
@@ -161,7 +148,7 @@ static uint64_t churn(const char *backend)
 
 #define SAMPLE()                                                               \
 	do {                                                                   \
-		n = pool_chunks(e.bdi);                                        \
+		n = tu_pool_chunks(e.bdi);                                     \
 		if (n > max)                                                   \
 			max = n;                                               \
 	} while (0)
@@ -203,7 +190,7 @@ static uint64_t churn(const char *backend)
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_msg(s.err == 0, "streamer: %s", pwb_strerror(s.err));
 	ck_assert_uint_gt(s.bytes, 0);
-	n = pool_chunks(e.bdi);
+	n = tu_pool_chunks(e.bdi);
 	if (n > max)
 		max = n;
 	printf("%s: cache %llu MiB, pool mapped %llu chunks of 2 MiB at most "
