@@ -84,30 +84,30 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 }
 
 /*
- * Free dead page @p, off its index and its reclaim list: its buffer back
- * to the pool now if no write of it can be in flight (@idle), else after
- * a grace period with its descriptor. Once dead nobody can take a
- * reference (and read or fill the data), and get_page refuses it, so a
- * flusher that tags the page WRITEBACK after the caller saw no such tag
+ * Free dead page @p, off its index and its reclaim list, whose writes
+ * have all ended: its buffer back to the pool now, its descriptor after
+ * a grace period. The caller saw no WRITEBACK tag on @p after it killed
+ * it: once dead nobody can take a reference (and read or fill the data),
+ * and get_page refuses it, so a flusher that tags the page after that
  * never reads the buffer; a lookup that still finds the page reads only
- * the descriptor, which waits for the grace period. Giving the buffer
- * back before the room (the uncharge) keeps the memory mapped near
- * cache_bytes: a writer that finds room finds a buffer too, and the pool
- * maps no new chunk while buffers wait for a grace period.
+ * the descriptor. A write in flight is another matter: the flusher
+ * holds no read-side section while the device reads the buffer, so no
+ * grace period would cover it, and the buffer may go to another page
+ * (of another file) whose bytes would then reach this page's place on
+ * the device. Every caller waits for such a write first (drop_range), as
+ * the kernel's truncate_inode_pages_range() waits for a folio's
+ * writeback. Giving the buffer back before the room (the uncharge)
+ * keeps the memory mapped near cache_bytes: a writer that finds room
+ * finds a buffer too.
  */
-static void page_free_dead(struct pwb__pcache_bdi *pb, struct pwb__page *p,
-			   bool idle)
+static void page_free_dead(struct pwb__pcache_bdi *pb, struct pwb__page *p)
 {
 	/* Off every list for good (dead): its lru head carries the pool
 	 * to the free callback. */
 	p->dead_pb = pb;
 	PWB__TSAN_RELEASE(p);
-	if (idle) {
-		pwb__pcache_buf_free_order(pb, p->data, p->order);
-		pwb__call_rcu(&p->rcu, pwb__pcache_page_desc_free_rcu);
-	} else {
-		pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
-	}
+	pwb__pcache_buf_free_order(pb, p->data, p->order);
+	pwb__call_rcu(&p->rcu, pwb__pcache_page_desc_free_rcu);
 	pwb__pcache_uncharge(pb, pwb__page_nr(p));
 }
 
@@ -130,25 +130,31 @@ static bool page_in_flight(struct pwb_inode *inode, struct pwb__page *p)
 	return wb;
 }
 
-static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p,
-			     bool idle);
+static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p);
 
-/* Remove @p (reference count 0 -> dead): unlink it, free it, uncharge it.
+/*
+ * Remove @p (reference count 0 -> dead): unlink it, free it, uncharge it.
  * @closing: the inode's close, after its last write (nothing in flight).
- * Return false if someone holds a reference. */
-static bool page_kill(struct pwb_inode *inode, struct pwb__page *p,
-		      bool closing)
+ * Return 0 (removed), -EBUSY (someone holds a reference: left alone) or
+ * -EINPROGRESS: a write of @p may be in flight, so its buffer must stay;
+ * @p is left dead in the index (lookups pass it by as dying, get_page
+ * refuses it), for the caller to wait for that write outside any
+ * read-side section and then remove it (page_remove_dead()).
+ */
+static int page_kill(struct pwb_inode *inode, struct pwb__page *p,
+		     bool closing)
 {
 	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
-		return false;
-	page_remove_dead(inode, p, closing || !page_in_flight(inode, p));
-	return true;
+		return -EBUSY;
+	if (!closing && page_in_flight(inode, p))
+		return -EINPROGRESS;
+	page_remove_dead(inode, p);
+	return 0;
 }
 
-/* The rest of a kill, once the count is dead; @idle: no write of @p in
+/* The rest of a kill, once the count is dead and no write of @p is in
  * flight (page_free_dead()). */
-static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p,
-			     bool idle)
+static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p)
 {
 	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
 
@@ -157,7 +163,7 @@ static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p,
 	cds_lfht_del(inode->pcache->pages, &p->node);
 	pwb__rcu_read_unlock();
 	pwb__pcache_index_gone(inode->pcache, p);
-	page_free_dead(pb, p, idle);
+	page_free_dead(pb, p);
 }
 
 /*
@@ -208,24 +214,32 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 		pwb__pcache_index_gone(pc, p);
 		/* Neither dirty nor in flight once dead: the buffer at once.
 		 * Uncharged from the domain's budget too. */
-		page_free_dead(pb, p, true);
+		page_free_dead(pb, p);
 		freed = true;
 	}
 	if (freed)
 		pwb__pcache_room(inode->bdi);
 }
 
+/* Pages a drop_range round killed with a write in flight, waited for
+ * after the round's read-side section; more wait for the next round. */
+#define DROP_INFLIGHT_MAX 16
+
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
- * references (a reader's copy, a read in flight). */
+ * references (a reader's copy, a read in flight) and the writes in
+ * flight of the pages it kills (page_kill()). */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 			    uint64_t last, bool closing)
 {
 	struct pwb__page *p, *split_failed = NULL;
+	struct pwb__page *inflight[DROP_INFLIGHT_MAX];
 	struct cds_lfht_iter iter;
+	unsigned int nr_inflight, i;
 	bool again;
 
 	do {
 		again = false;
+		nr_inflight = 0;
 		rcu_read_lock();
 		for (cds_lfht_first(inode->pcache->pages, &iter);
 		     (p = pwb__page_of(cds_lfht_iter_get_node(&iter))) != NULL;
@@ -250,8 +264,18 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 					break;
 				continue;
 			}
-			if (!page_kill(inode, p, closing))
+			switch (page_kill(inode, p, closing)) {
+			case -EBUSY:
 				again = true;
+				break;
+			case -EINPROGRESS:
+				inflight[nr_inflight++] = p;
+				break;
+			}
+			if (nr_inflight == DROP_INFLIGHT_MAX) {
+				again = true;
+				break;
+			}
 		}
 		pwb__rcu_read_unlock();
 		if (split_failed) {
@@ -261,6 +285,16 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 					 __ATOMIC_RELEASE);
 			split_failed = NULL;
 			again = true;
+		}
+		/* Dead, so only we remove them and no new write of them
+		 * starts; the one in flight reads the buffer until it ends
+		 * (the flusher holds no read-side section meanwhile). The
+		 * caller's reference keeps the inode (HOLD_REF). */
+		for (i = 0; i < nr_inflight; i++) {
+			p = inflight[i];
+			pwb__wait_writeback_held(inode, p->index,
+						 p->index + pwb__page_nr(p) - 1);
+			page_remove_dead(inode, p);
 		}
 		if (again) {
 			/* Reads in flight hold their pages: end them. */
@@ -296,7 +330,7 @@ static int page_try_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
 		__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
 		return -EAGAIN;
 	}
-	page_remove_dead(inode, p, true);	/* idle: checked above */
+	page_remove_dead(inode, p);	/* idle: checked above */
 	return 0;
 }
 
