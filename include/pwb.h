@@ -329,7 +329,11 @@ struct pwb_bdi_config {
 	 *  with library-owned pages is open, background writeback starts
 	 *  at half the cache if dirty_background_bytes is more. At least
 	 *  16 pages are allowed. 0 means the larger of 256 MiB and twice
-	 *  dirty_bytes. Default 0. */
+	 *  dirty_bytes. The memory mapped for the pages is cache_bytes
+	 *  rounded up to 2 MiB, plus about one 2 MiB chunk per thread
+	 *  adding pages at the same moment: the memory of a page that
+	 *  leaves the cache (reclaim, close, truncate) serves the next one
+	 *  at once. Default 0. */
 	uint64_t cache_bytes;
 	/** Allocation groups of the built-in allocator (inodes opened
 	 *  without get_page and map_page): the device is split into this

@@ -83,34 +83,87 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 	}
 }
 
-static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p);
-
-/* Remove @p (reference count 0 -> dead): unlink it, free it after a grace
- * period, uncharge it. Return false if someone holds a reference. */
-static bool page_kill(struct pwb_inode *inode, struct pwb__page *p)
+/*
+ * Free dead page @p, off its index and its reclaim list, whose writes
+ * have all ended: its buffer back to the pool now, its descriptor after
+ * a grace period. The caller saw no WRITEBACK tag on @p after it killed
+ * it: once dead nobody can take a reference (and read or fill the data),
+ * and get_page refuses it, so a flusher that tags the page after that
+ * never reads the buffer; a lookup that still finds the page reads only
+ * the descriptor. A write in flight is another matter: the flusher
+ * holds no read-side section while the device reads the buffer, so no
+ * grace period would cover it, and the buffer may go to another page
+ * (of another file) whose bytes would then reach this page's place on
+ * the device. Every caller waits for such a write first (drop_range), as
+ * the kernel's truncate_inode_pages_range() waits for a folio's
+ * writeback. Giving the buffer back before the room (the uncharge)
+ * keeps the memory mapped near cache_bytes: a writer that finds room
+ * finds a buffer too.
+ */
+static void page_free_dead(struct pwb__pcache_bdi *pb, struct pwb__page *p)
 {
-	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
-		return false;
-	page_remove_dead(inode, p);
-	return true;
+	/* Off every list for good (dead): its lru head carries the pool
+	 * to the free callback. */
+	p->dead_pb = pb;
+	PWB__TSAN_RELEASE(p);
+	pwb__pcache_buf_free_order(pb, p->data, p->order);
+	pwb__call_rcu(&p->rcu, pwb__pcache_page_desc_free_rcu);
+	pwb__pcache_uncharge(pb, pwb__page_nr(p));
 }
 
-/* The rest of a kill, once the count is dead. */
+/* Whether a write of dead page @p may be in flight (tagged WRITEBACK),
+ * asked after the kill: a page not tagged then is never written again
+ * (get_page refuses a dead page). Takes inode->lock or the slices'. */
+static bool page_in_flight(struct pwb_inode *inode, struct pwb__page *p)
+{
+	bool wb;
+
+	if (p->order || PWB__RCU_DEREF(inode->region)) {
+		int st = pwb__pcache_range_state(inode, p->index,
+						 pwb__page_nr(p));
+
+		return st < 0 || (st & PWB_PAGE_WRITEBACK);
+	}
+	pthread_mutex_lock(&inode->lock);
+	wb = pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, p->index);
+	pthread_mutex_unlock(&inode->lock);
+	return wb;
+}
+
+static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p);
+
+/*
+ * Remove @p (reference count 0 -> dead): unlink it, free it, uncharge it.
+ * @closing: the inode's close, after its last write (nothing in flight).
+ * Return 0 (removed), -EBUSY (someone holds a reference: left alone) or
+ * -EINPROGRESS: a write of @p may be in flight, so its buffer must stay;
+ * @p is left dead in the index (lookups pass it by as dying, get_page
+ * refuses it), for the caller to wait for that write outside any
+ * read-side section and then remove it (page_remove_dead()).
+ */
+static int page_kill(struct pwb_inode *inode, struct pwb__page *p,
+		     bool closing)
+{
+	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
+		return -EBUSY;
+	if (!closing && page_in_flight(inode, p))
+		return -EINPROGRESS;
+	page_remove_dead(inode, p);
+	return 0;
+}
+
+/* The rest of a kill, once the count is dead and no write of @p is in
+ * flight (page_free_dead()). */
 static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p)
 {
 	struct pwb__pcache_bdi *pb = inode->bdi->pcache;
 
 	pwb__pcache_lru_del(pb, p);
-	/* Off every list for good (dead): its lru head carries the pool
-	 * to the free callback. */
-	p->dead_pb = pb;
 	rcu_read_lock();
 	cds_lfht_del(inode->pcache->pages, &p->node);
 	pwb__rcu_read_unlock();
 	pwb__pcache_index_gone(inode->pcache, p);
-	PWB__TSAN_RELEASE(p);
-	pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
-	pwb__pcache_uncharge(pb, pwb__page_nr(p));
+	page_free_dead(pb, p);
 }
 
 /*
@@ -157,31 +210,36 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 			continue;
 		}
 		pwb__pcache_lru_del(pb, p);
-		/* Off every list for good: see page_remove_dead(). */
-		p->dead_pb = pb;
 		cds_lfht_del(pages, &p->node);
 		pwb__pcache_index_gone(pc, p);
-		PWB__TSAN_RELEASE(p);
-		pwb__call_rcu(&p->rcu, pwb__pcache_page_free_rcu);
-		/* From the domain's budget too. */
-		pwb__pcache_uncharge(pb, pwb__page_nr(p));
+		/* Neither dirty nor in flight once dead: the buffer at once.
+		 * Uncharged from the domain's budget too. */
+		page_free_dead(pb, p);
 		freed = true;
 	}
 	if (freed)
 		pwb__pcache_room(inode->bdi);
 }
 
+/* Pages a drop_range round killed with a write in flight, waited for
+ * after the round's read-side section; more wait for the next round. */
+#define DROP_INFLIGHT_MAX 16
+
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
- * references (a reader's copy, a read in flight). */
+ * references (a reader's copy, a read in flight) and the writes in
+ * flight of the pages it kills (page_kill()). */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
-			    uint64_t last)
+			    uint64_t last, bool closing)
 {
 	struct pwb__page *p, *split_failed = NULL;
+	struct pwb__page *inflight[DROP_INFLIGHT_MAX];
 	struct cds_lfht_iter iter;
+	unsigned int nr_inflight, i;
 	bool again;
 
 	do {
 		again = false;
+		nr_inflight = 0;
 		rcu_read_lock();
 		for (cds_lfht_first(inode->pcache->pages, &iter);
 		     (p = pwb__page_of(cds_lfht_iter_get_node(&iter))) != NULL;
@@ -206,8 +264,18 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 					break;
 				continue;
 			}
-			if (!page_kill(inode, p))
+			switch (page_kill(inode, p, closing)) {
+			case -EBUSY:
 				again = true;
+				break;
+			case -EINPROGRESS:
+				inflight[nr_inflight++] = p;
+				break;
+			}
+			if (nr_inflight == DROP_INFLIGHT_MAX) {
+				again = true;
+				break;
+			}
 		}
 		pwb__rcu_read_unlock();
 		if (split_failed) {
@@ -217,6 +285,16 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 					 __ATOMIC_RELEASE);
 			split_failed = NULL;
 			again = true;
+		}
+		/* Dead, so only we remove them and no new write of them
+		 * starts; the one in flight reads the buffer until it ends
+		 * (the flusher holds no read-side section meanwhile). The
+		 * caller's reference keeps the inode (HOLD_REF). */
+		for (i = 0; i < nr_inflight; i++) {
+			p = inflight[i];
+			pwb__wait_writeback_held(inode, p->index,
+						 p->index + pwb__page_nr(p) - 1);
+			page_remove_dead(inode, p);
 		}
 		if (again) {
 			/* Reads in flight hold their pages: end them. */
@@ -252,7 +330,7 @@ static int page_try_kill_clean(struct pwb_inode *inode, struct pwb__page *p)
 		__atomic_store_n(&p->ref, 0, __ATOMIC_RELEASE);
 		return -EAGAIN;
 	}
-	page_remove_dead(inode, p);
+	page_remove_dead(inode, p);	/* idle: checked above */
 	return 0;
 }
 
@@ -322,6 +400,15 @@ int pwb__pcache_get_page(struct pwb_inode *inode, uint64_t index,
 		/* Acquire: a writer that just cleared its latch copied
 		 * before (the data the device reads). */
 		if (pwb__page_flags(p) & PWB__PG_WLATCH) {
+			ret = -EAGAIN;
+		} else if (caa_unlikely(pwb__aread(&p->ref) < 0)) {
+			/* Dead: being removed (its buffer may be back in
+			 * the pool already: page_free_dead()), or a removal
+			 * that finds it dirty and keeps it. The full
+			 * barrier above orders our tag before this load:
+			 * a remover that killed it first and saw no tag
+			 * is seen dead here. A later pass finds it alive
+			 * again, or gone (-EIO). */
 			ret = -EAGAIN;
 		} else if (pwb__page_trylock(p)) {
 			/* A writer between its latch and its copy, or a

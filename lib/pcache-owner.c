@@ -249,7 +249,7 @@ void pwb__pcache_inode_close(struct pwb_inode *inode)
 	reap_dead_indexes();
 	if (!pc || !pc->pages)
 		return;
-	pwb__pcache_drop_range(inode, 0, UINT64_MAX);
+	pwb__pcache_drop_range(inode, 0, UINT64_MAX, true);
 	pwb__ra_inode_fini(inode->bdi, &pc->ra);
 	pthread_mutex_lock(&inode->lock);
 	pwb__extmap_destroy(&pc->zeroed);

@@ -314,13 +314,15 @@ void pwb__pcache_buf_free(struct pwb__pcache_bdi *pb, void *b)
 	pwb__pcache_buf_free_order(pb, b, 0);
 }
 
-void pwb__pcache_page_free_rcu(struct rcu_head *head)
+/* The descriptor of a removed page whose buffer went back at once
+ * (page_free_dead() in pcache-lookup.c): not p->data, which another page
+ * may own by now. */
+void pwb__pcache_page_desc_free_rcu(struct rcu_head *head)
 {
 	struct pwb__page *p = caa_container_of(head, struct pwb__page, rcu);
 
 	pwb__rcu_callback_begin(p);
 	pwb__page_lock_destroy(p);
-	pwb__pcache_buf_free_order(p->dead_pb, p->data, p->order);
 	free(p);
 }
 
@@ -330,11 +332,16 @@ void pwb__pcache_page_free_rcu(struct rcu_head *head)
  * written and unreferenced, and killed them (reference count dead) before
  * that check, so nobody can take a reference any more; a page's data is
  * only ever touched under a reference or, by a flusher, under a
- * WRITEBACK tag. What a lookup that still finds the dead page reads is
- * its descriptor, which waits for the grace period. Waiting for the
- * buffers too left the writers of a full cache without buffers for as
- * long as the grace period lasted: they mapped new chunks, up to 40%
- * more than cache_bytes in pcache-stream.
+ * WRITEBACK tag (and get_page refuses a dead page). What a lookup that
+ * still finds the dead page reads is its descriptor, which waits for the
+ * grace period. Waiting for the buffers too left the writers of a full
+ * cache without buffers for as long as the grace period lasted: they
+ * mapped new chunks, up to 40% more than cache_bytes in pcache-stream.
+ * The other removals (close, truncate, PWB_FADV_DONTNEED, the end of a
+ * PWB_RW_DONTCACHE write) do the same, once no write of the page is in
+ * flight: a grace period would not cover such a write, the flusher holds
+ * no read-side section while the device reads the buffer
+ * (page_free_dead() in pcache-lookup.c).
  */
 static void buf_put_locked(struct pwb__page_pool *pool, struct pwb__page *p)
 {

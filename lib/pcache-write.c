@@ -572,7 +572,7 @@ int pwb__pcache_discarded(struct pwb_inode *inode, uint64_t off,
 	int ret;
 
 	if (first <= last) {
-		pwb__pcache_drop_range(inode, first, last);
+		pwb__pcache_drop_range(inode, first, last, false);
 		pcache_punch(inode, first, last);
 	}
 	if (len != UINT64_MAX)

@@ -10,7 +10,9 @@
  * page below holds for a folio as a whole. A page lives while its reference count is >= 0;
  * removal (truncate, reclaim, close) moves the count from 0 to
  * PWB__PAGE_DEAD with one compare-and-swap, so a lookup that finds a dead
- * page never uses it, unlinks it and frees it after a grace period.
+ * page never uses it, unlinks it and frees it: its buffer once no write
+ * of it is in flight (a truncate waits for that write), its descriptor
+ * after a grace period.
  *
  * Page data: page->lock is held while the data changes (pwb_write) or is
  * filled from the device, and by pwb_read's slow path while it copies;
@@ -308,8 +310,12 @@ struct pwb__pcache_room {
  * chunks are given back when the pool ends. A chunk enters the free
  * lists as one folio buffer, halved as pages and smaller folios need;
  * folio buffers come from a new chunk only when the free pages are fewer
- * than the folio's. Buffers in use never exceed the cache's limit, so the
- * memory held is at most cache_bytes plus a chunk or so (pcache-pool.c).
+ * than the folio's. Buffers in use never exceed the cache's limit, and a
+ * removed page's buffer comes back to the pool before its room (its
+ * descriptor waits for a grace period, the buffer does not: pcache-pool.c,
+ * page_free_dead() in pcache-lookup.c), so a chunk is mapped only when
+ * the buffers are all in use: the memory held is at most cache_bytes
+ * plus about a chunk per thread allocating at once (check_pcache_mem).
  */
 struct pwb__page_pool {
 	pthread_mutex_t lock;
@@ -670,9 +676,14 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 void pwb__pcache_drop_refilled(struct pwb_inode *inode, uint64_t first,
 			       uint64_t last) PWB__INTERNAL;
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
- * references (a reader's copy, a read in flight). */
+ * references (a reader's copy, a read in flight) and the writes in flight
+ * of the pages it removes (a write dirtied again after a discard's wait):
+ * every buffer goes back to the pool at once, never while the device may
+ * read it. @closing: the inode's close, after its last write (nothing in
+ * flight). Otherwise the caller holds a reference (HOLD_REF) and no
+ * lock; it may sleep. */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
-			    uint64_t last) PWB__INTERNAL;
+			    uint64_t last, bool closing) PWB__INTERNAL;
 /* The argument checks of pwb_read(), pwb_write() and the size calls
  * (@who), and the reference they hold (pwb__inode_enter(HOLD_REF)). 0 or
  * a negative errno (message set; no reference held). */
@@ -861,10 +872,10 @@ void pwb__pcache_buf_free_order(struct pwb__pcache_bdi *pb, void *b,
  * all: @first and the pages linked behind it through their lru heads. */
 void pwb__pcache_batch_bufs_free(struct pwb__pcache_bdi *pb,
 				 struct pwb__page *first) PWB__INTERNAL;
-/* call_rcu callbacks: free one removed page; free a reclaim batch's
- * descriptors (the first page's rcu_head, the others linked through
- * their lru heads; their buffers went back at once). */
-void pwb__pcache_page_free_rcu(struct rcu_head *head) PWB__INTERNAL;
+/* call_rcu callbacks: free the descriptor of one removed page; free a
+ * reclaim batch's descriptors (the first page's rcu_head, the others
+ * linked through their lru heads). Their buffers went back at once. */
+void pwb__pcache_page_desc_free_rcu(struct rcu_head *head) PWB__INTERNAL;
 void pwb__pcache_batch_free_rcu(struct rcu_head *head) PWB__INTERNAL;
 /* A pool, empty, of buffers of @page_size bytes. */
 void pwb__page_pool_init(struct pwb__page_pool *pool,

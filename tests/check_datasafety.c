@@ -17,8 +17,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PS TU_PS
@@ -530,6 +533,214 @@ START_TEST(test_truncate_into_a_page_in_flight_zeroes_its_tail)
 END_TEST
 
 /*
+ * Item 3, a page dropped while its write is in flight. A truncate waits
+ * for the writes of its range (discard_end()), then drops the cached
+ * pages (pwb__pcache_discarded()). In between, a pwb_write() can dirty a
+ * page of the range again and a flusher start writing it:
+ *
+ *   truncate                 writer           flusher
+ *   discard_end(): no page
+ *     in flight
+ *                            dirty page 0
+ *                                             tag WRITEBACK, get_page:
+ *                                             page 0's buffer, submit...
+ *   drop_range(): page 0
+ *     killed, in flight
+ *   (buffer freed after a
+ *   grace period, which
+ *   the flusher does not
+ *   hold)
+ *                            pwb_write() of another file: a new page
+ *                            gets that buffer, fills it with its bytes
+ *                                             ...the device reads the
+ *                                             buffer: the other file's
+ *                                             bytes at page 0's place
+ *
+ * The test stands in the page cache's half of the truncate at the point
+ * where the race leaves it (page 0 in flight) and holds the write inside
+ * the device call (the psync backend's RWF_ATOMIC hook, as check_atomic
+ * does), so the steps run in this order every time. The device must get
+ * the bytes the file held when the write started, never another file's.
+ */
+#define WB_GATE_OFF (64ull * PS)	/* page 0 of user_map */
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool armed, entered, open;
+} wb_gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+	      false, false, false };
+
+/* The device write, on the flusher: the one at WB_GATE_OFF waits at the
+ * gate (after get_page, with the page's buffer in @iov), then every
+ * write goes out without RWF_ATOMIC, which no device here has. */
+static ssize_t gated_pwritev2(int fd, const struct iovec *iov, int cnt,
+			      off_t off, int flags)
+{
+	(void)flags;
+	pthread_mutex_lock(&wb_gate.lock);
+	if (wb_gate.armed && (uint64_t)off == WB_GATE_OFF) {
+		wb_gate.armed = false;
+		wb_gate.entered = true;
+		pthread_cond_broadcast(&wb_gate.cond);
+		while (!wb_gate.open)
+			pthread_cond_wait(&wb_gate.cond, &wb_gate.lock);
+	}
+	pthread_mutex_unlock(&wb_gate.lock);
+	return pwritev(fd, iov, cnt, off);
+}
+
+/* Page i of the other file at device page 128 + i. */
+static int other_map(struct pwb_inode *inode, uint64_t index,
+		     uint64_t *dev_off)
+{
+	(void)inode;
+	if (index >= 64)
+		return -ERANGE;
+	*dev_off = (128 + index) * PS;
+	return 0;
+}
+
+static const struct pwb_inode_ops other_ops = { .map_page = other_map };
+
+struct trunc_half {
+	struct pwb_inode *inode;
+	int ret;
+	int done;	/* atomic */
+};
+
+/* The page cache's half of pwb_inode_set_size(inode, 0), after the
+ * engine's half waited for the writes of the range. */
+static void *trunc_half_main(void *arg)
+{
+	struct trunc_half *t = arg;
+	struct pwb_inode *inode = t->inode;
+
+	t->ret = pwb__inode_enter(inode, PWB__HOLD_REF, "test");
+	if (!t->ret) {
+		t->ret = pwb__pcache_discarded(
+			inode, 0, UINT64_MAX, 0,
+			UINT64_MAX >> inode->bdi->page_shift);
+		pwb__inode_exit(inode, PWB__HOLD_REF);
+	}
+	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait (bounded, 10 s) for another thread to reach a point, never for
+ * time to pass: the flusher at the gate. */
+static bool gate_wait_entered(void)
+{
+	uint64_t end = mono_ns() + 10000000000ull;
+	bool in;
+
+	for (;;) {
+		pthread_mutex_lock(&wb_gate.lock);
+		in = wb_gate.entered;
+		pthread_mutex_unlock(&wb_gate.lock);
+		if (in || mono_ns() > end)
+			return in;
+		sched_yield();
+	}
+}
+
+/* The same for the truncate: returned, or asleep waiting for the write
+ * (a waiter on the inode's wb_cond). */
+static bool trunc_half_settled(struct trunc_half *t)
+{
+	uint64_t end = mono_ns() + 10000000000ull;
+
+	for (;;) {
+		if (__atomic_load_n(&t->done, __ATOMIC_ACQUIRE) ||
+		    pwb__aread(&t->inode->wb_waiters))
+			return true;
+		if (mono_ns() > end)
+			return false;
+		sched_yield();
+	}
+}
+
+START_TEST(test_a_page_dropped_in_flight_keeps_its_buffer_until_written)
+{
+	struct tu_env e;
+	struct pwb_inode *a, *b;
+	struct trunc_half th;
+	pthread_t kick, tr;
+	/* Aligned for tu_read_device()'s O_DIRECT read. */
+	static unsigned char buf[PS] __attribute__((aligned(PS)));
+	uint64_t size;
+	size_t i, foreign = 0, other = 0;
+
+	env_open(&e, 256, 64, 0);
+	/* Every write of a page goes through the hook (check_atomic.c). */
+	e.bdi->atomic = true;
+	e.bdi->awu_min = PS;
+	e.bdi->awu_max = PS;
+	e.bdi->awu_segs = 0;
+	pwb__psync_pwritev2 = gated_pwritev2;
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 1, &user_ops, NULL, &a), 0);
+	ck_assert_int_eq(pwb_inode_open(e.bdi, 2, &other_ops, NULL, &b), 0);
+
+	memset(buf, 0xa1, sizeof(buf));
+	ck_assert_int_eq(pwb_write(a, buf, PS, 0), (ssize_t)PS);
+	pthread_mutex_lock(&wb_gate.lock);
+	wb_gate.armed = true;
+	pthread_mutex_unlock(&wb_gate.lock);
+	ck_assert_int_eq(pthread_create(&kick, NULL, kick_main, e.bdi), 0);
+	ck_assert_msg(gate_wait_entered(), "the write never reached the "
+		      "device");
+	ck_assert_int_eq(pwb_page_state(a, 0), PWB_PAGE_WRITEBACK);
+
+	/* The truncate drops page 0 with its write in flight. */
+	th = (struct trunc_half){ .inode = a };
+	ck_assert_int_eq(pthread_create(&tr, NULL, trunc_half_main, &th), 0);
+	ck_assert_msg(trunc_half_settled(&th), "the truncate neither "
+		      "returned nor waited");
+	/* Whatever the truncate handed to call_rcu has run: a buffer freed
+	 * that way is back in the pool, on top. */
+	rcu_barrier();
+	/* Another file's new page takes the pool's top buffer. */
+	memset(buf, 0xb2, sizeof(buf));
+	ck_assert_int_eq(pwb_write(b, buf, PS, 0), (ssize_t)PS);
+
+	pthread_mutex_lock(&wb_gate.lock);
+	wb_gate.open = true;
+	pthread_cond_broadcast(&wb_gate.cond);
+	pthread_mutex_unlock(&wb_gate.lock);
+	pthread_join(kick, NULL);
+	pthread_join(tr, NULL);
+	ck_assert_int_eq(th.ret, 0);
+	ck_assert_int_eq(pwb_inode_size(a, &size), 0);
+	ck_assert_uint_eq(size, 0);
+	ck_assert_int_eq(pwb_fsync(b), 0);
+
+	/* The device at file a's page 0: the bytes a held, not b's. */
+	ck_assert_int_eq(tu_read_device(e.img, WB_GATE_OFF, buf, PS), 0);
+	for (i = 0; i < PS; i++) {
+		if (buf[i] == 0xb2)
+			foreign++;
+		else if (buf[i] != 0xa1)
+			other++;
+	}
+	ck_assert_msg(!foreign && !other, "page 0 of file a on the device: "
+		      "%zu bytes of file b, %zu neither a's nor b's", foreign,
+		      other);
+	ck_assert_int_eq(first_not(b, 0, PS, 0xb2), -1);
+	ck_assert_int_eq(pwb_inode_close(b), 0);
+	ck_assert_int_eq(pwb_inode_close(a), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
  * Writes that the flushers start on their own end while the inode closes:
  * the completion must not touch the inode once its writes are ended (a
  * close waiting for them may free it). Under TSan the old completion's
@@ -827,6 +1038,8 @@ static Suite *datasafety_suite(void)
 		test_pages_cut_by_a_truncate_stay_zeros_with_readers_racing,
 		0, 2);
 	tcase_add_test(tc, test_truncate_into_a_page_in_flight_zeroes_its_tail);
+	tcase_add_test(tc,
+		test_a_page_dropped_in_flight_keeps_its_buffer_until_written);
 	tcase_add_test(tc,
 		       test_writes_ending_during_a_close_leave_the_inode_alone);
 	tcase_add_test(tc, test_a_wrapping_length_is_efbig_not_a_crash);

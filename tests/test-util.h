@@ -248,4 +248,20 @@ uint64_t tu_dirty_pages(struct tu_store *st);
  * the device could be read). */
 long tu_verify(struct tu_env *e, struct tu_store *st, unsigned int n);
 
+#ifdef PWB_PCACHE_H
+/* White-box tests that include lib/pcache.h: the chunks @bdi's page pool
+ * has mapped (a pool gives its chunks back only when it ends, so this
+ * never falls while the bdi is open). */
+static inline uint64_t tu_pool_chunks(struct pwb_bdi *bdi)
+{
+	struct pwb__page_pool *pool = bdi->pcache->pool;
+	uint64_t n;
+
+	pthread_mutex_lock(&pool->lock);
+	n = pool->nr_chunks;
+	pthread_mutex_unlock(&pool->lock);
+	return n;
+}
+#endif
+
 #endif
