@@ -5,7 +5,8 @@
  * The daemon's options, its counters and latency histograms (stats.c),
  * the format of its index records and the index (index.c), its group
  * commit (commit.c), the table of open object inodes (table.c), one
- * request's state (http.c, put.c), and the functions each of the files
+ * request's state (http.c, put.c), the stage workers of --threads
+ * (stage.c), and the functions each of the files
  * offers the others. Each shared variable says what protects it: a lock,
  * atomic access, or "set before the first request, read-only after".
  */

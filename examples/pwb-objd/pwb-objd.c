@@ -40,7 +40,9 @@
  * (GET, HEAD, ?list, DELETE, POST /-/sync), stats.c (the counters,
  * /-/stats, /-/metrics), reply.c (keys and plain replies), http.c (a
  * request's dispatch and state), listen.c (the sockets and
- * libmicrohttpd), log.c (messages); this file, the options and main().
+ * libmicrohttpd), log.c (messages), stage.c (--threads: the stage
+ * workers and suspended connections); this file, the options and
+ * main().
  * objd.h declares what they share.
  */
 #define _GNU_SOURCE
