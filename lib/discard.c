@@ -409,6 +409,28 @@ PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
 	return ret ? ret : pwb__wait_writeback(inode, off, len);
 }
 
+void pwb__inode_drop_dirty_held(struct pwb_inode *inode, uint64_t first,
+				uint64_t last)
+{
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
+	unsigned int i, nr;
+	bool detach;
+
+	/* The caller's reference keeps the holders (range_call_begin). */
+	rcu_read_lock();
+	nr = pwb__region_holders_rcu(inode, h);
+	pwb__rcu_read_unlock();
+	for (i = 0; i < nr; i++) {
+		pthread_mutex_lock(&h[i]->lock);
+		detach = drop_dirty_locked(h[i], first, last);
+		pthread_mutex_unlock(&h[i]->lock);
+		/* The reference keeps the inode open, so the context is
+		 * set if there were dirty pages to drop (discard_end). */
+		if (detach)
+			pwb__inode_requeue_clean(h[i]);
+	}
+}
+
 int pwb__page_state(struct pwb_inode *inode, uint64_t index)
 {
 	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
