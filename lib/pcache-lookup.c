@@ -294,24 +294,22 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 			again = true;
 		}
 		/*
-		 * Dead, so only we remove them, nobody dirties them and no
-		 * new write of them starts; the one in flight reads the
-		 * buffer until it ends (the flusher holds no read-side
-		 * section meanwhile). A write that dirtied one after the
-		 * discard dropped the range's tags left it DIRTY: the tag
-		 * goes with the page (after the wait, which a failed write
-		 * may end by tagging it again), or every later pass would
-		 * ask for a page that is gone. While dead in the index a
-		 * writer waits for it, so no new page's tags are dropped.
-		 * The caller's reference keeps the inode (HOLD_REF).
+		 * Dead, so only we remove them and nobody dirties them; the
+		 * write in flight reads the buffer until it ends (the
+		 * flusher holds no read-side section meanwhile). A write
+		 * that dirtied one after the discard dropped the range's
+		 * tags left it DIRTY: the tag goes with the page, or every
+		 * later pass would ask for a page that is gone (-EIO). The
+		 * drop waits for the writes too, until neither tag is left.
+		 * While dead in the index a writer waits for it, so no new
+		 * page's tags are dropped. The caller's reference keeps the
+		 * inode (HOLD_REF).
 		 */
 		for (i = 0; i < nr_inflight; i++) {
-			uint64_t pl;
-
 			p = inflight[i];
-			pl = p->index + pwb__page_nr(p) - 1;
-			pwb__wait_writeback_held(inode, p->index, pl);
-			pwb__inode_drop_dirty_held(inode, p->index, pl);
+			pwb__inode_drop_dirty_held(inode, p->index,
+						   p->index +
+						   pwb__page_nr(p) - 1);
 			page_remove_dead(inode, p);
 		}
 		if (again) {
