@@ -409,6 +409,49 @@ PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
 	return ret ? ret : pwb__wait_writeback(inode, off, len);
 }
 
+void pwb__inode_drop_dirty_held(struct pwb_inode *inode, uint64_t first,
+				uint64_t last)
+{
+	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
+	unsigned int i, nr;
+
+	/* The caller's reference keeps the holders (range_call_begin). */
+	rcu_read_lock();
+	nr = pwb__region_holders_rcu(inode, h);
+	pwb__rcu_read_unlock();
+	for (i = 0; i < nr; i++) {
+		bool detach = false;
+
+		pthread_mutex_lock(&h[i]->lock);
+		/*
+		 * Drop and wait in one hold until neither tag is left: a
+		 * write in flight may end by tagging the pages DIRTY again
+		 * (get_page said "not now", or the write failed), and a
+		 * flusher may take a DIRTY page to WRITEBACK between a
+		 * wait and a drop, then find it gone (-EIO). With no DIRTY
+		 * tag and nothing in flight under the lock, nothing tags
+		 * the pages again (the caller keeps them from being
+		 * dirtied).
+		 */
+		for (;;) {
+			uint64_t found;
+
+			detach |= drop_dirty_locked(h[i], first, last);
+			if (!pwb__map_find(&h[i]->map, PWB__TAG_WRITEBACK,
+					   first, &found) ||
+			    found > last)
+				break;
+			wait_wb_cond_locked(h[i], PWB_BLOCK_STABLE_PAGE);
+		}
+		pthread_mutex_unlock(&h[i]->lock);
+		/* The reference keeps the inode open, so the context is
+		 * set if there were dirty pages to drop (discard_end); a
+		 * holder dirty again meanwhile stays on its lists. */
+		if (detach)
+			pwb__inode_requeue_clean(h[i]);
+	}
+}
+
 int pwb__page_state(struct pwb_inode *inode, uint64_t index)
 {
 	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];

@@ -225,5 +225,15 @@ int pwb__page_state(struct pwb_inode *inode, uint64_t index) PWB__INTERNAL;
  * begun, which would refuse a new one) and no lock. */
 void pwb__wait_writeback_held(struct pwb_inode *inode, uint64_t first,
 			      uint64_t last) PWB__INTERNAL;
+/* Drop the DIRTY and TOWRITE tags of pages [first, last] of @inode in
+ * every holder of its pages, as a discard does (the contexts' dirty-page
+ * counters, the tenant's dirty bytes, LSNs), waiting for their writes in
+ * flight until neither tag is left, and take a holder left clean off the
+ * dirty lists. For the page cache's truncate, whose pages a write dirtied
+ * after the discard dropped the range's tags: the caller holds @inode
+ * (HOLD_REF) and no lock, and keeps the pages from being dirtied again
+ * meanwhile (they are dead in its index). */
+void pwb__inode_drop_dirty_held(struct pwb_inode *inode, uint64_t first,
+				uint64_t last) PWB__INTERNAL;
 
 #endif /* PWB_INODE_H */

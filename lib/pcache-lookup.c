@@ -111,23 +111,28 @@ static void page_free_dead(struct pwb__pcache_bdi *pb, struct pwb__page *p)
 	pwb__pcache_uncharge(pb, pwb__page_nr(p));
 }
 
-/* Whether a write of dead page @p may be in flight (tagged WRITEBACK),
- * asked after the kill: a page not tagged then is never written again
- * (get_page refuses a dead page). Takes inode->lock or the slices'. */
-static bool page_in_flight(struct pwb_inode *inode, struct pwb__page *p)
+/* Whether dead page @p is tagged in the engine's map, asked after the
+ * kill: a write of it may be in flight (WRITEBACK), or a write dirtied it
+ * after a discard dropped its range's tags (DIRTY). A page tagged neither
+ * then is never written again (get_page refuses a dead page, and nobody
+ * can dirty it: a writer needs a reference). Takes inode->lock or the
+ * slices'. */
+static bool page_tagged(struct pwb_inode *inode, struct pwb__page *p)
 {
-	bool wb;
+	bool tagged;
 
 	if (p->order || PWB__RCU_DEREF(inode->region)) {
 		int st = pwb__pcache_range_state(inode, p->index,
 						 pwb__page_nr(p));
 
-		return st < 0 || (st & PWB_PAGE_WRITEBACK);
+		return st < 0 ||
+		       (st & (PWB_PAGE_WRITEBACK | PWB_PAGE_DIRTY));
 	}
 	pthread_mutex_lock(&inode->lock);
-	wb = pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, p->index);
+	tagged = pwb__map_test(&inode->map, PWB__TAG_WRITEBACK, p->index) ||
+		 pwb__map_test(&inode->map, PWB__TAG_DIRTY, p->index);
 	pthread_mutex_unlock(&inode->lock);
-	return wb;
+	return tagged;
 }
 
 static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p);
@@ -136,17 +141,18 @@ static void page_remove_dead(struct pwb_inode *inode, struct pwb__page *p);
  * Remove @p (reference count 0 -> dead): unlink it, free it, uncharge it.
  * @closing: the inode's close, after its last write (nothing in flight).
  * Return 0 (removed), -EBUSY (someone holds a reference: left alone) or
- * -EINPROGRESS: a write of @p may be in flight, so its buffer must stay;
- * @p is left dead in the index (lookups pass it by as dying, get_page
- * refuses it), for the caller to wait for that write outside any
- * read-side section and then remove it (page_remove_dead()).
+ * -EINPROGRESS: a write of @p may be in flight, so its buffer must stay,
+ * or @p is dirty, so its tags must go; @p is left dead in the index
+ * (lookups pass it by as dying, get_page refuses it), for the caller to
+ * wait for that write outside any read-side section, drop the tags and
+ * then remove it (page_remove_dead()).
  */
 static int page_kill(struct pwb_inode *inode, struct pwb__page *p,
 		     bool closing)
 {
 	if (pwb__page_ref_cmpxchg(p, 0, PWB__PAGE_DEAD) != 0)
 		return -EBUSY;
-	if (!closing && page_in_flight(inode, p))
+	if (!closing && page_tagged(inode, p))
 		return -EINPROGRESS;
 	page_remove_dead(inode, p);
 	return 0;
@@ -221,13 +227,14 @@ void pwb__pcache_drop_written_rcu(struct pwb_inode *inode, uint64_t first,
 		pwb__pcache_room(inode->bdi);
 }
 
-/* Pages a drop_range round killed with a write in flight, waited for
- * after the round's read-side section; more wait for the next round. */
+/* Pages a drop_range round killed with a write in flight or dirty, seen
+ * to after the round's read-side section; more wait for the next round. */
 #define DROP_INFLIGHT_MAX 16
 
 /* Drop the cached pages [first, last] of @inode, waiting out short-lived
  * references (a reader's copy, a read in flight) and the writes in
- * flight of the pages it kills (page_kill()). */
+ * flight of the pages it kills (page_kill()), and dropping their dirty
+ * tags. */
 void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 			    uint64_t last, bool closing)
 {
@@ -286,14 +293,23 @@ void pwb__pcache_drop_range(struct pwb_inode *inode, uint64_t first,
 			split_failed = NULL;
 			again = true;
 		}
-		/* Dead, so only we remove them and no new write of them
-		 * starts; the one in flight reads the buffer until it ends
-		 * (the flusher holds no read-side section meanwhile). The
-		 * caller's reference keeps the inode (HOLD_REF). */
+		/*
+		 * Dead, so only we remove them and nobody dirties them; the
+		 * write in flight reads the buffer until it ends (the
+		 * flusher holds no read-side section meanwhile). A write
+		 * that dirtied one after the discard dropped the range's
+		 * tags left it DIRTY: the tag goes with the page, or every
+		 * later pass would ask for a page that is gone (-EIO). The
+		 * drop waits for the writes too, until neither tag is left.
+		 * While dead in the index a writer waits for it, so no new
+		 * page's tags are dropped. The caller's reference keeps the
+		 * inode (HOLD_REF).
+		 */
 		for (i = 0; i < nr_inflight; i++) {
 			p = inflight[i];
-			pwb__wait_writeback_held(inode, p->index,
-						 p->index + pwb__page_nr(p) - 1);
+			pwb__inode_drop_dirty_held(inode, p->index,
+						   p->index +
+						   pwb__page_nr(p) - 1);
 			page_remove_dead(inode, p);
 		}
 		if (again) {

@@ -741,6 +741,48 @@ START_TEST(test_a_page_dropped_in_flight_keeps_its_buffer_until_written)
 END_TEST
 
 /*
+ * The other half of that race: a write dirties a page of the range after
+ * the engine's half of the truncate dropped the range's dirty tags, and the
+ * page cache's half then drops the page. The page's DIRTY tag must go with
+ * it: left behind, every flusher pass asks for a page that is gone (-EIO),
+ * and pwb_fsync() and the close fail for ever on an inode that has
+ * nothing left to write. Loop: 0 allocator, 1 user map.
+ */
+START_TEST(test_a_page_dirtied_during_a_truncate_leaves_nothing_dirty)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	struct pwb_stats before, after;
+	static unsigned char buf[PS];
+	int ret;
+
+	env_open(&e, 256, 64, 0);
+	inode = open_mode(&e, _i);
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &before), 0);
+
+	/* The write that lands between the two halves of the truncate. */
+	memset(buf, 0xc3, sizeof(buf));
+	ck_assert_int_eq(pwb_write(inode, buf, PS, 0), (ssize_t)PS);
+	ck_assert_int_eq(pwb_page_state(inode, 0), PWB_PAGE_DIRTY);
+
+	/* The page cache's half of pwb_inode_set_size(inode, 0). */
+	ck_assert_int_eq(pwb__inode_enter(inode, PWB__HOLD_REF, "test"), 0);
+	ret = pwb__pcache_discarded(inode, 0, UINT64_MAX, 0,
+				    UINT64_MAX >> e.bdi->page_shift);
+	pwb__inode_exit(inode, PWB__HOLD_REF);
+	ck_assert_int_eq(ret, 0);
+
+	ck_assert_int_eq(pwb_fsync(inode), 0);
+	ck_assert_int_eq(pwb_page_state(inode, 0), 0);
+	ck_assert_int_eq(pwb_bdi_stats(e.bdi, &after), 0);
+	ck_assert_uint_eq(after.dirty_pages, before.dirty_pages);
+	ck_assert_uint_eq(after.nr_dirty_inodes, before.nr_dirty_inodes);
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
  * Writes that the flushers start on their own end while the inode closes:
  * the completion must not touch the inode once its writes are ended (a
  * close waiting for them may free it). Under TSan the old completion's
@@ -1040,6 +1082,9 @@ static Suite *datasafety_suite(void)
 	tcase_add_test(tc, test_truncate_into_a_page_in_flight_zeroes_its_tail);
 	tcase_add_test(tc,
 		test_a_page_dropped_in_flight_keeps_its_buffer_until_written);
+	tcase_add_loop_test(tc,
+		test_a_page_dirtied_during_a_truncate_leaves_nothing_dirty,
+		0, 2);
 	tcase_add_test(tc,
 		       test_writes_ending_during_a_close_leave_the_inode_alone);
 	tcase_add_test(tc, test_a_wrapping_length_is_efbig_not_a_crash);
