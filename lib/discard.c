@@ -382,23 +382,6 @@ int pwb__wait_writeback(struct pwb_inode *inode, uint64_t off, uint64_t len)
 	return 0;
 }
 
-void pwb__wait_writeback_held(struct pwb_inode *inode, uint64_t first,
-			      uint64_t last)
-{
-	struct pwb_inode *h[1 + PWB_MAX_WB_CTX];
-	unsigned int i, nr;
-
-	/* The caller's reference keeps the holders (range_call_begin). */
-	rcu_read_lock();
-	nr = pwb__region_holders_rcu(inode, h);
-	pwb__rcu_read_unlock();
-	for (i = 0; i < nr; i++) {
-		pthread_mutex_lock(&h[i]->lock);
-		wait_stable_locked(h[i], first, last, false);
-		pthread_mutex_unlock(&h[i]->lock);
-	}
-}
-
 PWB_API int pwb_wait_writeback(struct pwb_inode *inode, uint64_t off,
 			       uint64_t len)
 {

@@ -219,12 +219,6 @@ int pwb__inode_discard(struct pwb_inode *inode, uint64_t off,
 int pwb__wait_writeback(struct pwb_inode *inode, uint64_t off,
 			uint64_t len) PWB__INTERNAL;
 int pwb__page_state(struct pwb_inode *inode, uint64_t index) PWB__INTERNAL;
-/* Wait until no write of pages [first, last] of @inode is in flight, in
- * any holder of its pages, as pwb__wait_writeback() does, for a caller
- * that holds @inode already (a reference, HOLD_REF: a close may have
- * begun, which would refuse a new one) and no lock. */
-void pwb__wait_writeback_held(struct pwb_inode *inode, uint64_t first,
-			      uint64_t last) PWB__INTERNAL;
 /* Drop the DIRTY and TOWRITE tags of pages [first, last] of @inode in
  * every holder of its pages, as a discard does (the contexts' dirty-page
  * counters, the tenant's dirty bytes, LSNs), waiting for their writes in
