@@ -86,11 +86,11 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 /*
  * Free dead page @p, off its index and its reclaim list, whose writes
  * have all ended: its buffer back to the pool now, its descriptor after
- * a grace period. The caller saw no WRITEBACK tag on @p after it killed
- * it: once dead nobody can take a reference (and read or fill the data),
- * and get_page refuses it, so a flusher that tags the page after that
- * never reads the buffer; a lookup that still finds the page reads only
- * the descriptor. A write in flight is another matter: the flusher
+ * a grace period. The caller saw no WRITEBACK or DIRTY tag on @p after it
+ * killed it, or waited for them to go (drop_range): once dead nobody can
+ * take a reference (and read or fill the data), and get_page refuses it,
+ * so a flusher that tags the page after that never reads the buffer; a
+ * lookup that still finds the page reads only the descriptor. A write in flight is another matter: the flusher
  * holds no read-side section while the device reads the buffer, so no
  * grace period would cover it, and the buffer may go to another page
  * (of another file) whose bytes would then reach this page's place on
@@ -102,9 +102,6 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
  */
 static void page_free_dead(struct pwb__pcache_bdi *pb, struct pwb__page *p)
 {
-	/* Off every list for good (dead): its lru head carries the pool
-	 * to the free callback. */
-	p->dead_pb = pb;
 	PWB__TSAN_RELEASE(p);
 	pwb__pcache_buf_free_order(pb, p->data, p->order);
 	pwb__call_rcu(&p->rcu, pwb__pcache_page_desc_free_rcu);

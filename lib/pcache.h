@@ -87,13 +87,7 @@ struct pwb__page {
 	struct cds_lfht_node node;	/* pcache->pages: RCU */
 	struct pwb_inode *inode;	/* read-only: the owner */
 	uint64_t index;			/* read-only */
-	union {
-		struct cds_list_head lru;	/* lru[lru_idx].lock */
-		/* Once dead and off every list (pcache-lookup.c), the
-		 * cache whose pool takes the buffer back in the free
-		 * callback. */
-		struct pwb__pcache_bdi *dead_pb;
-	};
+	struct cds_list_head lru;	/* lru[lru_idx].lock */
 	void *data;			/* read-only pointer, page_size bytes
 					 * aligned to the logical block size */
 	struct pwb__rd_ring *rd_ring;	/* atomic: the ring of the read in
