@@ -45,8 +45,7 @@ struct get_req {
  * for the device, and its readahead brings the next blocks in. */
 static void get_stage(struct stage_job *job)
 {
-	struct get_req *g = (struct get_req *)((char *)job -
-					       offsetof(struct get_req, job));
+	struct get_req *g = STAGE_JOB_OWNER(job, struct get_req, job);
 	ssize_t n = -ENOMEM;
 
 	if (g->buf || (g->buf = malloc(OBJD_GET_BLOCK)))

@@ -267,6 +267,9 @@ struct stage_job {
 	struct stage_job *next;		/* stage.c's queue lock */
 	void (*run)(struct stage_job *job);
 };
+/* The request of type @type whose member @member is the job @job. */
+#define STAGE_JOB_OWNER(job, type, member)                                     \
+	((type *)((char *)(job) - offsetof(type, member)))
 
 /* Queue @job (any thread; it may run before this returns); start @n
  * workers before the first request (0 or an errno); stop them, once the

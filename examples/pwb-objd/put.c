@@ -189,18 +189,6 @@ static int put_body(struct req *p, const char *data, size_t len)
 	return 0;
 }
 
-/* The body is whole: its last part page to the inode. 0 or -errno. */
-static int put_tail(struct req *p)
-{
-	int ret;
-
-	if (!p->tail_len)
-		return 0;
-	ret = put_write(p, p->tail, p->tail_len, p->off - p->tail_len);
-	p->tail_len = 0;
-	return ret;
-}
-
 /*
  * p->tail written with PWB_RW_NOWAIT (--threads): 0 (written, the tail
  * empty), -EAGAIN (p->tail_done bytes of it written, the rest would have
@@ -230,10 +218,12 @@ static int put_tail_nowait(struct req *p)
 	return 0;
 }
 
-/* The rest of p->tail, which would have waited, written by this thread
- * (a stage worker, or a pool thread at shutdown): the tail empty after,
- * p->err set if the write failed. */
-static void put_tail_rest(struct req *p)
+/* What p->tail holds and is not written yet (all of it but tail_done
+ * bytes, which only --threads writes ahead) to the inode, waiting as
+ * needed: at the body's end, or by a stage worker for a write that would
+ * have waited. The tail is empty after; p->err is set if the write
+ * failed. */
+static void put_tail(struct req *p)
 {
 	uint64_t off = p->off - p->tail_len + p->tail_done;
 	int ret = put_write(p, p->tail + p->tail_done,
@@ -374,13 +364,12 @@ static void put_resume(struct commit_req *q)
  * then its record to the committer. */
 static void put_stage(struct stage_job *job)
 {
-	struct req *p = (struct req *)((char *)job -
-				       offsetof(struct req, job));
+	struct req *p = STAGE_JOB_OWNER(job, struct req, job);
 	struct commit_req *q = &p->cq;
 	int ret;
 
 	if (p->tail_len)	/* the body's last part, which would wait */
-		put_tail_rest(p);
+		put_tail(p);
 	ret = p->err ? p->err : put_durable(q);
 	if (!ret)
 		ret = commit_queue(q);
@@ -395,10 +384,9 @@ static void put_stage(struct stage_job *job)
  * on a stage worker. */
 static void put_tail_stage(struct stage_job *job)
 {
-	struct req *p = (struct req *)((char *)job -
-				       offsetof(struct req, job));
+	struct req *p = STAGE_JOB_OWNER(job, struct req, job);
 
-	put_tail_rest(p);
+	put_tail(p);
 	p->tail_wait = false;
 	suspend_end(p->conn);
 }
@@ -408,7 +396,7 @@ static void put_tail_stage(struct stage_job *job)
 void put_wait_tail(struct MHD_Connection *c, struct req *p)
 {
 	if (!suspend_begin(c)) {
-		put_tail_rest(p);
+		put_tail(p);
 		p->tail_wait = false;
 		return;
 	}
@@ -503,7 +491,7 @@ enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 		if (opt.threads && p->unit)
 			put_tail_nowait(p);
 		else
-			p->err = put_tail(p);
+			put_tail(p);
 	}
 	if (p->err)
 		return put_fail(c, p);
@@ -550,7 +538,7 @@ enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 		return MHD_YES;
 	}
 	if (p->tail_len)	/* --threads, shutting down: wait here */
-		put_tail_rest(p);
+		put_tail(p);
 	ret = p->err ? p->err : commit_wait(q);
 	q->ret = ret;
 	return put_reply(c, p);
