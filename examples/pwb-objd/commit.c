@@ -294,16 +294,3 @@ void commit_stop_all(void)
 	pthread_mutex_unlock(&commit_lock);
 	pthread_join(committer, NULL);
 }
-
-/* DELETE @key through the group commit: 0, -ENOENT or -errno; the ino it
- * named in *@old (0: inline), on device *@old_dev. */
-int index_delete(const char *key, size_t klen, uint64_t *old,
-		 unsigned int *old_dev)
-{
-	struct commit_req q = { .key = key, .klen = klen, .del = true };
-	int ret = commit_wait(&q);
-
-	*old = q.old;
-	*old_dev = q.old_dev;
-	return ret;
-}

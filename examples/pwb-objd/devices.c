@@ -79,6 +79,28 @@ static int lock_device(const char *path)
 	return fd;	/* kept open: the lock lives as long as the process */
 }
 
+/* Tests: the fault @spec (PWB_FAULT's syntax, doc/faults.md; NULL or
+ * empty: none) injected into every open device, as the other examples
+ * do: 0, or 1 (error printed). */
+static int devs_fault(const char *spec)
+{
+	struct pwb_fault f;
+	int ret;
+
+	if (!spec || !*spec)
+		return 0;
+	ret = pwb_fault_parse(spec, &f);
+	for (unsigned int i = 0; !ret && i < nr_devs; i++)
+		ret = pwb_bdi_inject_fault(devs[i].bdi, &f);
+	if (ret) {
+		fprintf(stderr, "pwb-objd: PWB_FAULT=%s: %s\n", spec,
+			pwb_errmsg());
+		return 1;
+	}
+	fprintf(stderr, "pwb-objd: fault injection: PWB_FAULT=%s\n", spec);
+	return 0;
+}
+
 int devs_open(struct pwb_bdi_config *cfg, uint64_t dirty_bytes)
 {
 	struct pwb_domain_config dcfg;
@@ -143,7 +165,7 @@ int devs_open(struct pwb_bdi_config *cfg, uint64_t dirty_bytes)
 			return 2;
 		}
 	}
-	return 0;
+	return devs_fault(getenv("PWB_FAULT"));
 }
 
 int devs_close(void)

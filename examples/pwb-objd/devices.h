@@ -39,8 +39,9 @@ int devs_add(const char *path);
 
 /* Lock and open every device with @cfg (its domain set here), all with
  * dirty limits @dirty_bytes (0: libpwb's; with several devices, the
- * domain's, shared by all): 0, 1 (error printed) or 2 (a usage error:
- * the same device twice, a device too small). */
+ * domain's, shared by all), and inject the fault the environment's
+ * PWB_FAULT names, if any (tests; doc/faults.md): 0, 1 (error printed)
+ * or 2 (a usage error: the same device twice, a device too small). */
 int devs_open(struct pwb_bdi_config *cfg, uint64_t dirty_bytes);
 
 /* Close every open device, then the domain: 0 or the first -errno. */

@@ -177,49 +177,89 @@ static void object_put(struct obj *o, struct objinfo *oi)
 	oi->data = NULL;
 }
 
-/* GET /KEY?verify: read the object back from libpwb (an inline one: from
- * the index) and compare its CRC-32C with the index's: 200 "ok CRC SIZE"
- * or 500 "mismatch ...". */
-static enum MHD_Result do_verify(struct MHD_Connection *c, struct obj *o,
-				 struct objinfo *oi)
+/* GET ?verify reads an object on a device in pieces of this size. */
+#define OBJD_VERIFY_BLOCK (1u << 20)
+
+/* Read p->vf's object back through libpwb, which may wait for the
+ * device: the bytes read, their CRC-32C and a read's error in p->vf; the
+ * reference and the buffer dropped. On the request's thread, or a stage
+ * worker's with the connection suspended. */
+static void verify_read(struct req *p)
 {
-	size_t bsz = 1 << 20;
-	char *buf = o ? malloc(bsz) : NULL;
-	uint64_t pos = 0;
-	uint32_t crc = 0;
 	ssize_t n = 0;
 
-	if (!o) {
-		crc = crc32c_update(0, oi->data, oi->size);
-		pos = oi->size;
-		object_put(o, oi);
-		goto check;
+	p->vf.pos = 0;
+	p->vf.got = 0;
+	while (p->vf.pos < p->vf.size) {
+		n = pwb_read(p->vf.o->inode, p->vf.buf, OBJD_VERIFY_BLOCK,
+			     p->vf.pos);
+		if (n <= 0)
+			break;
+		p->vf.got = crc32c_update(p->vf.got, p->vf.buf, (size_t)n);
+		p->vf.pos += (uint64_t)n;
 	}
-	if (!buf) {
+	p->vf.err = n < 0 ? (int)n : 0;
+	free(p->vf.buf);
+	p->vf.buf = NULL;
+	table_put(p->vf.o);
+	p->vf.o = NULL;
+}
+
+/* A suspended GET ?verify's read, on a stage worker. */
+static void verify_stage(struct stage_job *job)
+{
+	struct req *p = STAGE_JOB_OWNER(job, struct req, job);
+
+	verify_read(p);
+	req_resume(p);
+}
+
+/* GET ?verify's answer from p->vf: 200 "ok CRC SIZE", or 500 "read error"
+ * or "mismatch ...". */
+static enum MHD_Result verify_reply(struct MHD_Connection *c, struct req *p)
+{
+	if (p->vf.err)
+		return reply(c, 500, "read error: %s\n",
+			     pwb_strerror(p->vf.err));
+	if (p->vf.pos != p->vf.size || p->vf.got != p->vf.crc)
+		return reply(c, 500, "mismatch: read %" PRIu64 " bytes crc %08x,"
+			     " index says %" PRIu64 " bytes crc %08x\n",
+			     p->vf.pos, p->vf.got, p->vf.size, p->vf.crc);
+	return reply(c, 200, "ok %08x %" PRIu64 "\n", p->vf.got, p->vf.size);
+}
+
+/* GET /KEY?verify: read the object back from libpwb (an inline one: from
+ * the index) and compare its CRC-32C with the index's (verify_reply()).
+ * With --threads a stage worker reads an object on a device while the
+ * connection waits suspended. */
+static enum MHD_Result do_verify(struct MHD_Connection *c, struct obj *o,
+				 struct objinfo *oi, struct req *p)
+{
+	p->vf.size = oi->size;
+	p->vf.crc = oi->crc;
+	if (!o) {
+		p->vf.got = crc32c_update(0, oi->data, oi->size);
+		p->vf.pos = oi->size;
+		object_put(o, oi);
+		return verify_reply(c, p);
+	}
+	p->vf.buf = malloc(OBJD_VERIFY_BLOCK);
+	if (!p->vf.buf) {
 		table_put(o);
 		return MHD_NO;
 	}
-	while (pos < oi->size) {
-		n = pwb_read(o->inode, buf, bsz, pos);
-		if (n <= 0)
-			break;
-		crc = crc32c_update(crc, buf, (size_t)n);
-		pos += (uint64_t)n;
+	p->vf.o = o;
+	if (req_suspend(c, p, verify_reply)) {
+		CNT_ADD(stage_verifies, 1);
+		req_stage(p, verify_stage);
+		return MHD_YES;
 	}
-	free(buf);
-	table_put(o);
-	if (n < 0)
-		return reply(c, 500, "read error: %s\n", pwb_strerror((int)n));
-check:
-	if (pos != oi->size || crc != oi->crc)
-		return reply(c, 500, "mismatch: read %" PRIu64 " bytes crc %08x,"
-			     " index says %" PRIu64 " bytes crc %08x\n", pos, crc,
-			     oi->size, oi->crc);
-	return reply(c, 200, "ok %08x %" PRIu64 "\n", crc, oi->size);
+	verify_read(p);
+	return verify_reply(c, p);
 }
 
 enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
-		       bool head)
+		       bool head, struct req *p)
 {
 	struct MHD_Response *resp;
 	struct objinfo oi;
@@ -241,7 +281,7 @@ enum MHD_Result do_get(struct MHD_Connection *c, const char *url,
 			     ret == -ENOENT ? "no such key" : pwb_strerror(ret));
 	if (!head && MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND,
 			"verify", 6, NULL, NULL) == MHD_YES)
-		return do_verify(c, o, &oi);
+		return do_verify(c, o, &oi, p);
 	rr = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_RANGE),
 			 oi.size, &a, &b);
@@ -396,22 +436,73 @@ int sync_all(void)
 	return ret;
 }
 
-enum MHD_Result do_delete(struct MHD_Connection *c, const char *url)
+/* POST /-/sync's answer from p->err, sync_all()'s result. */
+static enum MHD_Result sync_reply(struct MHD_Connection *c, struct req *p)
 {
-	unsigned int status, old_dev = 0;
-	uint64_t old = 0;
+	if (p->err)
+		return reply(c, 500, "sync failed\n");
+	CNT_ADD(syncs, 1);
+	return reply(c, 200, "synced\n");
+}
+
+/* A suspended POST /-/sync's syncs, on a stage worker. */
+static void sync_stage(struct stage_job *job)
+{
+	struct req *p = STAGE_JOB_OWNER(job, struct req, job);
+
+	p->err = sync_all();
+	req_resume(p);
+}
+
+/* POST /-/sync: every device and the index synced (sync_all()), then
+ * sync_reply(); with --threads by a stage worker while the connection
+ * waits suspended. */
+enum MHD_Result do_sync(struct MHD_Connection *c, struct req *p)
+{
+	if (req_suspend(c, p, sync_reply)) {
+		CNT_ADD(stage_syncs, 1);
+		req_stage(p, sync_stage);
+		return MHD_YES;
+	}
+	p->err = sync_all();
+	return sync_reply(c, p);
+}
+
+/* DELETE's answer once the group commit took it (p->cq.ret says how):
+ * the object it named dead, then 204, or the error. */
+static enum MHD_Result delete_reply(struct MHD_Connection *c, struct req *p)
+{
+	struct commit_req *q = &p->cq;
+
+	if (q->ret)
+		return reply(c, errno_status(q->ret), "%s\n",
+			     q->ret == -ENOENT ? "no such key"
+					       : pwb_strerror(q->ret));
+	if (q->old)
+		table_kill(q->old_dev, q->old);
+	CNT_ADD(deletes, 1);
+	return reply(c, 204, "%s", "");
+}
+
+/* DELETE /KEY through the group commit, then delete_reply(); with
+ * --threads the connection waits suspended for the committer. The key
+ * is libmicrohttpd's URL, which lasts as long as the request. */
+enum MHD_Result do_delete(struct MHD_Connection *c, const char *url,
+			  struct req *p)
+{
+	struct commit_req *q = &p->cq;
+	unsigned int status;
 	size_t klen;
-	int ret;
 
 	status = check_key(url, &klen);
 	if (status)
 		return reply(c, status, "bad key\n");
-	ret = index_delete(url + 1, klen, &old, &old_dev);
-	if (ret)
-		return reply(c, errno_status(ret), "%s\n",
-			     ret == -ENOENT ? "no such key" : pwb_strerror(ret));
-	if (old)
-		table_kill(old_dev, old);
-	CNT_ADD(deletes, 1);
-	return reply(c, 204, "%s", "");
+	*q = (struct commit_req){ .key = url + 1, .klen = klen, .del = true };
+	if (req_suspend(c, p, delete_reply)) {
+		CNT_ADD(stage_deletes, 1);
+		req_commit(p, 0);
+		return MHD_YES;
+	}
+	q->ret = commit_wait(q);
+	return delete_reply(c, p);
 }

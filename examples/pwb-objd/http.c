@@ -95,6 +95,9 @@ enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 	bool early = false;
 	unsigned int status;
 
+	/* Resumed after a wait (req_suspend()): the request is whole. */
+	if (p && p->stage == REQ_DONE)
+		return p->wait_reply(c, p);
 	if (p && p->kind != REQ_PUT) {
 		if (*upload_data_size) {	/* a body nobody reads */
 			p->dropped += *upload_data_size;
@@ -173,15 +176,12 @@ whole:
 	if (!strcmp(method, MHD_HTTP_METHOD_POST)) {
 		if (strcmp(url, "/-/sync"))
 			return reply(c, 405, "POST is for /-/sync only\n");
-		if (sync_all())
-			return reply(c, 500, "sync failed\n");
-		CNT_ADD(syncs, 1);
-		return reply(c, 200, "synced\n");
+		return do_sync(c, p);
 	}
 	if (is_get || is_head)
-		return do_get(c, url, is_head);
+		return do_get(c, url, is_head, p);
 	if (!strcmp(method, MHD_HTTP_METHOD_DELETE))
-		return do_delete(c, url);
+		return do_delete(c, url, p);
 	return reply(c, 405, "method not allowed\n");
 }
 

@@ -80,8 +80,11 @@ struct objd_counters {
 	uint64_t connections, connections_closed;
 	/* --threads: requests whose connection was suspended while a stage
 	 * worker did what would have waited: PUTs' data stages, body writes
-	 * and GETs' reads of pages not cached */
+	 * and GETs' reads of pages not cached, GET ?verify's reads, POST
+	 * /-/sync's syncs; and DELETEs suspended while the committer took
+	 * them (no worker) */
 	uint64_t stage_puts, stage_writes, stage_reads;
+	uint64_t stage_verifies, stage_syncs, stage_deletes;
 };
 extern struct objd_counters cnt;
 
@@ -247,10 +250,6 @@ int put_durable(struct commit_req *q);
  * queue and stop it, once, at the end (commit.c). */
 int commit_start(void);
 void commit_stop_all(void);
-/* DELETE @key through the group commit: 0, -ENOENT or -errno; the ino it
- * named in *@old (0: inline), on device *@old_dev (commit.c). */
-int index_delete(const char *key, size_t klen, uint64_t *old,
-		 unsigned int *old_dev);
 
 /* ------------------------------------------- the stage workers (--threads) */
 
@@ -285,6 +284,36 @@ bool suspend_begin(struct MHD_Connection *c);
 void suspend_end(struct MHD_Connection *c);
 void suspend_drain(void);
 
+/*
+ * A request whose end would wait, and that replies once it has (a PUT
+ * after its stages, a DELETE after its commit, GET ?verify after reading
+ * the object back, POST /-/sync after the syncs), all in stage.c:
+ *
+ *   req_suspend()  on the pool (--threads): suspend @c for @p, which is
+ *                  to reply with @on_resume once resumed; false without
+ *                  --threads or once suspend_drain() began: the caller
+ *                  waits on its own thread and replies itself;
+ *   req_stage()    then hand @run to a stage worker (the job p->job);
+ *   req_commit()   or queue p->cq for the committer, unless @err says the
+ *                  request failed already (0: queue it);
+ *   req_resume()   whoever ends the wait (the job, the committer through
+ *                  p->cq.on_done, a failed req_commit()): mark @p done
+ *                  and resume its connection, after its last touch of @p;
+ *
+ * and libmicrohttpd calls the handler again, which calls @on_resume
+ * (http.c). A connection closed meanwhile (a shutdown after the resume)
+ * ends without it: what only @on_resume would let go of must be let go
+ * of by the completion callback, or at exit (close_all()).
+ */
+struct req;
+typedef enum MHD_Result (*req_reply_fn)(struct MHD_Connection *c,
+					struct req *p);
+bool req_suspend(struct MHD_Connection *c, struct req *p,
+		 req_reply_fn on_resume);
+void req_stage(struct req *p, void (*run)(struct stage_job *job));
+void req_commit(struct req *p, int err);
+void req_resume(struct req *p);
+
 /* --------------------------------------------------------------- requests */
 
 /*
@@ -318,6 +347,17 @@ struct req {
 	bool early;		/* REQ_REFUSED: answered before the body */
 	uint64_t dropped;	/* REQ_REFUSED: body bytes read and dropped */
 	uint64_t t_begin;	/* now_ns() when the headers arrived */
+	/* --threads: the request waits suspended (REQ_WAITING, req_suspend())
+	 * until whoever ends the wait marks it REQ_DONE and resumes it; then
+	 * libmicrohttpd calls the handler, which calls wait_reply. The pool
+	 * thread writes stage, conn and wait_reply before the suspension, the
+	 * thread that ends the wait writes what it found before the resume:
+	 * libmicrohttpd's resume orders the two. */
+	enum { REQ_RUNNING, REQ_WAITING, REQ_DONE } stage;
+	req_reply_fn wait_reply;
+	struct MHD_Connection *conn;	/* with stage or tail_wait */
+	struct stage_job job;	/* a body write, the data stage, a verify's
+				 * read, a sync */
 	/* REQ_PUT: */
 	char *key;
 	size_t klen;
@@ -340,19 +380,27 @@ struct req {
 	bool tail_wait;
 	uint64_t off;		/* body bytes received */
 	uint32_t crc;
-	int err;		/* first error; the rest of the body is dropped */
+	int err;		/* first error; the rest of the body is dropped
+				 * (POST /-/sync: sync_all()'s result) */
 	bool committed;		/* the inode belongs to the table now */
 	bool too_big;
-	/* The body is whole: its trip through the group commit (cq), the
-	 * open object it made (obj, with an inode), when it began. With
-	 * --threads the connection waits suspended (PUT_WAITING) until the
-	 * stage that ends it marks it PUT_DONE and resumes it. */
-	enum { PUT_BODY, PUT_WAITING, PUT_DONE } stage;
+	/* The body is whole: its trip through the group commit (cq; a
+	 * DELETE's too), the open object it made (obj, with an inode), when
+	 * it began. */
 	struct commit_req cq;
 	struct obj *obj;
 	uint64_t t_commit;
-	struct MHD_Connection *conn;	/* with stage or tail_wait */
-	struct stage_job job;	/* a body write or the data stage */
+	/* GET ?verify of an object on a device (handlers.c): its
+	 * reference and the read's buffer (both dropped once it is read),
+	 * its size and CRC-32C as the index says, then the bytes read, their
+	 * CRC-32C and the read's error. */
+	struct {
+		struct obj *o;
+		char *buf;
+		uint64_t size, pos;
+		uint32_t crc, got;
+		int err;
+	} vf;
 };
 
 /*
@@ -398,12 +446,17 @@ size_t put_data(struct req *p, const char *data, size_t len);
 void put_wait_tail(struct MHD_Connection *c, struct req *p);
 enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p);
 
-/* GET and HEAD of an object, GET /?list, DELETE (handlers.c), on a
- * connection thread; sync_all(), POST /-/sync's and the exit's: every
- * device and the index synced, 0 or the first -errno. */
-enum MHD_Result do_get(struct MHD_Connection *c, const char *url, bool head);
+/* GET and HEAD of an object, GET /?list, DELETE, POST /-/sync
+ * (handlers.c), on a connection thread, @p the request (GET ?verify,
+ * DELETE and the sync may wait suspended: req_suspend()); sync_all(),
+ * POST /-/sync's and the exit's: every device and the index synced, 0 or
+ * the first -errno. */
+enum MHD_Result do_get(struct MHD_Connection *c, const char *url, bool head,
+		       struct req *p);
 enum MHD_Result do_list(struct MHD_Connection *c);
-enum MHD_Result do_delete(struct MHD_Connection *c, const char *url);
+enum MHD_Result do_delete(struct MHD_Connection *c, const char *url,
+			  struct req *p);
+enum MHD_Result do_sync(struct MHD_Connection *c, struct req *p);
 int sync_all(void);
 
 /* ------------------------------------------------------------- listeners */

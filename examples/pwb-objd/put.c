@@ -350,34 +350,16 @@ static struct rec *inline_rec(const struct req *p, size_t *rsz)
 	return r;
 }
 
-/* q->on_done of a suspended PUT, on the thread that ended it: mark it
- * done and resume its connection, whose handler replies (put_reply()). */
-static void put_resume(struct commit_req *q)
-{
-	struct req *p = q->ctx;
-
-	p->stage = PUT_DONE;
-	suspend_end(p->conn);
-}
-
 /* A suspended PUT's data stage, on a stage worker: its data durable,
- * then its record to the committer. */
+ * then its record to the committer, whose end resumes the connection
+ * (req_commit()). */
 static void put_stage(struct stage_job *job)
 {
 	struct req *p = STAGE_JOB_OWNER(job, struct req, job);
-	struct commit_req *q = &p->cq;
-	int ret;
 
 	if (p->tail_len)	/* the body's last part, which would wait */
 		put_tail(p);
-	ret = p->err ? p->err : put_durable(q);
-	if (!ret)
-		ret = commit_queue(q);
-	if (ret) {
-		q->ret = ret;
-		q->old = 0;
-		put_resume(q);
-	}
+	req_commit(p, p->err ? p->err : put_durable(&p->cq));
 }
 
 /* A suspended PUT's body write that would have waited (put_body_pool()),
@@ -401,9 +383,8 @@ void put_wait_tail(struct MHD_Connection *c, struct req *p)
 		return;
 	}
 	p->conn = c;
-	p->job.run = put_tail_stage;
 	CNT_ADD(stage_writes, 1);
-	stage_queue(&p->job);
+	req_stage(p, put_tail_stage);
 }
 
 static enum MHD_Result put_fail(struct MHD_Connection *c, struct req *p)
@@ -472,16 +453,14 @@ static enum MHD_Result put_reply(struct MHD_Connection *c, struct req *p)
  * through the group commit. A body on the device goes through the sync
  * stage first; an inline one straight to the index commit, which makes
  * it durable with the record that holds it. With --threads the
- * connection is suspended meanwhile and this is called again once the
- * stages are over (PUT_DONE); otherwise this thread waits for them.
+ * connection is suspended meanwhile and put_reply() answers once the
+ * stages are over (req_suspend()); otherwise this thread waits for them.
  */
 enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 {
 	struct commit_req *q = &p->cq;
 	int ret;
 
-	if (p->stage == PUT_DONE)
-		return put_reply(c, p);
 	if (p->too_big)
 		return reply(c, 413, "object larger than %" PRIu64 " bytes\n",
 			     opt.max_object);
@@ -519,21 +498,12 @@ enum MHD_Result put_finish(struct MHD_Connection *c, struct req *p)
 		p->committed = true;	/* the table owns the inode now */
 	}
 	p->t_commit = now_ns();
-	if (opt.threads && suspend_begin(c)) {
-		p->conn = c;
-		p->stage = PUT_WAITING;
-		q->on_done = put_resume;
-		q->ctx = p;
+	if (req_suspend(c, p, put_reply)) {
 		if (p->inode) {
-			p->job.run = put_stage;
 			CNT_ADD(stage_puts, 1);
-			stage_queue(&p->job);
+			req_stage(p, put_stage);
 		} else {
-			ret = commit_queue(q);
-			if (ret) {
-				q->ret = ret;
-				put_resume(q);
-			}
+			req_commit(p, 0);
 		}
 		return MHD_YES;
 	}

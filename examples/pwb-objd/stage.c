@@ -10,8 +10,10 @@
  * or a page lock; a GET of pages not cached) suspends its connection and
  * queues a job here. The job's end resumes the connection, and
  * libmicrohttpd calls the request's handler or content reader again. An
- * inline PUT needs no job: its connection waits, suspended, for the
- * committer (commit.c), which resumes it.
+ * inline PUT or a DELETE needs no job: its connection waits, suspended,
+ * for the committer (commit.c), which resumes it. A request that replies
+ * once its wait is over (a PUT, a DELETE, GET ?verify, POST /-/sync) does
+ * so through req_suspend() and req_resume(), at the end of this file.
  *
  * OBJD_STAGE_WORKERS workers, so that as many jobs wait at once as 32
  * connections with a thread each would have (pwb_fsync() calls in flight
@@ -135,4 +137,49 @@ void suspend_drain(void)
 	while (nr_susp)
 		pthread_cond_wait(&susp_idle, &susp_lock);
 	pthread_mutex_unlock(&susp_lock);
+}
+
+bool req_suspend(struct MHD_Connection *c, struct req *p,
+		 req_reply_fn on_resume)
+{
+	if (!opt.threads || !suspend_begin(c))
+		return false;
+	p->conn = c;
+	p->stage = REQ_WAITING;
+	p->wait_reply = on_resume;
+	return true;
+}
+
+void req_stage(struct req *p, void (*run)(struct stage_job *job))
+{
+	p->job.run = run;
+	stage_queue(&p->job);
+}
+
+void req_resume(struct req *p)
+{
+	p->stage = REQ_DONE;
+	suspend_end(p->conn);
+}
+
+/* p->cq.on_done: the committer took the request (p->cq.ret says how). */
+static void req_committed(struct commit_req *q)
+{
+	req_resume(q->ctx);
+}
+
+void req_commit(struct req *p, int err)
+{
+	struct commit_req *q = &p->cq;
+
+	if (!err) {
+		q->on_done = req_committed;
+		q->ctx = p;
+		err = commit_queue(q);
+	}
+	if (err) {
+		q->ret = err;
+		q->old = 0;
+		req_resume(p);
+	}
 }

@@ -55,7 +55,7 @@ uint64_t now_ns(void)
 	C(open_ns) C(close_ns) C(put_ns) C(index_records) C(index_puts)        \
 	C(batch_max) C(data_syncs) C(data_sync_puts) C(inline_puts)            \
 	C(connections) C(connections_closed) C(stage_puts) C(stage_writes)    \
-	C(stage_reads)
+	C(stage_reads) C(stage_verifies) C(stage_syncs) C(stage_deletes)
 
 /*
  * libpwb's counters of every device, added up into @sum (with one device,
