@@ -440,11 +440,18 @@ int pwb__fault_parse(const char *spec, struct pwb_fault *fault)
 		if (strlen(kind_names[i]) == klen &&
 		    !strncasecmp(spec, kind_names[i], klen))
 			break;
-	if (i == NR_KINDS)
+	if (i == NR_KINDS) {
+		/* The kinds named from the table, so the list cannot drift. */
+		char kinds[128];
+		size_t n = 0;
+
+		for (i = 0; i < NR_KINDS && n < sizeof(kinds); i++)
+			n += (size_t)snprintf(kinds + n, sizeof(kinds) - n,
+					      "%s%s", i ? ", " : "",
+					      kind_names[i]);
 		return pwb__err(-EINVAL, "%s: \"%.*s\" is not a fault kind "
-					 "(eio, enospc, short, delay, read_eio, "
-					 "none)",
-				who, (int)klen, spec);
+					 "(%s)", who, (int)klen, spec, kinds);
+	}
 	f.kind = (enum pwb_fault_kind)i;
 
 	for (p = colon; p; ) {

@@ -236,6 +236,9 @@ START_TEST(test_parse_message_names_the_bad_part)
 
 	ck_assert_int_eq(pwb_fault_parse("bogus:nth=1", &f), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(pwb_errmsg(), "bogus"));
+	/* The message lists every kind, the read rules too. */
+	ck_assert_ptr_nonnull(strstr(pwb_errmsg(), "read_delay"));
+	ck_assert_ptr_nonnull(strstr(pwb_errmsg(), "read_eio"));
 	ck_assert_int_eq(pwb_fault_parse("eio:frequency=3", &f), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(pwb_errmsg(), "frequency"));
 	ck_assert_int_eq(pwb_fault_parse("eio:nth=12x", &f), -EINVAL);
