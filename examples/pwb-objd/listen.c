@@ -146,8 +146,8 @@ struct MHD_Daemon *start_mhd(int fd, const char *where)
 	 * over its bucket's budget, a GET's read of pages not cached) is
 	 * done by the stage workers with the connection suspended
 	 * (stage.c), so no pool thread sleeps in poll() before each request
-	 * nor in the group commit. A DELETE's commit, ?verify and POST
-	 * /-/sync still wait on their pool thread. Without it, a thread per
+	 * nor in the group commit (a DELETE's commit, ?verify and POST
+	 * /-/sync wait suspended too). Without it, a thread per
 	 * connection: a PUT sleeps in the group commit without holding up
 	 * other clients. The connection's memory: libmicrohttpd reads into
 	 * half of it, and clears all of it before each request of a kept
