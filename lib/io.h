@@ -124,7 +124,8 @@ struct pwb__io_read_ops {
 			  void *arg);
 	void (*read_reap)(void *state);
 	/* Reap @ring without waiting, if its lock is free: true if it was
-	 * reaped, false if another thread holds it (and so reaps it). */
+	 * reaped, false if another thread holds it (and so reaps it).
+	 * Optional (NULL: a NOWAIT reader waits for another's reap). */
 	bool (*read_poll)(struct pwb__rd_ring *ring);
 };
 

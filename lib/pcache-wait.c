@@ -150,7 +150,8 @@ bool pwb__page_read_poll(struct pwb_bdi *bdi, struct pwb__page *p)
 	ring = __atomic_load_n(&p->rd_ring, __ATOMIC_ACQUIRE);
 	/* A ring's memory lasts as long as the bdi: a ring the read has
 	 * left meanwhile is reaped for nothing. */
-	if (!ring || !pb->ra.ops || !pb->ra.ops->read_poll(ring))
+	if (!ring || !pb->ra.ops || !pb->ra.ops->read_poll ||
+	    !pb->ra.ops->read_poll(ring))
 		return false;
 	return !(pwb__page_flags(p) & PWB__PG_READING);
 }
