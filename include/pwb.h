@@ -1575,20 +1575,35 @@ PWB_API ssize_t pwb_write2(struct pwb_inode *inode, const void *buf,
  * @off: file offset; any offset
  * @flags: 0 or PWB_RW_* flags, or-ed
  *
- * With @flags 0 it is pwb_read(). With any flag no readahead is started.
+ * With @flags 0 it is pwb_read().
  *
  * PWB_RW_NOWAIT: serve only pages cached and up to date whose lock is
  * free; stop at the first other page (one not cached, one whose read from
  * the device is in flight, one being changed) and return the bytes
- * copied, -EAGAIN if none. Nothing is read from the device: a caller that
- * gets -EAGAIN hands the read to a thread that may sleep, whose
- * pwb_read() reads the page (and what readahead adds). The library's
- * short bookkeeping locks may still be met, as with pwb_write2().
+ * copied, -EAGAIN if none. The call never waits for the device: a caller
+ * that gets -EAGAIN hands the read to a thread that may sleep, or calls
+ * again later. With the "io_uring" backend it starts the reads pwb_read()
+ * would start there, as preadv2()'s RWF_NOWAIT starts the kernel's
+ * readahead, and returns without waiting for them: a page not cached is
+ * read with the readahead window its reader's pattern calls for, and
+ * reaching the readahead marker of a sequential reader's window starts
+ * the next window. A later call, with or without the flag, finds those
+ * pages under read or up to date (a NOWAIT call that finds its page's
+ * read done but not yet collected collects it, without waiting). Reads
+ * that could only be started by waiting (for a read ring another thread
+ * holds, for room on a ring, or for room in a full cache, which is not
+ * reclaimed for them) are not started, and their pages are left for a
+ * later pwb_read() to read; that is not an error. With the "psync" and
+ * "null" backends, which read on the calling thread, nothing is read
+ * from the device and no readahead starts. An application's map_page is
+ * called for the pages read. The library's short bookkeeping locks may
+ * still be met, as with pwb_write2().
  *
  * PWB_RW_DONTCACHE: pages not cached are read from the device through a
- * bounce buffer and not cached; pages cached stay (a page under read by
- * another caller is waited for and copied). PWB_RW_SYNC changes nothing
- * for a read.
+ * bounce buffer and not cached, and no readahead is started; pages cached
+ * stay (a page under read by another caller is waited for and copied).
+ * With PWB_RW_NOWAIT as well, nothing is read. PWB_RW_SYNC changes
+ * nothing for a read (with PWB_RW_NOWAIT alone, it is PWB_RW_NOWAIT).
  *
  * Context: any thread but a flusher (not from an ops callback); sleeps
  *          unless PWB_RW_NOWAIT.

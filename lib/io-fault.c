@@ -165,7 +165,16 @@ out:
 	return act;
 }
 
-int pwb__fault_check_read(struct pwb_bdi *bdi, uint64_t dev_off, uint64_t len)
+/*
+ * The read rules for a device read of @len bytes at @dev_off: 0, -EIO
+ * (PWB_FAULT_READ_EIO hit), or after a PWB_FAULT_READ_DELAY hit's sleep
+ * 0. @nowait: a read-delay rule that covers the range and may still hit
+ * gives -EAGAIN at once, before the read is counted as a match: a
+ * submitter that must not sleep leaves the read to one that may, and
+ * takes no hit from it (nth and every count the reads that were made).
+ */
+static int check_read(struct pwb_bdi *bdi, uint64_t dev_off, uint64_t len,
+		      bool nowait)
 {
 	struct pwb__fault_state *fs;
 	unsigned int delay_ms = 0;
@@ -179,6 +188,13 @@ int pwb__fault_check_read(struct pwb_bdi *bdi, uint64_t dev_off, uint64_t len)
 		    fs->rule.kind != PWB_FAULT_READ_DELAY) ||
 	    dev_off >= fs->rule.dev_end || dev_off + len <= fs->rule.dev_start)
 		goto out;
+	if (nowait && fs->rule.kind == PWB_FAULT_READ_DELAY &&
+	    fs->rule.delay_ms &&
+	    (!fs->rule.max_hits ||
+	     pwb__aread(&fs->hits) < fs->rule.max_hits)) {
+		err = -EAGAIN;
+		goto out;
+	}
 	if (fault_selects(&fs->rule, uatomic_add_return(&fs->matches, 1)) &&
 	    fault_take_hit(fs)) {
 		uatomic_inc(&bdi->fault_hits);
@@ -193,6 +209,17 @@ out:
 	if (delay_ms)
 		fault_sleep_ms(delay_ms);
 	return err;
+}
+
+int pwb__fault_check_read(struct pwb_bdi *bdi, uint64_t dev_off, uint64_t len)
+{
+	return check_read(bdi, dev_off, len, false);
+}
+
+int pwb__fault_check_read_nowait(struct pwb_bdi *bdi, uint64_t dev_off,
+				 uint64_t len)
+{
+	return check_read(bdi, dev_off, len, true);
 }
 
 static void fault_free_rcu(struct rcu_head *head)

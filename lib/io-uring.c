@@ -369,6 +369,12 @@ static void uring_ctx_fini(void *state)
  * user of its ring (or by the close that drops its pages). Hits in the
  * cache never come here.
  *
+ * A PWB_RW_NOWAIT reader's readahead must not sleep (the nowait forms in
+ * io.h): it takes a ring only with a trylock, and a read it could queue
+ * only by waiting for room on the ring or in a read-delay fault rule is
+ * refused, for its submitter to end unread. read_poll is that reader's
+ * reap: only if the ring's lock is free.
+ *
  * Rings are set up on first use. No IORING_SETUP_COOP_TASKRUN: the
  * kernel posts a read's completion from its submitter's task work, and a
  * waiter on another thread must not wait until the submitter happens to
@@ -509,7 +515,10 @@ static void rd_wait_one_locked(struct pwb__rd_ring *r)
 static __thread unsigned int rd_pref_plus1;
 static unsigned int rd_pref_next;	/* uatomic */
 
-static struct pwb__rd_ring *uring_read_ring_get(void *state)
+/* @nowait: the locks are only tried (a PWB_RW_NOWAIT reader's readahead,
+ * which must not sleep, and a ring's lock may be held by a thread asleep
+ * for its completions): NULL when every ring is taken. */
+static struct pwb__rd_ring *uring_read_ring_get(void *state, bool nowait)
 {
 	struct rd_pool *pl = state;
 	unsigned int start, i;
@@ -525,6 +534,8 @@ static struct pwb__rd_ring *uring_read_ring_get(void *state)
 			r = NULL;
 	}
 	if (!r) {
+		if (nowait)
+			return NULL;
 		r = &pl->rings[start % pl->nr];
 		pthread_mutex_lock(&r->lock);
 	}
@@ -535,14 +546,26 @@ static struct pwb__rd_ring *uring_read_ring_get(void *state)
 	return r;
 }
 
-static int uring_read_submit(struct pwb__rd_ring *r, struct pwb__rd *rd)
+/* @nowait: -EAGAIN (not queued) rather than wait for room on the ring or
+ * sleep in a read-delay fault rule. */
+static int uring_read_submit(struct pwb__rd_ring *r, struct pwb__rd *rd,
+			     bool nowait)
 {
 	uint64_t len = 0;
 	int err;
 
+	pwb__lockdep_assert_held(&r->lock);
+	if (nowait && r->inflight >= RD_DEPTH)
+		return -EAGAIN;
 	for (unsigned int i = 0; i < rd->iovcnt; i++)
 		len += rd->iov[i].iov_len;
-	err = pwb__fault_check_read(r->bdi, rd->dev_off, len);
+	if (nowait) {
+		err = pwb__fault_check_read_nowait(r->bdi, rd->dev_off, len);
+		if (err == -EAGAIN)
+			return err;
+	} else {
+		err = pwb__fault_check_read(r->bdi, rd->dev_off, len);
+	}
 	if (err) {
 		rd->end(rd, err);
 		return 0;
@@ -570,6 +593,17 @@ static void uring_read_wait(struct pwb__rd_ring *r, bool (*done)(void *arg),
 	while (!done(arg) && r->inflight)
 		rd_wait_one_locked(r);
 	pthread_mutex_unlock(&r->lock);
+}
+
+static bool uring_read_poll(struct pwb__rd_ring *r)
+{
+	if (pthread_mutex_trylock(&r->lock))
+		return false;
+	/* The reads of a page under read on @r were entered: set up. */
+	if (r->ready)
+		rd_reap_locked(r);
+	pthread_mutex_unlock(&r->lock);
+	return true;
 }
 
 static void uring_read_reap(void *state)
@@ -634,6 +668,7 @@ static const struct pwb__io_read_ops uring_read_ops = {
 	.read_ring_put = uring_read_ring_put,
 	.read_wait = uring_read_wait,
 	.read_reap = uring_read_reap,
+	.read_poll = uring_read_poll,
 };
 
 const struct pwb__io_backend pwb__io_uring = {

@@ -100,18 +100,33 @@ struct pwb__rd_ring;
  * ring's lock and reaps completions (calling their end()) until @done
  * says its read ended, so a completion never waits for a thread that is
  * not there. read_reap reaps every ring without waiting.
+ *
+ * @nowait (a PWB_RW_NOWAIT reader's readahead): the submitter must not
+ * sleep. read_ring_get only tries the rings' locks (a ring's lock may be
+ * held by a thread asleep for its completions) and gives NULL when every
+ * one is taken; read_submit refuses (-EAGAIN) a read it could queue only
+ * by waiting (for room on the ring, or in a read-delay fault rule). The
+ * caller then ends the read unread (end() with -EAGAIN), never reads it
+ * on its own thread. read_poll reaps @ring if its lock is free, without
+ * waiting: a NOWAIT reader's pages under read arrive without any thread
+ * asleep on the ring.
  */
 struct pwb__io_read_ops {
 	int (*read_init)(struct pwb_bdi *bdi, void **state);
 	void (*read_fini)(void *state);
-	struct pwb__rd_ring *(*read_ring_get)(void *state);
+	struct pwb__rd_ring *(*read_ring_get)(void *state, bool nowait);
 	/* Queue @rd on @ring (held). 0, or -errno (not queued: the caller
-	 * reads it synchronously or ends it). */
-	int (*read_submit)(struct pwb__rd_ring *ring, struct pwb__rd *rd);
+	 * reads it synchronously or, -EAGAIN with @nowait, ends it). */
+	int (*read_submit)(struct pwb__rd_ring *ring, struct pwb__rd *rd,
+			   bool nowait);
 	void (*read_ring_put)(struct pwb__rd_ring *ring);
 	void (*read_wait)(struct pwb__rd_ring *ring, bool (*done)(void *arg),
 			  void *arg);
 	void (*read_reap)(void *state);
+	/* Reap @ring without waiting, if its lock is free: true if it was
+	 * reaped, false if another thread holds it (and so reaps it).
+	 * Optional (NULL: a NOWAIT reader waits for another's reap). */
+	bool (*read_poll)(struct pwb__rd_ring *ring);
 };
 
 /* Read @rd now, on the calling thread (preadv, consulting the fault
@@ -152,6 +167,12 @@ void pwb__fault_destroy(struct pwb_bdi *bdi) PWB__INTERNAL;
  * negative errno it is to fail with (a read rule, PWB_FAULT_READ_EIO). */
 int pwb__fault_check_read(struct pwb_bdi *bdi, uint64_t dev_off,
 			  uint64_t len) PWB__INTERNAL;
+/* pwb__fault_check_read() for a submitter that must not sleep (a
+ * PWB_RW_NOWAIT reader's readahead): -EAGAIN, with nothing counted (no
+ * match, no hit), when a read-delay rule covers the range, which would
+ * sleep; else as pwb__fault_check_read(). */
+int pwb__fault_check_read_nowait(struct pwb_bdi *bdi, uint64_t dev_off,
+				 uint64_t len) PWB__INTERNAL;
 struct pwb__fault_state;
 /* A request with room for @max_pages iovecs, zeroed but for iov and cap,
  * or NULL. Full-size requests (max_io_pages) and small ones (up to

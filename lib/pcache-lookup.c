@@ -21,14 +21,9 @@
 /* ---------------------------------------------------------------------- */
 /* Lookup and insert                                                      */
 
-/*
- * Find page @index of @inode with a reference, creating it (not up to
- * date) if absent and @create. 0 and *@pp, -ENOENT (not @create), or
- * -ENOMEM / -ETIMEDOUT (message set); without @wait, -ENOBUFS at once
- * when the cache is full and nothing clean can be reclaimed.
- */
+/* See pcache.h. */
 int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
-			  bool wait, struct pwb__page **pp)
+			  enum pwb__room room, struct pwb__page **pp)
 {
 	struct pwb__pcache_inode *pc = inode->pcache;
 	struct pwb_bdi *bdi = inode->bdi;
@@ -51,7 +46,7 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
 		}
 		if (!create)
 			return -ENOENT;
-		ret = pwb__pcache_charge(inode, wait);
+		ret = pwb__pcache_charge(inode, room);
 		if (ret)
 			return ret;
 		np = calloc(1, sizeof(*np));

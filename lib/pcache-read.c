@@ -7,9 +7,12 @@
  * pages reads around it. A miss first goes through readahead
  * (readahead.c), which reads the page with those a sequential reader will
  * want next; the fills here are what is left (a read that failed, a page
- * readahead found no room for). pwb_read2()'s flags read nothing ahead:
- * PWB_RW_NOWAIT reads nothing from the device at all, PWB_RW_DONTCACHE
- * reads what is not cached through a bounce buffer.
+ * readahead found no room for). pwb_read2()'s PWB_RW_NOWAIT makes no
+ * read on the calling thread: on a backend with read rings (io_uring) it
+ * starts what readahead would read, as the kernel's RWF_NOWAIT does, and
+ * returns without waiting for it; elsewhere it starts nothing.
+ * PWB_RW_DONTCACHE reads no readahead, and what is not cached through a
+ * bounce buffer.
  */
 #include "pcache.h"
 #include "io.h"
@@ -121,7 +124,7 @@ static struct pwb__page *run_page(struct pwb_inode *inode, uint64_t index)
 {
 	struct pwb__page *q;
 
-	if (pwb__pcache_page_find(inode, index, true, false, &q))
+	if (pwb__pcache_page_find(inode, index, true, PWB__ROOM_RECLAIM, &q))
 		return NULL;	/* no room: the run ends here */
 	/* After the run's first page, in rising index (base.h). */
 	if (pwb__page_trylock_nested(q)) {
@@ -257,26 +260,47 @@ static int read_uncached(struct pwb_inode *inode, uint64_t index,
 
 /*
  * pwb_read2()'s look-up of page @index with @flags (NOWAIT, DONTCACHE or
- * both): it makes no page and starts no read and no readahead. 0: *@pp
- * is locked and up to date, a reference held. -EAGAIN (NOWAIT): the page
- * is not cached or not up to date, its lock is taken or a read of it is
- * in flight. -ENOENT (DONTCACHE): not cached, or not up to date and so
- * not dirty (a page is filled before it is dirtied): the device has it,
- * read it around the cache.
+ * both), for a read of @want pages from there. 0: *@pp is locked and up
+ * to date, a reference held. -EAGAIN (NOWAIT): the page is not cached or
+ * not up to date, its lock is taken or a read of it is in flight.
+ * -ENOENT (DONTCACHE): not cached, or not up to date and so not dirty (a
+ * page is filled before it is dirtied): the device has it, read it
+ * around the cache.
+ *
+ * It makes no read on this thread. NOWAIT alone, on a backend with read
+ * rings, starts readahead as pwb_read() would, without waiting (the
+ * kernel's filemap_get_pages() with IOCB_NOWAIT): a miss starts what
+ * pwb__ra_miss() reads for this reader, the marker the next window; and
+ * a page under read on a ring whose lock is free has that ring reaped
+ * and is looked at again. Any other flags start nothing.
  */
 static int rw_page_get_locked(struct pwb_inode *inode, uint64_t index,
-			      unsigned int flags, struct pwb__page **pp)
+			      uint64_t want, unsigned int flags,
+			      struct pwb__page **pp)
 {
+	bool ra = flags == PWB_RW_NOWAIT && inode->bdi->pcache->ra.ops;
 	struct pwb__page *p;
 	int ret;
 
-	ret = pwb__pcache_page_find(inode, index, false, false, &p);
+	ret = pwb__pcache_page_find(inode, index, false, PWB__ROOM_RECLAIM,
+				    &p);
+	if (ret == -ENOENT && ra) {
+		pwb__ra_miss(inode, index, want, true);
+		/* Made and under read, read already, or left out. */
+		ret = pwb__pcache_page_find(inode, index, false,
+					    PWB__ROOM_RECLAIM, &p);
+	} else if (!ret && ra &&
+		   (pwb__aread(&p->flags) & PWB__PG_READAHEAD)) {
+		pwb__ra_marker(inode, p, want, true);
+	}
 	if (ret)
 		return ret == -ENOENT && (flags & PWB_RW_NOWAIT) ? -EAGAIN
 								 : ret;
 	if (!(flags & PWB_RW_NOWAIT)) {
 		pwb__page_lock_settled(inode, p);
-	} else if (!pwb__page_trylock_settled(p)) {
+	} else if (!pwb__page_trylock_settled(p) &&
+		   !(ra && pwb__page_read_poll(inode->bdi, p) &&
+		     pwb__page_trylock_settled(p))) {
 		pwb__page_put(p);
 		return -EAGAIN;
 	}
@@ -358,10 +382,11 @@ slow:
 }
 
 /* The slow path of pwb_read() and pwb_read2(): out of line, so that the
- * hit path saves no registers for it. With @flags no readahead: NOWAIT
- * stops (-EAGAIN) where a page is not cached and up to date, its lock is
- * taken or a read of it is in flight; DONTCACHE reads pages not cached
- * around the cache. */
+ * hit path saves no registers for it. With @flags (rw_page_get_locked()):
+ * NOWAIT stops (-EAGAIN) where a page is not cached and up to date, its
+ * lock is taken or a read of it is in flight, having started readahead
+ * there on a backend with read rings; DONTCACHE reads pages not cached
+ * around the cache, and no readahead. */
 static __attribute__((noinline)) ssize_t
 read_slow(struct pwb_inode *inode, void *buf, size_t len, uint64_t off,
 	  unsigned int flags, const char *who)
@@ -397,22 +422,23 @@ read_slow(struct pwb_inode *inode, void *buf, size_t len, uint64_t off,
 		struct pwb__page *p;
 
 		if (caa_unlikely(flags)) {
-			/* pwb_read2(): no page made, no read started, no
-			 * readahead. */
-			ret = rw_page_get_locked(inode, index, flags, &p);
+			/* pwb_read2(): no read on this thread. */
+			ret = rw_page_get_locked(inode, index, want, flags,
+						 &p);
 		} else {
 			/* Not cached: read it with what readahead adds
 			 * (readahead.c); the marker: start the next
 			 * window. */
 			ret = pwb__pcache_page_find(inode, index, false,
-						    false, &p);
+						    PWB__ROOM_RECLAIM, &p);
 			if (ret == -ENOENT) {
-				pwb__ra_miss(inode, index, want);
+				pwb__ra_miss(inode, index, want, false);
 				ret = pwb__pcache_page_find(inode, index, true,
-							    false, &p);
+							    PWB__ROOM_RECLAIM,
+							    &p);
 			} else if (!ret && (pwb__aread(&p->flags) &
 					    PWB__PG_READAHEAD)) {
-				pwb__ra_marker(inode, p, want);
+				pwb__ra_marker(inode, p, want, false);
 			}
 		}
 		if (ret == -ENOBUFS || ret == -ENOENT) {

@@ -795,11 +795,11 @@ static bool writes_in_flight(struct pwb_bdi *bdi)
 }
 
 /*
- * Charge @nr pages against cache_bytes: reclaim, or start writeback and
- * wait for it, when the cache is full. 0, or -ETIMEDOUT; without @wait,
- * -ENOBUFS at once.
+ * Charge @nr pages against cache_bytes; when the cache is full, make room
+ * as @room says (enum pwb__room). 0, -ENOBUFS, or -ETIMEDOUT.
  */
-static int charge_pages(struct pwb_inode *inode, unsigned int nr, bool wait)
+static int charge_pages(struct pwb_inode *inode, unsigned int nr,
+			enum pwb__room room)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	struct pwb__pcache_bdi *pb = bdi->pcache;
@@ -840,6 +840,12 @@ static int charge_pages(struct pwb_inode *inode, unsigned int nr, bool wait)
 				return 0;
 			}
 		}
+		if (room == PWB__ROOM_NOW) {
+			/* Room later: the reclaimer frees clean pages down to
+			 * its low watermark. */
+			kswapd_wake(bdi);
+			return -ENOBUFS;	/* no message: not an error */
+		}
 		/* Read before looking: what ends after this wakes us. */
 		seq = pwb__aread(&pb->room->seq);
 		/* The bdi's own bound, or else its domain's budget. */
@@ -864,7 +870,7 @@ static int charge_pages(struct pwb_inode *inode, unsigned int nr, bool wait)
 			sched_yield();
 			continue;
 		}
-		if (!wait)
+		if (room != PWB__ROOM_WAIT)
 			return -ENOBUFS;	/* no message: not an error */
 		if (!deadline)
 			deadline = pwb__now(bdi) + timeout;
@@ -912,9 +918,9 @@ static int charge_pages(struct pwb_inode *inode, unsigned int nr, bool wait)
 	}
 }
 
-int pwb__pcache_charge(struct pwb_inode *inode, bool wait)
+int pwb__pcache_charge(struct pwb_inode *inode, enum pwb__room room)
 {
-	return charge_pages(inode, 1, wait);
+	return charge_pages(inode, 1, room);
 }
 
 int pwb__pcache_charge_folio(struct pwb_inode *inode, unsigned int nr)
@@ -928,5 +934,5 @@ int pwb__pcache_charge_folio(struct pwb_inode *inode, unsigned int nr)
 	 * for room single pages would find (or never find it whole). */
 	if ((uint64_t)nr > limit / 4)
 		return pwb__pcache_charge_nowait(inode, nr);
-	return charge_pages(inode, nr, true);
+	return charge_pages(inode, nr, PWB__ROOM_WAIT);
 }

@@ -140,6 +140,22 @@ bool pwb__page_trylock_settled(struct pwb__page *p)
 	return false;
 }
 
+bool pwb__page_read_poll(struct pwb_bdi *bdi, struct pwb__page *p)
+{
+	struct pwb__pcache_bdi *pb = bdi->pcache;
+	struct pwb__rd_ring *ring;
+
+	if (!(pwb__page_flags(p) & PWB__PG_READING))
+		return true;
+	ring = __atomic_load_n(&p->rd_ring, __ATOMIC_ACQUIRE);
+	/* A ring's memory lasts as long as the bdi: a ring the read has
+	 * left meanwhile is reaped for nothing. */
+	if (!ring || !pb->ra.ops || !pb->ra.ops->read_poll ||
+	    !pb->ra.ops->read_poll(ring))
+		return false;
+	return !(pwb__page_flags(p) & PWB__PG_READING);
+}
+
 void pwb__ra_reap(struct pwb_bdi *bdi)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;

@@ -128,7 +128,9 @@ write_page(struct pwb_inode *inode, uint64_t index, unsigned int pgoff,
 
 	*dirtied = false;
 	ret = pwb__pcache_page_find(inode, index, true,
-				    !(flags & PWB_RW_NOWAIT), &p);
+				    (flags & PWB_RW_NOWAIT) ? PWB__ROOM_RECLAIM
+							    : PWB__ROOM_WAIT,
+				    &p);
 	if (ret)
 		return ret == -ENOBUFS ? -EAGAIN : ret;
 	/* Not while a read fills it (it would land on the new data). */

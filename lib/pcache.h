@@ -643,14 +643,29 @@ pwb__fast_lock_page(struct pwb_inode *inode, size_t len, uint64_t off,
 	return p;
 }
 
+/* What making a page does when the cache is full (pwb__pcache_page_find,
+ * pwb__pcache_charge). */
+enum pwb__room {
+	/* Free clean pages on this thread (direct reclaim); -ENOBUFS if
+	 * none can be, without waiting. */
+	PWB__ROOM_RECLAIM = 0,
+	/* The same, else start writeback and wait for room. */
+	PWB__ROOM_WAIT,
+	/* Only room there is now: -ENOBUFS at once, no reclaim (which takes
+	 * inode and list locks), no yield (readahead of a PWB_RW_NOWAIT
+	 * reader, speculative: the background reclaimer is woken). */
+	PWB__ROOM_NOW,
+};
+
 /*
  * Find page @index of @inode with a reference, creating it (not up to
- * date) if absent and @create. 0 and *@pp, -ENOENT (not @create), or
- * -ENOMEM / -ETIMEDOUT (message set); without @wait, -ENOBUFS at once
- * when the cache is full and nothing clean can be reclaimed.
+ * date) if absent and @create, making room for it as @room says. 0 and
+ * *@pp, -ENOENT (not @create), -ENOBUFS (the cache full, see enum
+ * pwb__room), or -ENOMEM / -ETIMEDOUT (message set).
  */
 int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
-			  bool wait, struct pwb__page **pp) PWB__INTERNAL;
+			  enum pwb__room room,
+			  struct pwb__page **pp) PWB__INTERNAL;
 /* Drop the clean cached pages [first, last] of @inode that nobody holds
  * or reads (PWB_FADV_DONTNEED); dirty pages and pages being written
  * stay. */
@@ -791,10 +806,10 @@ void pwb__pcache_lru_del(struct pwb__pcache_bdi *pb,
 			 struct pwb__page *p) PWB__INTERNAL;
 /* The context whose list @inode's pages read from the device join. */
 unsigned int pwb__pcache_owner_ctx(struct pwb_inode *inode) PWB__INTERNAL;
-/* Charge one page against cache_bytes: reclaim, or start writeback and
- * wait for it, when the cache is full. 0, or -ETIMEDOUT (message set);
- * without @wait, -ENOBUFS at once. */
-int pwb__pcache_charge(struct pwb_inode *inode, bool wait) PWB__INTERNAL;
+/* Charge one page against cache_bytes, making room as @room says (enum
+ * pwb__room). 0, -ENOBUFS, or -ETIMEDOUT (PWB__ROOM_WAIT; message set). */
+int pwb__pcache_charge(struct pwb_inode *inode,
+		       enum pwb__room room) PWB__INTERNAL;
 /* PWB_PAGE_DIRTY and PWB_PAGE_WRITEBACK: whether a page of the @nr from
  * @first is dirty, in flight (a folio is busy while any of its pages
  * is). The _locked one under inode->lock (no region); the other asks

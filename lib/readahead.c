@@ -23,6 +23,10 @@
  * only, one at a time, reaping the ring their reads are on. Otherwise
  * (psync, null, or io_uring refused) each request is a preadv() on the
  * calling thread.
+ *
+ * A PWB_RW_NOWAIT reader (pwb_read2()) starts the same reads on a
+ * backend with read rings, without sleeping (@nowait below, and
+ * doc/design.md "NOWAIT readers"); elsewhere it starts nothing.
  */
 #include "pcache.h"
 #include "readahead.h"
@@ -105,33 +109,45 @@ static void req_end(struct pwb__rd *rd, int err)
 /*
  * Start the @n requests of @reqs: on one ring, entered together, or on
  * this thread. @sync: the caller waits for all of it at once, so a lone
- * request is read here (one syscall, no ring).
+ * request is read here (one syscall, no ring). @nowait: never sleep (see
+ * pwb__ra_miss()): on a ring taken with a trylock, and the requests that
+ * could be queued only by waiting are ended unread, as a failed read
+ * (req_end() counts and records nothing for it), for a later reader.
+ * False if one was.
  */
-static void submit(struct pwb_bdi *bdi, struct ra_req **reqs, unsigned int n,
-		   bool sync)
+static bool submit(struct pwb_bdi *bdi, struct ra_req **reqs, unsigned int n,
+		   bool sync, bool nowait)
 {
 	struct pwb__pcache_bdi *pb = bdi->pcache;
 	const struct pwb__io_read_ops *ops = pb->ra.ops;
 	struct pwb__rd_ring *ring = NULL;
+	bool refused = false;
 	unsigned int i, j;
 	uint64_t t0;
 
 	if (!n)
-		return;
-	if (ops && !(sync && n == 1))
-		ring = ops->read_ring_get(pb->ra.state);
+		return true;
+	if (ops && (nowait || !(sync && n == 1)))
+		ring = ops->read_ring_get(pb->ra.state, nowait);
 	for (i = 0; i < n; i++) {
 		struct ra_req *q = reqs[i];
 
-		if (ring) {
+		if (ring && !refused) {
 			for (j = 0; j < q->n; j++)
 				__atomic_store_n(&q->pages[j]->rd_ring, ring,
 						 __ATOMIC_RELEASE);
-			if (!ops->read_submit(ring, &q->rd))
+			if (!ops->read_submit(ring, &q->rd, nowait))
 				continue;
 			for (j = 0; j < q->n; j++)
 				__atomic_store_n(&q->pages[j]->rd_ring, NULL,
 						 __ATOMIC_RELEASE);
+		}
+		if (nowait) {
+			/* The ring is full (or every ring taken, or a
+			 * read-delay rule holds the device): the rest too. */
+			refused = true;
+			q->rd.end(&q->rd, -EAGAIN);
+			continue;
 		}
 		/* Read on this thread: the bdi's wait (no one inode's). */
 		t0 = pwb__now(bdi);
@@ -143,6 +159,7 @@ static void submit(struct pwb_bdi *bdi, struct ra_req **reqs, unsigned int n,
 		/* Waiters that saw no ring yet now find one. */
 		pwb__page_wake_waiters(pb);
 	}
+	return !refused;
 }
 
 /* A page not under read, without data the device could give: a hole, or
@@ -157,10 +174,13 @@ static void page_zero_locked(struct pwb_bdi *bdi, struct pwb__page *p)
  * Read pages [first, first + nr) that are not cached or not up to date,
  * as far as the file goes and the cache has room; put the marker on page
  * @marker. Pages another thread holds or reads are left alone. Pages from
- * @need_end on count as read ahead. @sync: see submit().
+ * @need_end on count as read ahead. @sync, @nowait: see submit(); with
+ * @nowait a page is made only if the cache has room now, and a request
+ * ended unread stops the range there.
  */
 static void read_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
-		       uint64_t marker, uint64_t need_end, bool sync)
+		       uint64_t marker, uint64_t need_end, bool sync,
+		       bool nowait)
 {
 	struct pwb_bdi *bdi = inode->bdi;
 	struct pwb__pcache_bdi *pb = bdi->pcache;
@@ -170,6 +190,7 @@ static void read_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
 	uint64_t size = pwb__aread(&inode->pcache->size), eof, end, idx;
 	uint64_t dev, run_dev = 0;
 	struct ra_req *reqs[RA_BATCH], *q = NULL;
+	bool refused = false;
 
 	if (!size || !nr)
 		return;
@@ -178,12 +199,15 @@ static void read_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
 		return;
 	end = first + PWB__MIN(nr, eof - first + 1);
 	lru = pwb__pcache_owner_ctx(inode);
-	for (idx = first; idx < end; idx++) {
+	for (idx = first; idx < end && !refused; idx++) {
 		struct pwb__page *p;
 		unsigned int fl;
 		int r;
 
-		r = pwb__pcache_page_find(inode, idx, true, false, &p);
+		r = pwb__pcache_page_find(inode, idx, true,
+					  nowait ? PWB__ROOM_NOW
+						 : PWB__ROOM_RECLAIM,
+					  &p);
 		if (r)
 			break;	/* no room (or no memory): stop here */
 		if (pwb__page_trylock(p)) {
@@ -209,11 +233,12 @@ static void read_range(struct pwb_inode *inode, uint64_t first, uint64_t nr,
 				reqs[nreq++] = q;
 				q = NULL;
 				if (nreq == RA_BATCH) {
-					submit(bdi, reqs, nreq, false);
+					refused = !submit(bdi, reqs, nreq,
+							  false, nowait);
 					nreq = 0;
 				}
 			}
-			if (!q && (q = malloc(sizeof(*q)))) {
+			if (!q && !refused && (q = malloc(sizeof(*q)))) {
 				q->rd.dev_off = dev;
 				q->rd.iov = q->iov;
 				q->rd.iovcnt = 0;
@@ -248,14 +273,15 @@ close_run:
 			reqs[nreq++] = q;
 			q = NULL;
 			if (nreq == RA_BATCH) {
-				submit(bdi, reqs, nreq, false);
+				refused = !submit(bdi, reqs, nreq, false,
+						  nowait);
 				nreq = 0;
 			}
 		}
 	}
 	if (q)
 		reqs[nreq++] = q;
-	submit(bdi, reqs, nreq, sync);
+	submit(bdi, reqs, nreq, sync, nowait);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -383,15 +409,20 @@ static struct pwb__ra_stream *stream_new(struct pwb_inode *inode)
 	return s;
 }
 
-void pwb__ra_miss(struct pwb_inode *inode, uint64_t index, uint64_t nr)
+void pwb__ra_miss(struct pwb_inode *inode, uint64_t index, uint64_t nr,
+		  bool nowait)
 {
 	struct pwb__ra_inode *ra = &inode->pcache->ra;
-	uint32_t max = ra_max(inode), size;
+	uint32_t max, size;
 	struct pwb__ra_stream *s;
 	uint64_t async;
 
+	if (nowait && !inode->bdi->pcache->ra.ops)
+		return;		/* reads would be made on this thread */
+	max = ra_max(inode);
 	if (!max) {
-		read_range(inode, index, nr, NO_MARKER, index + nr, true);
+		read_range(inode, index, nr, NO_MARKER, index + nr, true,
+			   nowait);
 		return;
 	}
 	pthread_mutex_lock(&ra->lock);
@@ -405,7 +436,7 @@ void pwb__ra_miss(struct pwb_inode *inode, uint64_t index, uint64_t nr)
 			/* Random until a read continues it. */
 			pthread_mutex_unlock(&ra->lock);
 			read_range(inode, index, nr, NO_MARKER, index + nr,
-				   true);
+				   true, nowait);
 			return;
 		}
 		size = init_size(nr, max);
@@ -425,16 +456,19 @@ void pwb__ra_miss(struct pwb_inode *inode, uint64_t index, uint64_t nr)
 	stream_account(inode, s, pwb__aread(&inode->pcache->size));
 	pthread_mutex_unlock(&ra->lock);
 	read_range(inode, index, size, async ? index + nr : NO_MARKER,
-		   index + nr, !async);
+		   index + nr, !async, nowait);
 }
 
-void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p, uint64_t nr)
+void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p, uint64_t nr,
+		    bool nowait)
 {
 	struct pwb__ra_inode *ra = &inode->pcache->ra;
 	uint64_t index = p->index, start;
 	uint32_t max, size;
 	struct pwb__ra_stream *s = NULL;
 
+	if (nowait && !inode->bdi->pcache->ra.ops)
+		return;		/* the marker stays for a reader that reads */
 	/* One reader takes the marker. */
 	if (!(__atomic_fetch_and(&p->flags, ~PWB__PG_READAHEAD,
 				 __ATOMIC_ACQ_REL) & PWB__PG_READAHEAD))
@@ -466,7 +500,7 @@ void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p, uint64_t nr)
 	s->used = ++ra->clock;
 	stream_account(inode, s, pwb__aread(&inode->pcache->size));
 	pthread_mutex_unlock(&ra->lock);
-	read_range(inode, start, size, start, 0, false);
+	read_range(inode, start, size, start, 0, false, nowait);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -571,7 +605,7 @@ PWB_API int pwb_fadvise(struct pwb_inode *inode, uint64_t off, uint64_t len,
 		last = (end - 1) >> shift;
 		/* Queued, not waited for (psync reads it here). */
 		read_range(inode, first, last - first + 1, NO_MARKER, first,
-			   false);
+			   false, false);
 		break;
 	case PWB_FADV_DONTNEED:
 		/* Whole pages only: a page the range covers in part keeps. */

@@ -100,14 +100,23 @@ void pwb__ra_inode_fini(struct pwb_bdi *bdi,
  * streams call for. The pages are created and under read (or read, or
  * left out when the cache has no room) when this returns; the caller
  * waits for the ones it needs. No lock held.
+ *
+ * @nowait (pwb_read2() with PWB_RW_NOWAIT, on a backend with read rings:
+ * the caller checks pwb__pcache_bdi.ra.ops): the same reads, started
+ * without sleeping. A page is made only if the cache has room now
+ * (PWB__ROOM_NOW), the reads go on a ring taken with a trylock, and a
+ * read that could be queued only by waiting is ended unread (its pages
+ * left not up to date, for a reader that may sleep to read them); no
+ * read is made on the calling thread. Only the inode's readahead lock and
+ * the short bookkeeping locks of making a page are met.
  */
-void pwb__ra_miss(struct pwb_inode *inode, uint64_t index,
-		  uint64_t nr) PWB__INTERNAL;
+void pwb__ra_miss(struct pwb_inode *inode, uint64_t index, uint64_t nr,
+		  bool nowait) PWB__INTERNAL;
 /* pwb_read() reached page @p, which carries the readahead marker, asking
  * for @nr pages from it: clear it and start the next window, without
- * waiting for it. No lock held. */
+ * waiting for it. @nowait: as for pwb__ra_miss(). No lock held. */
 void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p,
-		    uint64_t nr) PWB__INTERNAL;
+		    uint64_t nr, bool nowait) PWB__INTERNAL;
 /* pcache-wait.c. Wake the threads waiting for pages under read of @pb, after the change
  * they wait for (a full barrier: pairs with the waiter's increment of the
  * slot's waiters). */
@@ -120,6 +129,13 @@ void pwb__page_lock_settled(struct pwb_inode *inode,
  * no read of @p in flight, false (lock not held) if the lock is taken or
  * a read is in flight. */
 bool pwb__page_trylock_settled(struct pwb__page *p) PWB__INTERNAL;
+/* A PWB_RW_NOWAIT reader found @p (a reference held) under read: reap
+ * the ring its read is on if that ring's lock is free, without waiting.
+ * True if @p's read has ended (up to date, or failed); false if it is
+ * still in flight, not on a ring yet, or the ring was taken. No lock
+ * held: the reads reaped end here, under the ring's lock. */
+bool pwb__page_read_poll(struct pwb_bdi *bdi,
+			 struct pwb__page *p) PWB__INTERNAL;
 /* Reap the read rings of @bdi without waiting (a thread that waits for
  * references of pages under read to go). No lock held. */
 void pwb__ra_reap(struct pwb_bdi *bdi) PWB__INTERNAL;

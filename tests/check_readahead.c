@@ -606,7 +606,7 @@ static void *ring_fn(void *arg)
 {
 	struct ring_arg *a = arg;
 
-	a->ring = a->pb->ra.ops->read_ring_get(a->pb->ra.state);
+	a->ring = a->pb->ra.ops->read_ring_get(a->pb->ra.state, false);
 	if (a->ring)
 		a->pb->ra.ops->read_ring_put(a->ring);
 	return NULL;

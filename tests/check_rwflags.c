@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,6 +285,33 @@ static void wait_in_flight(struct pwb_inode *inode, uint64_t index)
 	ck_assert(pwb_page_state(inode, index) & PWB_PAGE_WRITEBACK);
 }
 
+/* The read state of page @index of @inode: PWB__PG_UPTODATE,
+ * PWB__PG_READING and PWB__PG_READAHEAD (the marker) of its flags; -1 if
+ * the page is not cached. */
+static int page_rd(struct pwb_inode *inode, uint64_t index)
+{
+	struct pwb__page *p;
+	int fl;
+
+	if (pwb__pcache_page_find(inode, index, false, PWB__ROOM_RECLAIM, &p))
+		return -1;
+	fl = (int)(pwb__page_flags(p) &
+		   (PWB__PG_UPTODATE | PWB__PG_READING | PWB__PG_READAHEAD));
+	pwb__page_put(p);
+	return fl;
+}
+
+/* Page @index is cached and up to date or under read (a NOWAIT reader
+ * started its read). */
+static void assert_started(struct pwb_inode *inode, uint64_t index)
+{
+	int fl = page_rd(inode, index);
+
+	ck_assert_msg(fl >= 0 && (fl & (PWB__PG_UPTODATE | PWB__PG_READING)),
+		      "page %llu: %s", (unsigned long long)index,
+		      fl < 0 ? "not cached" : "cached, no read started");
+}
+
 START_TEST(test_unknown_flags)
 {
 	struct tu_env e;
@@ -317,8 +345,10 @@ END_TEST
 
 /*
  * NOWAIT reads serve only what is cached: a page that must come from
- * the device gives -EAGAIN at once (no device read, no new page), a read
- * that reaches one after cached pages returns what it copied.
+ * the device gives -EAGAIN at once, a read that reaches one after cached
+ * pages returns what it copied. On psync nothing is read (no device
+ * read, no new page); on io_uring the miss starts the page's read, which
+ * a later call finds in flight or done.
  */
 START_TEST(test_nowait_read_uncached)
 {
@@ -340,10 +370,21 @@ START_TEST(test_nowait_read_uncached)
 	inode = open_lib(&e, 1);
 	ck_assert_int_eq(pwb_inode_set_size(inode, sizeof(ref)), 0);
 	st0 = bdi_stats(e.bdi);
-	nowait_again(inode, false, buf, PS, PS, 0);
-	st1 = bdi_stats(e.bdi);
-	ck_assert_uint_eq(st1.read_ios, st0.read_ios);
-	ck_assert_uint_eq(st1.cache_pages, st0.cache_pages);
+	if (!TU_URING_VARIANT) {
+		nowait_again(inode, false, buf, PS, PS, 0);
+		st1 = bdi_stats(e.bdi);
+		ck_assert_uint_eq(st1.read_ios, st0.read_ios);
+		ck_assert_uint_eq(st1.cache_pages, st0.cache_pages);
+		ck_assert_int_eq(page_rd(inode, 1), -1);
+	} else {
+		/* -EAGAIN, or the page if its read ended at once (and the
+		 * call reaped it). */
+		ssize_t r = run_bounded(inode, false, buf, PS, PS,
+					PWB_RW_NOWAIT, 5000);
+
+		ck_assert_msg(r == -EAGAIN || r == PS, "%zd", r);
+		assert_started(inode, 1);
+	}
 	/* Cached by a plain read: served. */
 	ck_assert_int_eq(pwb_read(inode, buf, 10, PS), 10);
 	memset(buf, 0, sizeof(buf));
@@ -351,13 +392,22 @@ START_TEST(test_nowait_read_uncached)
 				     PWB_RW_NOWAIT, 5000),
 			 PS);
 	ck_assert(!memcmp(buf, ref + PS, PS));
-	/* Cached page 1 and part of page 2 (not cached): a short count. */
+	/* Cached page 1 and part of page 2 (not cached): a short count
+	 * (io_uring: or all of it, if page 2's read, started by the call,
+	 * ended at once). */
 	st0 = bdi_stats(e.bdi);
 	if (st0.cache_pages == 1) {	/* no run filled page 2 with 1 */
-		ck_assert_int_eq(run_bounded(inode, false, buf, PS + 100,
-					     PS + 10, PWB_RW_NOWAIT, 5000),
-				 PS - 10);
-		ck_assert(!memcmp(buf, ref + PS + 10, PS - 10));
+		ssize_t r = run_bounded(inode, false, buf, PS + 100, PS + 10,
+					PWB_RW_NOWAIT, 5000);
+
+		ck_assert_msg(r == PS - 10 ||
+				      (TU_URING_VARIANT && r == PS + 100),
+			      "%zd", r);
+		ck_assert(!memcmp(buf, ref + PS + 10, (size_t)r));
+		if (TU_URING_VARIANT)
+			assert_started(inode, 2);
+		else
+			ck_assert_int_eq(page_rd(inode, 2), -1);
 	}
 	ck_assert_int_eq(pwb_inode_close(inode), 0);
 	tu_env_close(&e);
@@ -367,8 +417,11 @@ END_TEST
 /*
  * NOWAIT reads with the device frozen for reads: a page not cached and a
  * page whose read is held in flight both give -EAGAIN at once, without
- * the thread sleeping, and leave no device read, page or readahead
- * behind; once the held read ends, the page is served.
+ * the thread sleeping, and leave no device read or readahead behind, nor
+ * a fault hit (a read made). On psync no page either; on io_uring the
+ * miss made the readahead's pages, and ended their reads unread rather
+ * than sleep in the delay: not up to date, not under read, left to a
+ * reader that may sleep. Once the held read ends, the page is served.
  */
 START_TEST(test_nowait_read_frozen)
 {
@@ -399,7 +452,15 @@ START_TEST(test_nowait_read_frozen)
 	nowait_again(inode, false, buf, 100, 3 * PS + 7, PWB_RW_SYNC);
 	st1 = bdi_stats(e.bdi);
 	ck_assert_uint_eq(st1.read_ios, st0.read_ios);
-	ck_assert_uint_eq(st1.cache_pages, st0.cache_pages);
+	if (!TU_URING_VARIANT) {
+		ck_assert_uint_eq(st1.cache_pages, st0.cache_pages);
+		ck_assert_int_eq(page_rd(inode, 0), -1);
+	} else {
+		ck_assert_uint_gt(st1.cache_pages, st0.cache_pages);
+		ck_assert_int_eq(page_rd(inode, 0) &
+					 (PWB__PG_UPTODATE | PWB__PG_READING),
+				 0);
+	}
 	ck_assert_uint_eq(st1.readahead_pages, st0.readahead_pages);
 	ck_assert_int_eq(pwb_bdi_fault_hits(e.bdi, &hits), 0);
 	ck_assert_uint_eq(hits, 0);	/* no read was even begun */
@@ -431,6 +492,213 @@ START_TEST(test_nowait_read_frozen)
 				     PWB_RW_NOWAIT, 5000),
 			 PS);
 	ck_assert(!memcmp(buf, ref + 8 * PS, PS));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/* Readahead windows for the NOWAIT readahead cases: at most 64 pages. */
+#define RA_PAGES 64u
+#define RA_FILE_PAGES 64u
+
+/* A bdi reading ahead RA_PAGES, a file of RA_FILE_PAGES pages of @ref
+ * written and dropped, reopened with nothing cached. */
+static struct pwb_inode *ra_file(struct tu_env *e, unsigned char *ref,
+				 uint64_t seed)
+{
+	struct pwb_inode *inode;
+	size_t i;
+
+	tu_env_config(e, 1, backend());
+	e->cfg.readahead_bytes = RA_PAGES * PS;
+	tu_env_open(e, IMG_PAGES);
+	for (i = 0; i < RA_FILE_PAGES * PS; i++)
+		ref[i] = (unsigned char)tu_rand(&seed);
+	inode = open_lib(e, 1);
+	ck_assert_int_eq(pwb_write(inode, ref, RA_FILE_PAGES * PS, 0),
+			 (ssize_t)(RA_FILE_PAGES * PS));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);	/* written, dropped */
+	inode = open_lib(e, 1);
+	ck_assert_int_eq(pwb_inode_set_size(inode, RA_FILE_PAGES * PS), 0);
+	return inode;
+}
+
+/*
+ * NOWAIT reads start readahead on io_uring, as the kernel's RWF_NOWAIT
+ * does, and never read on the calling thread. A miss on a cold file
+ * starts the reader's first window (pages 0-3 in one device read): the
+ * plain pwb_read() that follows waits for it and reads nothing itself.
+ * The window's marker (page 1), met by a NOWAIT read, starts the next
+ * window (pages 4-11), read ahead. On psync both start nothing: no page,
+ * no device read, and the marker stays for a reader that reads.
+ */
+START_TEST(test_nowait_read_readahead)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char ref[RA_FILE_PAGES * PS], buf[RA_FILE_PAGES * PS];
+	struct pwb_stats st0, st1;
+	ssize_t r;
+
+	inode = ra_file(&e, ref, 7);
+
+	/* A miss at page 0. */
+	st0 = bdi_stats(e.bdi);
+	r = run_bounded(inode, false, buf, PS, 0, PWB_RW_NOWAIT, 5000);
+	if (!TU_URING_VARIANT) {
+		ck_assert_int_eq(r, -EAGAIN);
+		ck_assert_int_eq(page_rd(inode, 0), -1);
+		st1 = bdi_stats(e.bdi);
+		ck_assert_uint_eq(st1.read_ios, st0.read_ios);
+		ck_assert_uint_eq(st1.cache_pages, st0.cache_pages);
+		/* The plain read starts the window itself. */
+		ck_assert_int_eq(pwb_read(inode, buf, PS, 0), PS);
+	} else {
+		/* -EAGAIN, or page 0 if its read ended at once. */
+		ck_assert_msg(r == -EAGAIN || r == PS, "%zd", r);
+		for (uint64_t i = 0; i < 4; i++)
+			assert_started(inode, i);
+		ck_assert_int_eq(pwb_read(inode, buf, PS, 0), PS);
+		/* Page 0's read was the window's one device read: the plain
+		 * read waited for it, and made none. */
+		st1 = bdi_stats(e.bdi);
+		ck_assert_uint_eq(st1.read_ios - st0.read_ios, 1);
+		ck_assert_uint_eq(st1.read_pages - st0.read_pages, 4);
+		ck_assert_uint_eq(st1.readahead_pages - st0.readahead_pages,
+				  3);
+	}
+	ck_assert(!memcmp(buf, ref, PS));
+	/* The window is pages 0-3; page 1 carries the marker. */
+	ck_assert_int_eq(page_rd(inode, 1),
+			 PWB__PG_UPTODATE | PWB__PG_READAHEAD);
+
+	/* A NOWAIT read across the marker: the page is up to date, and is
+	 * served; on io_uring the next window starts. */
+	st0 = bdi_stats(e.bdi);
+	memset(buf, 0, PS);
+	ck_assert_int_eq(run_bounded(inode, false, buf, PS, PS, PWB_RW_NOWAIT,
+				     5000),
+			 PS);
+	ck_assert(!memcmp(buf, ref + PS, PS));
+	if (!TU_URING_VARIANT) {
+		ck_assert_int_eq(page_rd(inode, 1),
+				 PWB__PG_UPTODATE | PWB__PG_READAHEAD);
+		ck_assert_int_eq(page_rd(inode, 4), -1);
+		st1 = bdi_stats(e.bdi);
+		ck_assert_uint_eq(st1.read_ios, st0.read_ios);
+		ck_assert_uint_eq(st1.cache_pages, st0.cache_pages);
+	} else {
+		ck_assert_int_eq(page_rd(inode, 1), PWB__PG_UPTODATE);
+		for (uint64_t i = 4; i < 12; i++)
+			assert_started(inode, i);
+		ck_assert_int_eq(page_rd(inode, 12), -1);
+		/* Waited for by a plain read, which reads nothing itself:
+		 * one device read, all of it read ahead. Pages 5-11 (page
+		 * 4 carries the new marker, whose reader would start the
+		 * window after, counted when it ends). */
+		ck_assert_int_eq(pwb_read(inode, buf, 7 * PS, 5 * PS),
+				 7 * PS);
+		ck_assert(!memcmp(buf, ref + 5 * PS, 7 * PS));
+		st1 = bdi_stats(e.bdi);
+		ck_assert_uint_eq(st1.read_ios - st0.read_ios, 1);
+		ck_assert_uint_eq(st1.readahead_pages - st0.readahead_pages,
+				  8);
+		ck_assert_int_eq(pwb_read(inode, buf, PS, 4 * PS), PS);
+		ck_assert(!memcmp(buf, ref + 4 * PS, PS));
+	}
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * A NOWAIT read across the readahead marker with the device frozen for
+ * reads: the page is served at once, without the thread sleeping, and no
+ * read is made or even begun (no fault hit). On io_uring the marker is
+ * taken and the next window's pages made, their reads ended unread
+ * rather than sleep in the delay (not up to date, not under read); a
+ * plain reader reads them once the device thaws. On psync nothing
+ * starts and the marker stays.
+ */
+START_TEST(test_nowait_marker_frozen)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char ref[RA_FILE_PAGES * PS], buf[RA_FILE_PAGES * PS];
+	struct pwb_stats st0, st1;
+	struct call c;
+	uint64_t hits;
+
+	inode = ra_file(&e, ref, 8);
+	/* The first window, pages 0-3 in one read, marker on page 1. */
+	ck_assert_int_eq(pwb_read(inode, buf, PS, 0), PS);
+	ck_assert_int_eq(page_rd(inode, 1),
+			 PWB__PG_UPTODATE | PWB__PG_READAHEAD);
+	delay_reads(e.bdi, FREEZE_MS, 0);
+	st0 = bdi_stats(e.bdi);
+	rcu_barrier();
+	memset(buf, 0, PS);
+	c = run_call(inode, false, buf, PS, PS, PWB_RW_NOWAIT,
+		     NOWAIT_BOUND_MS);
+	ck_assert_int_eq(c.ret, PS);
+	ck_assert(!memcmp(buf, ref + PS, PS));
+	ck_assert_msg(c.slept == 0,
+		      "pwb_read2 across the marker (PWB_RW_NOWAIT) slept %ld "
+		      "times in %llu ms",
+		      c.slept, (unsigned long long)c.ms);
+	st1 = bdi_stats(e.bdi);
+	ck_assert_uint_eq(st1.read_ios, st0.read_ios);
+	ck_assert_uint_eq(st1.readahead_pages, st0.readahead_pages);
+	ck_assert_int_eq(pwb_bdi_fault_hits(e.bdi, &hits), 0);
+	ck_assert_uint_eq(hits, 0);
+	if (!TU_URING_VARIANT) {
+		ck_assert_int_eq(page_rd(inode, 1),
+				 PWB__PG_UPTODATE | PWB__PG_READAHEAD);
+		ck_assert_int_eq(page_rd(inode, 4), -1);
+	} else {
+		ck_assert_int_eq(page_rd(inode, 1), PWB__PG_UPTODATE);
+		ck_assert_int_eq(page_rd(inode, 4) &
+					 (PWB__PG_UPTODATE | PWB__PG_READING),
+				 0);
+	}
+	delay_reads(e.bdi, 0, 0);
+	ck_assert_int_eq(pwb_read(inode, buf, 8 * PS, 4 * PS), 8 * PS);
+	ck_assert(!memcmp(buf, ref + 4 * PS, 8 * PS));
+	ck_assert_int_eq(pwb_inode_close(inode), 0);
+	tu_env_close(&e);
+}
+END_TEST
+
+/*
+ * io_uring: a thread that only ever reads with NOWAIT sees its pages
+ * arrive. Its miss starts the read; no thread waits on the ring the read
+ * is on, and its later NOWAIT calls reap that ring (its lock free) and
+ * find the page done. The calls are retried until the page is served,
+ * for at most 10 s of real time.
+ */
+START_TEST(test_nowait_poller_sees_pages)
+{
+	struct tu_env e;
+	struct pwb_inode *inode;
+	static unsigned char ref[RA_FILE_PAGES * PS], buf[RA_FILE_PAGES * PS];
+	struct pwb_stats st0, st1;
+	uint64_t t0 = real_ms(), calls = 0;
+	ssize_t r;
+
+	inode = ra_file(&e, ref, 9);
+	st0 = bdi_stats(e.bdi);
+	do {
+		r = pwb_read2(inode, buf, 2 * PS, 0, PWB_RW_NOWAIT);
+		calls++;
+		if (r == -EAGAIN)
+			sched_yield();
+	} while (r == -EAGAIN && real_ms() - t0 < 10000);
+	ck_assert_msg(r > 0, "pwb_read2 (PWB_RW_NOWAIT): %zd after %llu calls",
+		      r, (unsigned long long)calls);
+	ck_assert(!memcmp(buf, ref, (size_t)r));
+	st1 = bdi_stats(e.bdi);
+	/* The window's one read, none on the calling thread. */
+	ck_assert_uint_eq(st1.read_ios - st0.read_ios, 1);
 	ck_assert_int_eq(pwb_inode_close(inode), 0);
 	tu_env_close(&e);
 }
@@ -916,6 +1184,10 @@ static Suite *rwflags_suite(void)
 	tcase_add_test(tc, test_unknown_flags);
 	tcase_add_test(tc, test_nowait_read_uncached);
 	tcase_add_test(tc, test_nowait_read_frozen);
+	tcase_add_test(tc, test_nowait_read_readahead);
+	tcase_add_test(tc, test_nowait_marker_frozen);
+	if (TU_URING_VARIANT)
+		tcase_add_test(tc, test_nowait_poller_sees_pages);
 	tcase_add_test(tc, test_nowait_write_frozen);
 	tcase_add_test(tc, test_nowait_write_in_flight);
 	tcase_add_test(tc, test_nowait_full_cache);
