@@ -8,7 +8,7 @@
 # bench/README.md).
 #
 # Environment (exported by Makefile.am's AM_TESTS_ENVIRONMENT):
-# top_builddir, PWB_TEST_DIR. Exit 77 (skip) under a sanitizer build: the
+# top_builddir, top_srcdir, PWB_TEST_DIR. Exit 77 (skip) under a sanitizer build: the
 # bench's writers rewrite page memory that may be in flight, which is the
 # application's business and would be reported as a race.
 set -u
@@ -28,28 +28,17 @@ fi
 
 out=$(mktemp "$dir/bench-smoke-XXXXXX") || exit 1
 trap 'rm -f "$out" "$out.err"' EXIT
-fails=0
+. "${top_srcdir:-$top_builddir}/tests/smoke-lib.sh"
 
 # run NAME ARGS...: the bench must exit 0; its stdout is kept in $out.
 run() {
 	local name=$1
 	shift
-	if ! "$bench" --dir "$dir" "$@" >"$out" 2>"$out.err"; then
-		echo "FAIL $name: pwb-bench $* exited $?"
-		cat "$out.err"
-		fails=$((fails + 1))
-		return 1
-	fi
-	return 0
+	smoke_run "$name" "$bench" --dir "$dir" "$@"
 }
 
-# expect NAME PATTERN: $out holds a line matching the extended regex.
 expect() {
-	if ! grep -Eq "$2" "$out"; then
-		echo "FAIL $1: no line matching /$2/ in:"
-		cat "$out" "$out.err"
-		fails=$((fails + 1))
-	fi
+	smoke_expect "$@"
 }
 
 backend=io_uring
@@ -161,12 +150,8 @@ fi
 img=$(mktemp "$dir/hit-scale-XXXXXX") || exit 1
 truncate -s 16M "$img"
 for n in 1 2; do
-	if ! "$top_builddir/bench/hit-scale" "$img" $n 1000 >"$out" \
-		2>"$out.err"; then
-		echo "FAIL hit-scale: bench/hit-scale $n exited $?"
-		cat "$out.err"
-		fails=$((fails + 1))
-	else
+	if smoke_run hit-scale "$top_builddir/bench/hit-scale" "$img" $n 1000
+	then
 		expect hit-scale "^hit-scale: $n threads?, 1000 calls each: pwb_read .* [0-9.]+ ns/call, memcpy .* [0-9.]+ ns/call"
 	fi
 done

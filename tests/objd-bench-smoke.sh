@@ -28,32 +28,20 @@ if [ ! -x "$top_builddir/examples/pwb-objd/pwb-objd" ]; then
 	exit 1
 fi
 out=$(mktemp "$dir/objd-bench-smoke-XXXXXX") || exit 1
-trap 'rm -f "$out"' EXIT
-fails=0
+trap 'rm -f "$out" "$out.err"' EXIT
+. "$top_srcdir/tests/smoke-lib.sh"
+# objd-bench runs from the build tree, where it finds the daemon and the
+# sink.
+cd "$top_builddir" || exit 1
 
-# run NAME ARGS...: objd-bench must exit 0 (from the build tree, where it
-# finds the daemon and the sink); its output is kept in $out.
 run() {
 	name=$1
 	shift
-	if ! (cd "$top_builddir" &&
-	      sh "$top_srcdir/bench/objd-bench" -d "$dir" "$@") >"$out" 2>&1
-	then
-		echo "FAIL $name: objd-bench $* exited non-zero:"
-		cat "$out"
-		fails=$((fails + 1))
-		return 1
-	fi
-	return 0
+	smoke_run "$name" sh "$top_srcdir/bench/objd-bench" -d "$dir" "$@"
 }
 
-# expect NAME PATTERN: $out holds a line matching the extended regex.
 expect() {
-	if ! grep -Eq "$2" "$out"; then
-		echo "FAIL $1: no line matching /$2/ in:"
-		cat "$out"
-		fails=$((fails + 1))
-	fi
+	smoke_expect "$@"
 }
 
 num='[0-9]+(\.[0-9]+)?'
