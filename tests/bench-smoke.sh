@@ -8,27 +8,18 @@
 # bench/README.md).
 #
 # Environment (exported by Makefile.am's AM_TESTS_ENVIRONMENT):
-# top_builddir, top_srcdir, PWB_TEST_DIR. Exit 77 (skip) under a sanitizer build: the
-# bench's writers rewrite page memory that may be in flight, which is the
-# application's business and would be reported as a race.
+# top_builddir, top_srcdir, PWB_TEST_DIR. Exit 77 (skip) under a
+# sanitizer build (tests/smoke-lib.sh, smoke_start, says why).
 set -u
 
 top_builddir=${top_builddir:-$(pwd)}
 dir=${PWB_TEST_DIR:-/var/tmp}
 bench=$top_builddir/bench/pwb-bench
 
-if [ -n "${PWB_SANITIZERS:-}" ]; then
-	echo "SKIP: the bench is not run under sanitizers ($PWB_SANITIZERS)"
-	exit 77
-fi
-if [ ! -x "$bench" ]; then
-	echo "FAIL: $bench was not built"
-	exit 1
-fi
-
+. "${top_srcdir:-$top_builddir}/tests/smoke-lib.sh"
+smoke_start "$bench"
 out=$(mktemp "$dir/bench-smoke-XXXXXX") || exit 1
 trap 'rm -f "$out" "$out.err"' EXIT
-. "${top_srcdir:-$top_builddir}/tests/smoke-lib.sh"
 
 # run NAME ARGS...: the bench must exit 0; its stdout is kept in $out.
 run() {

@@ -18,18 +18,11 @@ top_builddir=${top_builddir:-$(pwd)}
 top_srcdir=${top_srcdir:-$top_builddir}
 dir=${PWB_TEST_DIR:-/var/tmp}
 
-if [ -n "${PWB_SANITIZERS:-}" ]; then
-	echo "SKIP: the bench is not run under sanitizers ($PWB_SANITIZERS)"
-	exit 77
-fi
+. "$top_srcdir/tests/smoke-lib.sh"
+smoke_start "$top_builddir/examples/pwb-objd/pwb-objd"
 command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
-if [ ! -x "$top_builddir/examples/pwb-objd/pwb-objd" ]; then
-	echo "FAIL: pwb-objd was not built"
-	exit 1
-fi
 out=$(mktemp "$dir/objd-bench-smoke-XXXXXX") || exit 1
 trap 'rm -f "$out" "$out.err"' EXIT
-. "$top_srcdir/tests/smoke-lib.sh"
 # objd-bench runs from the build tree, where it finds the daemon and the
 # sink.
 cd "$top_builddir" || exit 1

@@ -7,6 +7,22 @@
 # call; $fails counts the failures.
 fails=0
 
+# smoke_start PROGRAM: exit 77 (skip) under a sanitizer build (the
+# benches' writers rewrite page memory that may be in flight, which is
+# the application's business and would be reported as a race; the code
+# they drive has tests of its own there), 1 if PROGRAM was not built.
+smoke_start() {
+	if [ -n "${PWB_SANITIZERS:-}" ]; then
+		echo "SKIP: the bench is not run under sanitizers" \
+			"($PWB_SANITIZERS)"
+		exit 77
+	fi
+	if [ ! -x "$1" ]; then
+		echo "FAIL: $1 was not built"
+		exit 1
+	fi
+}
+
 # smoke_run NAME CMD...: CMD must exit 0; its stdout is kept in $out, its
 # stderr in $out.err, both shown if it fails.
 smoke_run() {
