@@ -97,10 +97,14 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
  */
 static void page_free_dead(struct pwb__pcache_bdi *pb, struct pwb__page *p)
 {
+	unsigned int nr = pwb__page_nr(p);
+
 	PWB__TSAN_RELEASE(p);
 	pwb__pcache_buf_free_order(pb, p->data, p->order);
+	/* The last touch of @p: callers hold no read-side section, so the
+	 * descriptor may be gone as soon as this returns. */
 	pwb__call_rcu(&p->rcu, pwb__pcache_page_desc_free_rcu);
-	pwb__pcache_uncharge(pb, pwb__page_nr(p));
+	pwb__pcache_uncharge(pb, nr);
 }
 
 /* Whether dead page @p is tagged in the engine's map, asked after the
