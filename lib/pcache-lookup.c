@@ -85,11 +85,11 @@ int pwb__pcache_page_find(struct pwb_inode *inode, uint64_t index, bool create,
  * killed it, or waited for them to go (drop_range): once dead nobody can
  * take a reference (and read or fill the data), and get_page refuses it,
  * so a flusher that tags the page after that never reads the buffer; a
- * lookup that still finds the page reads only the descriptor. A write in flight is another matter: the flusher
- * holds no read-side section while the device reads the buffer, so no
- * grace period would cover it, and the buffer may go to another page
- * (of another file) whose bytes would then reach this page's place on
- * the device. Every caller waits for such a write first (drop_range), as
+ * lookup that still finds the page reads only the descriptor. A write in
+ * flight is another matter: the flusher holds no read-side section while
+ * the device reads the buffer, so no grace period would cover it, and the
+ * buffer may go to another page (of another file) whose bytes would then
+ * reach this page's place on the device. Every caller waits for such a write first (drop_range), as
  * the kernel's truncate_inode_pages_range() waits for a folio's
  * writeback. Giving the buffer back before the room (the uncharge)
  * keeps the memory mapped near cache_bytes: a writer that finds room

@@ -468,7 +468,7 @@ void pwb__ra_marker(struct pwb_inode *inode, struct pwb__page *p, uint64_t nr,
 	struct pwb__ra_stream *s = NULL;
 
 	if (nowait && !inode->bdi->pcache->ra.ops)
-		return;		/* the marker stays for a reader that reads */
+		return;	/* the marker stays, for a reader that reads */
 	/* One reader takes the marker. */
 	if (!(__atomic_fetch_and(&p->flags, ~PWB__PG_READAHEAD,
 				 __ATOMIC_ACQ_REL) & PWB__PG_READAHEAD))
