@@ -101,9 +101,9 @@ void pwb__ra_inode_fini(struct pwb_bdi *bdi,
  * left out when the cache has no room) when this returns; the caller
  * waits for the ones it needs. No lock held.
  *
- * @nowait (pwb_read2() with PWB_RW_NOWAIT, on a backend with read rings:
- * the caller checks pwb__pcache_bdi.ra.ops): the same reads, started
- * without sleeping. A page is made only if the cache has room now
+ * @nowait (pwb_read2() with PWB_RW_NOWAIT): the same reads, started
+ * without sleeping, on a backend with read rings (pwb__pcache_bdi.ra.ops;
+ * without them nothing is started). A page is made only if the cache has room now
  * (PWB__ROOM_NOW), the reads go on a ring taken with a trylock, and a
  * read that could be queued only by waiting is ended unread (its pages
  * left not up to date, for a reader that may sleep to read them); no
